@@ -1,0 +1,35 @@
+# Every target that runs project code depends on `setup`, so a fresh checkout needs nothing else.
+BIN := .venv/bin
+
+.PHONY: setup test lint demo bench clean
+
+setup:
+	@bash scripts/setup.sh
+
+# Runs all three checks even when an earlier one fails, then fails if any did.
+test: setup
+	@failed=""; \
+	echo "== ruff check ."; $(BIN)/ruff check . || failed="$$failed ruff"; \
+	echo "== mypy"; $(BIN)/mypy || failed="$$failed mypy"; \
+	echo "== pytest -q"; $(BIN)/python -m pytest -q || failed="$$failed pytest"; \
+	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
+	echo "make test: ruff, mypy and pytest passed"
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+# The main job on the embedded default: plan the update between two shipped rendered configs.
+demo: setup
+	$(BIN)/mcd plan examples/old.yaml examples/new.yaml -o text
+
+bench: setup
+	@set -e; found=""; for f in bench/*.py; do \
+		[ -e "$$f" ] || continue; found=1; \
+		echo "== $$f"; $(BIN)/python "$$f"; \
+	done; [ -n "$$found" ] || echo "no benchmarks in bench/ yet"
+
+# Caches and build leftovers; keeps .venv (rm -rf .venv to rebuild it from scratch).
+clean:
+	rm -rf .pytest_cache .mypy_cache .ruff_cache .hypothesis build dist *.egg-info
+	find . -path ./.venv -prune -o -name __pycache__ -type d -exec rm -rf {} +

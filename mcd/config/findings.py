@@ -1,0 +1,62 @@
+"""Located findings about configuration input. Pure: no I/O.
+
+Every problem found in user input is reported as a `Finding` that carries the JSON path of
+the offending value (``spec.config.storage.files[3].mode``), so an admin can find it in the
+file without reading a traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+PathPart = str | int
+JsonPath = tuple[PathPart, ...]
+
+
+def format_path(parts: Iterable[PathPart]) -> str:
+    """Render path parts as ``a.b[3].c``; the empty path is ``$`` (the document itself)."""
+    out: list[str] = []
+    for part in parts:
+        if isinstance(part, int):
+            out.append(f"[{part}]")
+        elif out:
+            out.append(f".{part}")
+        else:
+            out.append(part)
+    return "".join(out) or "$"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem at one place of a document."""
+
+    path: JsonPath
+    message: str
+    # warnings (e.g. an unused key, as Ignition reports them) never make a config invalid
+    severity: Literal["error", "warning"] = "error"
+
+    def located(self, prefix: JsonPath = ()) -> Finding:
+        """The same finding, its path placed under `prefix` (e.g. ``("spec", "config")``)."""
+        return Finding(prefix + self.path, self.message, self.severity)
+
+    def render(self, source: str) -> str:
+        """``FILE: JSON-PATH: message``, the line `mcd validate` prints."""
+        tag = "warning: " if self.severity == "warning" else ""
+        return f"{source}: {format_path(self.path)}: {tag}{self.message}"
+
+
+class InputError(Exception):
+    """Input that cannot be used at all (bad syntax, wrong kind of object, invalid config).
+
+    Carries the source name (a file name or ``-``) and one or more located findings.
+    """
+
+    def __init__(self, source: str, findings: Sequence[Finding]) -> None:
+        self.source = source
+        self.findings = tuple(findings)
+        super().__init__("\n".join(self.lines()))
+
+    def lines(self) -> list[str]:
+        return [f.render(self.source) for f in self.findings]

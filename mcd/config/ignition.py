@@ -1,0 +1,401 @@
+"""Typed Ignition config model and its parser. Pure: no I/O.
+
+`parse_ignition` turns a decoded JSON value into frozen values in three layers, each with
+located findings: the JSON Schema of the declared spec version (structure and types), the
+translation of spec 2.2 to 3.x, then the semantic rules Ignition and the MCO apply (clean
+absolute paths, modes within 0777, no duplicates, decodable inline contents, verified hashes,
+sources the daemon can actually read on a running node).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import posixpath
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcd.config.canon import Canon, canon
+from mcd.config.dataurl import decode_data_url
+from mcd.config.findings import Finding, JsonPath, format_path
+from mcd.config.schema import validate_ignition_schema
+from mcd.config.translate import translate_2_2
+
+DEFAULT_FILE_MODE = 0o644
+MAX_FILE_MODE = 0o777
+SPEC3_VERSIONS = ("3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0", "3.5.0")
+SPEC2_VERSIONS = ("2.2.0",)
+# the daemon applies configs on a running node: it has no network fetcher, unlike Ignition
+REMOTE_SCHEMES = ("http", "https", "s3", "tftp", "gs", "arn")
+UNIT_SUFFIXES = (
+    ".service",
+    ".socket",
+    ".device",
+    ".mount",
+    ".automount",
+    ".swap",
+    ".target",
+    ".path",
+    ".timer",
+    ".snapshot",
+    ".slice",
+    ".scope",
+)
+HASH_FUNCTIONS = {"sha512": hashlib.sha512, "sha256": hashlib.sha256}
+
+
+@dataclass(frozen=True)
+class NodeRef:
+    """A file owner or group: by numeric id, by name, or neither (root)."""
+
+    id: int | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class Resource:
+    """An Ignition resource (file contents or an append fragment)."""
+
+    source: str | None
+    compression: str | None = None
+    hash: str | None = None
+
+
+@dataclass(frozen=True)
+class File:
+    """A `storage.files` entry. Equality follows upstream: the declared fields, not the decoded data."""
+
+    path: str
+    mode: int | None = None
+    overwrite: bool | None = None
+    user: NodeRef = NodeRef()
+    group: NodeRef = NodeRef()
+    contents: Resource | None = None
+    append: tuple[Resource, ...] = ()
+    # decoded (and decompressed) contents; b"" when there is no source
+    data: bytes = field(default=b"", compare=False, repr=False)
+
+    @property
+    def effective_mode(self) -> int:
+        return DEFAULT_FILE_MODE if self.mode is None else self.mode
+
+
+@dataclass(frozen=True)
+class Dropin:
+    name: str
+    contents: str | None = None
+
+
+@dataclass(frozen=True)
+class Unit:
+    name: str
+    enabled: bool | None = None
+    mask: bool | None = None
+    contents: str | None = None
+    dropins: tuple[Dropin, ...] = ()
+
+
+@dataclass(frozen=True)
+class User:
+    """A `passwd.users` entry; `extra` holds every other field in canonical form."""
+
+    name: str
+    password_hash: str | None = None
+    ssh_authorized_keys: tuple[str, ...] = ()
+    extra: Canon = None
+
+
+@dataclass(frozen=True)
+class IgnitionConfig:
+    """A parsed, valid Ignition config at spec 3.x semantics.
+
+    Sections the daemon never writes are kept in canonical form, only to be compared.
+    """
+
+    version: str
+    files: tuple[File, ...] = ()
+    units: tuple[Unit, ...] = ()
+    users: tuple[User, ...] = ()
+    groups: Canon = None
+    directories: Canon = None
+    links: Canon = None
+    disks: Canon = None
+    filesystems: Canon = None
+    raid: Canon = None
+    luks: Canon = None
+    kernel_arguments: Canon = None
+
+    @property
+    def passwd(self) -> tuple[tuple[User, ...], Canon]:
+        return (self.users, self.groups)
+
+
+EMPTY_IGNITION = IgnitionConfig(version="3.5.0")
+
+
+@dataclass(frozen=True)
+class IgnitionResult:
+    """Outcome of parsing: a config when usable, and findings (paths relative to the Ignition root).
+
+    `stage` says where parsing stopped: "parse" (version, structure, translation: upstream's
+    "parsing … failed"), "validate" (semantic rules: upstream's "validating … failed") or
+    "ok".
+    """
+
+    config: IgnitionConfig | None
+    findings: tuple[Finding, ...] = ()
+    stage: str = "ok"
+    # built despite semantic errors (stage "validate"), so further checks can still report
+    partial: IgnitionConfig | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def errors(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.severity == "error")
+
+
+def parse_ignition(doc: object) -> IgnitionResult:
+    """Parse and validate one Ignition config (spec 2.2 or 3.0-3.5) given as decoded JSON."""
+    if not isinstance(doc, Mapping):
+        return IgnitionResult(None, (Finding((), f"expected an object, got {_type_name(doc)}"),), "parse")
+    version = _version_of(doc)
+    if version is None:
+        return IgnitionResult(
+            None, (Finding(("ignition", "version"), "missing Ignition config version"),), "parse"
+        )
+    if version not in SPEC3_VERSIONS + SPEC2_VERSIONS:
+        supported = ", ".join(SPEC2_VERSIONS + SPEC3_VERSIONS)
+        msg = f'unsupported Ignition config version "{version}" (supported: {supported})'
+        return IgnitionResult(None, (Finding(("ignition", "version"), msg),), "parse")
+    findings = list(validate_ignition_schema(doc, version))
+    if any(f.severity == "error" for f in findings):
+        return IgnitionResult(None, tuple(findings), "parse")
+    body: Mapping[str, Any] = doc
+    if version in SPEC2_VERSIONS:
+        translated, tfindings = translate_2_2(doc)
+        findings += tfindings
+        if any(f.severity == "error" for f in tfindings):
+            return IgnitionResult(None, tuple(findings), "parse")
+        body = translated
+    checker = _Checker()
+    config = checker.build(body, version)
+    findings += checker.findings
+    if any(f.severity == "error" for f in checker.findings):
+        return IgnitionResult(None, tuple(findings), "validate", partial=config)
+    return IgnitionResult(config, tuple(findings), "ok")
+
+
+def _version_of(doc: Mapping[str, Any]) -> str | None:
+    ign = doc.get("ignition")
+    if isinstance(ign, Mapping):
+        version = ign.get("version")
+        if isinstance(version, str) and version:
+            return version
+    return None
+
+
+def _type_name(value: object) -> str:
+    if value is None:
+        return "null"
+    return {
+        dict: "object",
+        list: "array",
+        str: "string",
+        bool: "boolean",
+        int: "integer",
+        float: "number",
+    }.get(type(value), type(value).__name__)
+
+
+def format_mode(mode: int) -> str:
+    """Go's ``%#o``: a leading 0 for non-zero values (0644, 01777), plain 0 for zero."""
+    return f"0{mode:o}" if mode else "0"
+
+
+class _Checker:
+    """Builds the typed config from a schema-valid spec 3 dict, collecting semantic findings."""
+
+    def __init__(self) -> None:
+        self.findings: list[Finding] = []
+
+    def error(self, path: JsonPath, message: str) -> None:
+        self.findings.append(Finding(path, message))
+
+    def build(self, doc: Mapping[str, Any], version: str) -> IgnitionConfig:
+        storage: Mapping[str, Any] = doc.get("storage") or {}
+        systemd: Mapping[str, Any] = doc.get("systemd") or {}
+        passwd: Mapping[str, Any] = doc.get("passwd") or {}
+        files = tuple(self.file(f, ("storage", "files", i)) for i, f in enumerate(storage.get("files") or ()))
+        units = tuple(self.unit(u, ("systemd", "units", i)) for i, u in enumerate(systemd.get("units") or ()))
+        users = tuple(self.user(u, ("passwd", "users", i)) for i, u in enumerate(passwd.get("users") or ()))
+        self.check_paths(storage)
+        self.check_unique([u.name for u in units], ("systemd", "units"), "name", "unit")
+        return IgnitionConfig(
+            version=version,
+            files=files,
+            units=units,
+            users=users,
+            groups=canon(passwd.get("groups")),
+            directories=canon(storage.get("directories")),
+            links=canon(storage.get("links")),
+            disks=canon(storage.get("disks")),
+            filesystems=canon(storage.get("filesystems")),
+            raid=canon(storage.get("raid")),
+            luks=canon(storage.get("luks")),
+            kernel_arguments=canon(doc.get("kernelArguments")),
+        )
+
+    def file(self, raw: Mapping[str, Any], path: JsonPath) -> File:
+        mode = raw.get("mode")
+        fpath: str = raw["path"]
+        if mode is not None and not 0 <= mode <= MAX_FILE_MODE:
+            # upstream's message (MCO validateIgn3FileModes), so setuid/setgid/sticky bits are refused
+            self.error((*path, "mode"), f"invalid mode {format_mode(mode)} for {fpath}, cannot exceed 0777")
+        contents = self.resource(raw.get("contents"), (*path, "contents"))
+        data = b""
+        if contents is not None:
+            data = self.decode(contents, (*path, "contents"), fpath)
+        append = tuple(
+            r
+            for i, a in enumerate(raw.get("append") or ())
+            if (r := self.resource(a, (*path, "append", i))) is not None
+        )
+        for i, res in enumerate(append):
+            self.decode(res, (*path, "append", i), fpath)
+        return File(
+            path=fpath,
+            mode=mode,
+            overwrite=raw.get("overwrite"),
+            user=self.node_ref(raw.get("user")),
+            group=self.node_ref(raw.get("group")),
+            contents=contents,
+            append=append,
+            data=data,
+        )
+
+    @staticmethod
+    def node_ref(raw: Mapping[str, Any] | None) -> NodeRef:
+        if not raw:
+            return NodeRef()
+        return NodeRef(id=raw.get("id"), name=raw.get("name") or None)
+
+    @staticmethod
+    def resource(raw: Mapping[str, Any] | None, path: JsonPath) -> Resource | None:
+        if raw is None:
+            return None
+        verification = raw.get("verification") or {}
+        return Resource(
+            source=raw.get("source"), compression=raw.get("compression"), hash=verification.get("hash")
+        )
+
+    def decode(self, res: Resource, path: JsonPath, owner: str) -> bytes:
+        """Decoded contents of file `owner`; records a finding and returns b"" when undecodable."""
+        if res.source is None:
+            return b""
+        scheme = res.source.split(":", 1)[0].lower() if ":" in res.source else ""
+        if scheme in REMOTE_SCHEMES:
+            self.error(
+                (*path, "source"),
+                f'unsupported source scheme "{scheme}" for {owner}: the daemon cannot fetch remote '
+                "contents on a running node; inline them as a data: URL",
+            )
+            return b""
+        if scheme != "data":
+            self.error(
+                (*path, "source"), f'invalid source "{_clip(res.source)}" for {owner}: expected a data: URL'
+            )
+            return b""
+        try:
+            raw = decode_data_url(res.source)
+        except ValueError as exc:
+            self.error((*path, "source"), f"could not decode contents of {owner}: {exc}")
+            return b""
+        data = raw
+        if res.compression == "gzip":
+            try:
+                data = gzip.decompress(raw)
+            except (OSError, EOFError, zlib.error) as exc:
+                self.error((*path, "compression"), f"could not decompress gzip contents of {owner}: {exc}")
+                return b""
+        elif res.compression not in (None, ""):
+            self.error(
+                (*path, "compression"),
+                f'could not decode file "{owner}": unsupported compression type "{res.compression}"',
+            )
+            return b""
+        if res.hash is not None:
+            self.verify(res.hash, data, (*path, "verification", "hash"), owner)
+        return data
+
+    def verify(self, spec: str, data: bytes, path: JsonPath, owner: str) -> None:
+        kind, sep, want = spec.partition("-")
+        func = HASH_FUNCTIONS.get(kind)
+        if not sep or func is None:
+            self.error(path, f'invalid hash "{spec}" for {owner}: expected sha512-<hex> or sha256-<hex>')
+            return
+        got = func(data).hexdigest()
+        if got != want.lower():
+            self.error(
+                path, f"{kind} verification failed for {owner}: contents hash to {got}, config expects {want}"
+            )
+
+    def unit(self, raw: Mapping[str, Any], path: JsonPath) -> Unit:
+        name: str = raw["name"]
+        if not name.endswith(UNIT_SUFFIXES) or "/" in name:
+            self.error((*path, "name"), f'invalid systemd unit name "{name}"')
+        dropins = []
+        for i, d in enumerate(raw.get("dropins") or ()):
+            dname: str = d["name"]
+            if not dname.endswith(".conf") or "/" in dname:
+                self.error(
+                    (*path, "dropins", i, "name"),
+                    f'invalid systemd unit dropin name "{dname}": must end in .conf',
+                )
+            dropins.append(Dropin(name=dname, contents=d.get("contents")))
+        self.check_unique([d.name for d in dropins], (*path, "dropins"), "name", "dropin")
+        return Unit(
+            name=name,
+            enabled=raw.get("enabled"),
+            mask=raw.get("mask"),
+            contents=raw.get("contents"),
+            dropins=tuple(dropins),
+        )
+
+    @staticmethod
+    def user(raw: Mapping[str, Any], path: JsonPath) -> User:
+        others = {k: v for k, v in raw.items() if k not in ("name", "passwordHash", "sshAuthorizedKeys")}
+        return User(
+            name=raw["name"],
+            password_hash=raw.get("passwordHash"),
+            ssh_authorized_keys=tuple(raw.get("sshAuthorizedKeys") or ()),
+            extra=canon(others),
+        )
+
+    def check_paths(self, storage: Mapping[str, Any]) -> None:
+        """Clean absolute paths; no path declared twice (files, directories and links share one namespace)."""
+        seen: dict[str, JsonPath] = {}
+        for section in ("files", "directories", "links"):
+            for i, entry in enumerate(storage.get(section) or ()):
+                where: JsonPath = ("storage", section, i, "path")
+                p: str = entry["path"]
+                if not p.startswith("/"):
+                    self.error(where, f'path "{p}" is not absolute')
+                elif posixpath.normpath(p) != p or p.startswith("//"):
+                    self.error(where, f'path "{p}" is not clean (want "{posixpath.normpath(p)}")')
+                if p in seen:
+                    self.error(where, f'duplicate path "{p}", already declared at {format_path(seen[p])}')
+                else:
+                    seen[p] = where
+
+    def check_unique(self, names: Sequence[str], path: JsonPath, key: str, what: str) -> None:
+        seen: dict[str, int] = {}
+        for i, n in enumerate(names):
+            if n in seen:
+                self.error((*path, i, key), f'duplicate {what} "{n}", already declared at index {seen[n]}')
+            else:
+                seen[n] = i
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"

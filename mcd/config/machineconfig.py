@@ -1,0 +1,131 @@
+"""The MachineConfig value the daemon works on. Pure: no I/O."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcd.config.findings import Finding, InputError, JsonPath
+from mcd.config.ignition import EMPTY_IGNITION, IgnitionConfig, IgnitionResult, parse_ignition
+
+MC_API_GROUP = "machineconfiguration.openshift.io"
+EMPTY_MC_NAME = "mco-empty-mc"  # upstream's name for "no previous config"
+OCL_IMAGE_ANNOTATION = "machineconfiguration.openshift.io/ocl-osimageurl"
+ORIGINAL_OS_IMAGE_ANNOTATION = "machineconfiguration.openshift.io/original-osimageurl"
+
+
+@dataclass(frozen=True)
+class MachineConfig:
+    """A (rendered) MachineConfig: spec fields plus the parsed Ignition config.
+
+    `ignition` is the parse result; its config is None when the Ignition part is unusable,
+    which upstream reports as an unreconcilable update rather than as bad input.
+    """
+
+    name: str
+    ignition: IgnitionResult
+    os_image_url: str = ""
+    kernel_arguments: tuple[str, ...] = ()
+    kernel_type: str = ""
+    extensions: tuple[str, ...] = ()
+    fips: bool = False
+    base_os_extensions_container_image: str = ""
+    annotations: tuple[tuple[str, str], ...] = ()
+    # where the Ignition config sits in the source document, to locate findings
+    ignition_path: JsonPath = ("spec", "config")
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def config(self) -> IgnitionConfig | None:
+        return self.ignition.config
+
+    @property
+    def ocl_image(self) -> str:
+        return dict(self.annotations).get(OCL_IMAGE_ANNOTATION, "")
+
+    def located_findings(self) -> list[Finding]:
+        return [f.located(self.ignition_path) for f in self.ignition.findings]
+
+
+def empty_machineconfig(name: str = EMPTY_MC_NAME) -> MachineConfig:
+    """Upstream's synthetic empty config, used when a node has no previous config."""
+    return MachineConfig(name=name, ignition=IgnitionResult(EMPTY_IGNITION))
+
+
+def machineconfig_from_object(obj: Mapping[str, Any], source: str, path: JsonPath = ()) -> MachineConfig:
+    """Build a MachineConfig from a decoded object; raises InputError for non-Ignition problems."""
+    findings: list[Finding] = []
+    meta = obj.get("metadata") or {}
+    if not isinstance(meta, Mapping):
+        findings.append(Finding((*path, "metadata"), "expected an object"))
+        meta = {}
+    name = meta.get("name", "")
+    if not isinstance(name, str):
+        findings.append(Finding((*path, "metadata", "name"), "expected a string"))
+        name = ""
+    annotations = meta.get("annotations") or {}
+    if not isinstance(annotations, Mapping) or not all(isinstance(v, str) for v in annotations.values()):
+        findings.append(Finding((*path, "metadata", "annotations"), "expected an object of strings"))
+        annotations = {}
+    spec = obj.get("spec")
+    if spec is None:
+        spec = {}
+    if not isinstance(spec, Mapping):
+        raise InputError(source, [Finding((*path, "spec"), "expected an object")])
+
+    def string(key: str) -> str:
+        value = spec.get(key)
+        if value is None:
+            return ""
+        if not isinstance(value, str):
+            findings.append(Finding((*path, "spec", key), f"expected a string, got {type(value).__name__}"))
+            return ""
+        return value
+
+    def strings(key: str) -> tuple[str, ...]:
+        value = spec.get(key)
+        if value is None:
+            return ()
+        if not isinstance(value, list):
+            findings.append(Finding((*path, "spec", key), "expected a list of strings"))
+            return ()
+        for i, item in enumerate(value):
+            if not isinstance(item, str):
+                findings.append(Finding((*path, "spec", key, i), "expected a string"))
+        return tuple(v for v in value if isinstance(v, str))
+
+    fips = spec.get("fips", False)
+    if fips is None:
+        fips = False
+    if not isinstance(fips, bool):
+        findings.append(Finding((*path, "spec", "fips"), "expected a boolean"))
+        fips = False
+    os_image_url = string("osImageURL")
+    kernel_type = string("kernelType")
+    base_ext = string("baseOSExtensionsContainerImage")
+    kargs = strings("kernelArguments")
+    extensions = strings("extensions")
+    if findings:
+        raise InputError(source, findings)
+    raw_ign = spec.get("config")
+    # upstream treats a MachineConfig without Ignition (e.g. kernelArguments only) as valid
+    ignition = IgnitionResult(EMPTY_IGNITION) if raw_ign in (None, {}) else parse_ignition(raw_ign)
+    return MachineConfig(
+        name=name,
+        ignition=ignition,
+        os_image_url=os_image_url,
+        kernel_arguments=kargs,
+        kernel_type=kernel_type,
+        extensions=extensions,
+        fips=fips,
+        base_os_extensions_container_image=base_ext,
+        annotations=tuple(sorted(annotations.items())),
+        ignition_path=(*path, "spec", "config"),
+        raw=obj,
+    )
+
+
+def machineconfig_from_ignition(doc: Mapping[str, Any], name: str, path: JsonPath = ()) -> MachineConfig:
+    """A bare Ignition config seen as a MachineConfig with only `spec.config` set."""
+    return MachineConfig(name=name, ignition=parse_ignition(doc), ignition_path=path, raw=doc)

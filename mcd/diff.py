@@ -1,0 +1,239 @@
+"""What changed between two MachineConfigs. Pure: no I/O.
+
+`diff` computes upstream's `machineConfigDiff` flags and, beyond upstream, the list of
+changed things (files, units with their dropins, the core user's SSH keys, OS fields) that
+the planner explains one by one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mcd.config.ignition import EMPTY_IGNITION, File, IgnitionConfig, Unit, User
+from mcd.config.machineconfig import MachineConfig
+from mcd.osupdate import canonical_kernel_type
+
+ADDED, REMOVED, MODIFIED = "added", "removed", "modified"
+
+
+@dataclass(frozen=True)
+class Change:
+    """One changed thing. `details` say what changed inside it (fields, dropins)."""
+
+    kind: str  # file | unit | sshkey | osImageURL | kernelArguments | kernelType | extensions | fips
+    name: str
+    change: str  # added | removed | modified
+    details: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ConfigDiff:
+    """Upstream's machineConfigDiff flags plus the changes behind them."""
+
+    os_update: bool = False
+    kargs: bool = False
+    fips: bool = False
+    passwd: bool = False
+    files: bool = False
+    units: bool = False
+    kernel_type: bool = False
+    extensions: bool = False
+    ocl_enabled: bool = False
+    revert_from_ocl: bool = False
+    file_changes: tuple[Change, ...] = ()
+    unit_changes: tuple[Change, ...] = ()
+    passwd_changes: tuple[Change, ...] = ()
+    spec_changes: tuple[Change, ...] = field(default=())
+
+    def flags(self) -> dict[str, bool]:
+        """The flags under upstream's JSON names."""
+        return {
+            "osUpdate": self.os_update,
+            "kargs": self.kargs,
+            "fips": self.fips,
+            "passwd": self.passwd,
+            "files": self.files,
+            "units": self.units,
+            "kernelType": self.kernel_type,
+            "extensions": self.extensions,
+        }
+
+    @property
+    def is_empty(self) -> bool:
+        return not any(self.flags().values())
+
+    @property
+    def changed_paths(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.file_changes)
+
+
+def diff(old: MachineConfig, new: MachineConfig, forcefile: bool = False) -> ConfigDiff:
+    """Compare two configs whose Ignition parsed (an unparsable side counts as empty)."""
+    old_ign = old.config or EMPTY_IGNITION
+    new_ign = new.config or EMPTY_IGNITION
+    ocl_enabled = bool(old.ocl_image or new.ocl_image)
+    os_update = old.ocl_image != new.ocl_image if ocl_enabled else old.os_image_url != new.os_image_url
+    # an empty list and no list are the same; order and duplicates matter otherwise
+    kargs = (
+        bool(old.kernel_arguments or new.kernel_arguments) and old.kernel_arguments != new.kernel_arguments
+    )
+    extensions = bool(old.extensions or new.extensions) and old.extensions != new.extensions
+    kernel_type = canonical_kernel_type(old.kernel_type) != canonical_kernel_type(new.kernel_type)
+    file_changes = _file_changes(old_ign, new_ign)
+    unit_changes = _unit_changes(old_ign, new_ign)
+    passwd_changes = _passwd_changes(old_ign, new_ign)
+    spec_changes: list[Change] = []
+    if os_update or forcefile:
+        detail = ("forcefile present: OS re-applied",) if forcefile and not os_update else ()
+        old_url, new_url = (
+            (old.ocl_image, new.ocl_image) if ocl_enabled else (old.os_image_url, new.os_image_url)
+        )
+        spec_changes.append(
+            Change("osImageURL", new_url or old_url, _kind_of_change(old_url, new_url), detail)
+        )
+    if kargs:
+        spec_changes.append(
+            Change(
+                "kernelArguments",
+                " ".join(new.kernel_arguments),
+                _kind_of_change(old.kernel_arguments, new.kernel_arguments),
+            )
+        )
+    if kernel_type:
+        spec_changes.append(Change("kernelType", canonical_kernel_type(new.kernel_type), MODIFIED))
+    if extensions:
+        spec_changes.append(
+            Change("extensions", ",".join(new.extensions), _kind_of_change(old.extensions, new.extensions))
+        )
+    if old.fips != new.fips:
+        spec_changes.append(Change("fips", str(new.fips).lower(), MODIFIED))
+    return ConfigDiff(
+        os_update=os_update or forcefile,
+        kargs=kargs,
+        fips=old.fips != new.fips,
+        passwd=old_ign.passwd != new_ign.passwd,
+        files=old_ign.files != new_ign.files,
+        units=old_ign.units != new_ign.units,
+        kernel_type=kernel_type,
+        extensions=extensions,
+        ocl_enabled=ocl_enabled,
+        revert_from_ocl=ocl_enabled and not new.ocl_image,
+        file_changes=file_changes,
+        unit_changes=unit_changes,
+        passwd_changes=passwd_changes,
+        spec_changes=tuple(spec_changes),
+    )
+
+
+def _kind_of_change(old: object, new: object) -> str:
+    if not old:
+        return ADDED
+    if not new:
+        return REMOVED
+    return MODIFIED
+
+
+def _file_fields(old: File, new: File) -> tuple[str, ...]:
+    out = []
+    if old.data != new.data:
+        out.append("contents")
+    elif old.contents != new.contents:
+        out.append("encoding")  # same bytes, differently declared: upstream still sees a change
+    if old.effective_mode != new.effective_mode:
+        out.append(f"mode {old.effective_mode:04o}->{new.effective_mode:04o}")
+    if old.user != new.user or old.group != new.group:
+        out.append("owner")
+    if old.append != new.append:
+        out.append("append")
+    if not out:
+        out.append("declaration")
+    return tuple(out)
+
+
+def _file_changes(old: IgnitionConfig, new: IgnitionConfig) -> tuple[Change, ...]:
+    """Added and modified paths in the new config's order, then removed ones in the old order."""
+    if old.files == new.files:
+        return ()
+    before = {f.path: f for f in old.files}
+    after_paths = set()
+    out: list[Change] = []
+    for f in new.files:
+        after_paths.add(f.path)
+        prev = before.get(f.path)
+        if prev is None:
+            out.append(Change("file", f.path, ADDED))
+        elif prev != f:
+            out.append(Change("file", f.path, MODIFIED, _file_fields(prev, f)))
+    out.extend(Change("file", f.path, REMOVED) for f in old.files if f.path not in after_paths)
+    return tuple(out)
+
+
+def _unit_fields(old: Unit, new: Unit) -> tuple[str, ...]:
+    out = []
+    if old.contents != new.contents:
+        out.append("contents")
+    if old.enabled != new.enabled:
+        out.append(f"enabled {old.enabled}->{new.enabled}")
+    if old.mask != new.mask:
+        out.append(f"mask {old.mask}->{new.mask}")
+    before = {d.name: d for d in old.dropins}
+    after = {d.name: d for d in new.dropins}
+    for name, d in after.items():
+        if name not in before:
+            out.append(f"dropin {name} added")
+        elif before[name] != d:
+            out.append(f"dropin {name} modified")
+    out.extend(f"dropin {name} removed" for name in before if name not in after)
+    if not out:
+        out.append("declaration")
+    return tuple(out)
+
+
+def _unit_changes(old: IgnitionConfig, new: IgnitionConfig) -> tuple[Change, ...]:
+    if old.units == new.units:
+        return ()
+    before = {u.name: u for u in old.units}
+    after_names = set()
+    out: list[Change] = []
+    for u in new.units:
+        after_names.add(u.name)
+        prev = before.get(u.name)
+        if prev is None:
+            out.append(Change("unit", u.name, ADDED, tuple(f"dropin {d.name} added" for d in u.dropins)))
+        elif prev != u:
+            out.append(Change("unit", u.name, MODIFIED, _unit_fields(prev, u)))
+    out.extend(Change("unit", u.name, REMOVED) for u in old.units if u.name not in after_names)
+    return tuple(out)
+
+
+def _passwd_changes(old: IgnitionConfig, new: IgnitionConfig) -> tuple[Change, ...]:
+    """One change per user whose entry differs (in practice: core's keys and password hash)."""
+    if old.passwd == new.passwd:
+        return ()
+    before = {u.name: u for u in old.users}
+    after = {u.name: u for u in new.users}
+    out: list[Change] = []
+    for name, user in after.items():
+        prev = before.get(name)
+        if prev is None:
+            out.append(Change("sshkey", name, ADDED, _user_fields(None, user)))
+        elif prev != user:
+            out.append(Change("sshkey", name, MODIFIED, _user_fields(prev, user)))
+    out.extend(Change("sshkey", name, REMOVED) for name in before if name not in after)
+    if old.groups != new.groups:
+        out.append(Change("sshkey", "groups", MODIFIED, ("passwd groups",)))
+    return tuple(out)
+
+
+def _user_fields(old: User | None, new: User) -> tuple[str, ...]:
+    prev = old if old is not None else User(name=new.name)
+    out = []
+    added = len(set(new.ssh_authorized_keys) - set(prev.ssh_authorized_keys))
+    removed = len(set(prev.ssh_authorized_keys) - set(new.ssh_authorized_keys))
+    if added or removed or prev.ssh_authorized_keys != new.ssh_authorized_keys:
+        out.append(f"sshAuthorizedKeys +{added} -{removed}")
+    if prev.password_hash != new.password_hash:
+        out.append("passwordHash")
+    if prev.extra != new.extra:
+        out.append("other fields")
+    return tuple(out)

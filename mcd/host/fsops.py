@@ -1,0 +1,275 @@
+"""Crash-safe file primitives: a file on the node is always either fully old or fully new.
+
+Every writer builds the new content in a temporary file in the target's directory and renames
+it over the target: rename(2) is atomic, so a reader (or a reboot after a crash) sees the old
+file or the new one, never a mix. fsync of the file before the rename makes its bytes durable;
+fsync of the directory after it makes the rename itself durable. All functions take host paths
+already mapped by HostRoot.join; none of them follows a final symlink (they replace it, as
+rename does) and none of them replaces a directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+import shutil
+import stat
+from collections.abc import Callable
+from pathlib import Path
+
+_CHUNK = 1 << 20
+
+
+def lstat_or_none(path: Path) -> os.stat_result | None:
+    """lstat `path`, or None when it does not exist."""
+    try:
+        return os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def fsync_dir(path: Path) -> None:
+    """fsync a directory, making the creations, renames and unlinks in it durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_bytes_nofollow(path: Path) -> bytes | None:
+    """Return the bytes of regular file `path`, None when absent; refuse symlinks and other types.
+
+    O_NONBLOCK keeps the open from hanging on a FIFO; the type check then refuses it.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise OSError(errno.ELOOP, "refusing to read through a symlink", str(path)) from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "refusing to read: not a regular file", str(path))
+        chunks = []
+        while chunk := os.read(fd, _CHUNK):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def make_dirs(path: Path, mode: int = 0o755) -> None:
+    """Create `path` and its missing parents with exactly `mode`; existing directories are untouched.
+
+    The mode is set with chmod after mkdir so the umask cannot weaken or widen it, and each new
+    directory's parent is fsynced so the new entry survives a crash.
+    """
+    missing: list[Path] = []
+    probe = path
+    while lstat_or_none(probe) is None:
+        missing.append(probe)
+        probe = probe.parent
+    for new in reversed(missing):
+        try:
+            os.mkdir(new, mode)
+        except FileExistsError:
+            # Created concurrently: fine as long as it is a directory (mkdir of the child will
+            # otherwise fail with a clear ENOTDIR).
+            continue
+        os.chmod(new, mode)
+        fsync_dir(new.parent)
+
+
+def _refuse_directory(path: Path, st: os.stat_result | None) -> None:
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "refusing to replace a directory", str(path))
+
+
+def _temp_name(path: Path) -> Path:
+    return path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _effective_owner(uid: int, gid: int) -> tuple[int, int]:
+    # -1 means "do not chown": a fresh file then belongs to the process, so that is what an
+    # existing file must match to count as identical.
+    return (os.geteuid() if uid == -1 else uid, os.getegid() if gid == -1 else gid)
+
+
+def _is_identical(
+    path: Path, st: os.stat_result | None, data: bytes, *, mode: int, uid: int, gid: int
+) -> bool:
+    if st is None or not stat.S_ISREG(st.st_mode):
+        return False
+    if st.st_size != len(data) or stat.S_IMODE(st.st_mode) != mode:
+        return False
+    if (st.st_uid, st.st_gid) != _effective_owner(uid, gid):
+        return False
+    return read_bytes_nofollow(path) == data
+
+
+def _replace_via_temp(path: Path, fill: Callable[[int], None]) -> None:
+    """Create a temp file beside `path`, let `fill` write it, make it durable and rename it over `path`.
+
+    The temp file starts with mode 0o600 so nobody can read a half-written secret; on any error
+    it is removed and `path` is left as it was.
+    """
+    tmp = _temp_name(path)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            fill(fd)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.rename(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(path.parent)
+
+
+def atomic_write(
+    path: Path,
+    data: bytes,
+    mode: int = 0o644,
+    *,
+    uid: int = -1,
+    gid: int = -1,
+    dir_mode: int = 0o755,
+) -> bool:
+    """Atomically make `path` a regular file with `data`, exactly `mode`, owned by uid:gid.
+
+    Returns False, writing nothing, when the file already is exactly that (no inotify event, no
+    mtime change); True after a write. uid/gid -1 leave ownership to the process. Missing parent
+    directories are created with `dir_mode`. On any error the temp file is removed and the target
+    is left as it was.
+    """
+    st = lstat_or_none(path)
+    _refuse_directory(path, st)
+    if _is_identical(path, st, data, mode=mode, uid=uid, gid=gid):
+        return False
+    make_dirs(path.parent, dir_mode)
+
+    def fill(fd: int) -> None:
+        _write_all(fd, data)
+        if uid != -1 or gid != -1:
+            os.fchown(fd, uid, gid)
+        # After fchown, which clears setuid/setgid bits; fchmod is not subject to the umask.
+        os.fchmod(fd, mode)
+
+    _replace_via_temp(path, fill)
+    return True
+
+
+def atomic_symlink(path: Path, target: str, dir_mode: int = 0o755) -> bool:
+    """Atomically make `path` a symlink to `target` (replacing a file or link, never a directory).
+
+    Returns False when `path` already is exactly that symlink.
+    """
+    st = lstat_or_none(path)
+    _refuse_directory(path, st)
+    if st is not None and stat.S_ISLNK(st.st_mode) and os.readlink(path) == target:
+        return False
+    make_dirs(path.parent, dir_mode)
+    tmp = _temp_name(path)
+    os.symlink(target, tmp)
+    try:
+        os.rename(tmp, path)
+        fsync_dir(path.parent)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    return True
+
+
+def remove(path: Path) -> bool:
+    """Remove a file or symlink (not a directory); False when it was already absent."""
+    st = lstat_or_none(path)
+    if st is None:
+        return False
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "refusing to remove a directory as a file", str(path))
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return False
+    fsync_dir(path.parent)
+    return True
+
+
+def remove_tree(path: Path) -> bool:
+    """Remove `path` whatever it is (like Go's os.RemoveAll); a symlink is removed, not followed.
+
+    Returns False when it was already absent.
+    """
+    st = lstat_or_none(path)
+    if st is None:
+        return False
+    if stat.S_ISDIR(st.st_mode):
+        # rmtree uses fd-relative operations on Linux, so it never follows symlinks inside the tree.
+        shutil.rmtree(path)
+    else:
+        os.unlink(path)
+    fsync_dir(path.parent)
+    return True
+
+
+def copy_preserving(src: Path, dst: Path, dir_mode: int = 0o755) -> None:
+    """Atomically copy `src` to `dst` like `cp -a`: bytes, mode, owner, times and (best effort) xattrs.
+
+    Used for `.mcdorig` backups and their restore. A symlink is copied as a symlink; other
+    non-regular files are refused. `dst` is replaced by rename, so it is never half-copied.
+    """
+    st = os.lstat(src)
+    _refuse_directory(dst, lstat_or_none(dst))
+    if stat.S_ISLNK(st.st_mode):
+        _copy_symlink(src, dst, st, dir_mode)
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise OSError(errno.EINVAL, "refusing to copy: not a regular file or symlink", str(src))
+    make_dirs(dst.parent, dir_mode)
+    src_fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+
+    def fill(fd: int) -> None:
+        while chunk := os.read(src_fd, _CHUNK):
+            _write_all(fd, chunk)
+        _copy_xattrs(src_fd, fd)
+        os.fchown(fd, st.st_uid, st.st_gid)
+        os.fchmod(fd, stat.S_IMODE(st.st_mode))
+        os.utime(fd, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+    try:
+        _replace_via_temp(dst, fill)
+    finally:
+        os.close(src_fd)
+
+
+def _copy_symlink(src: Path, dst: Path, st: os.stat_result, dir_mode: int) -> None:
+    atomic_symlink(dst, os.readlink(src), dir_mode)
+    os.chown(dst, st.st_uid, st.st_gid, follow_symlinks=False)
+    os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
+
+
+def _copy_xattrs(src_fd: int, dst_fd: int) -> None:
+    # Best effort, as `cp -a` does: the SELinux label in particular may not be settable here.
+    try:
+        names = os.listxattr(src_fd)
+    except OSError:
+        return
+    for name in names:
+        with contextlib.suppress(OSError):
+            os.setxattr(dst_fd, name, os.getxattr(src_fd, name))

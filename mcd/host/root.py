@@ -1,0 +1,115 @@
+"""HostRoot: map config paths (as seen on the node) to paths under a root directory, never outside it.
+
+The daemon runs in a pod with the node mounted at `/rootfs`, directly on the node with root `/`,
+and in tests or the simulator on any directory. Config paths are always written as if the root
+were `/`, so symlinks met on the way must be resolved the same way: an absolute target is
+re-rooted under the prefix, and nothing may climb above the root. Without this a symlink placed
+on the node (or in a MachineConfig) could make a write land in the pod's own filesystem.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections import deque
+from pathlib import Path, PurePosixPath
+
+# Same limit as the kernel's MAXSYMLINKS: bounds the work for loops and very long chains.
+MAX_SYMLINKS = 40
+
+
+class PathEscapeError(ValueError):
+    """A config path was refused: not absolute, had `..`, looped, or resolved outside the root."""
+
+
+class HostRoot:
+    """A directory playing the role of `/` for every host path mcd reads or writes."""
+
+    __slots__ = ("prefix",)
+
+    prefix: Path
+
+    def __init__(self, prefix: str | os.PathLike[str]) -> None:
+        # Resolved once, so symlinks in the prefix itself (e.g. /tmp on some systems) are not
+        # mistaken for links inside the root.
+        self.prefix = Path(prefix).resolve()
+
+    @property
+    def is_live(self) -> bool:
+        """True when the root is the running system's `/` (enables D-Bus, live systemd calls)."""
+        return self.prefix == Path("/")
+
+    def __repr__(self) -> str:
+        return f"HostRoot({str(self.prefix)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, HostRoot) and other.prefix == self.prefix
+
+    def __hash__(self) -> int:
+        return hash(self.prefix)
+
+    def join(self, path: str, *, follow_final: bool = False) -> Path:
+        """Return the host path for config path `path`, resolving symlinks as if the root were `/`.
+
+        Parent components that are symlinks are always followed; the final one only with
+        `follow_final` (writers replace a final symlink by rename, they never write through it).
+        Components that do not exist are joined literally. Raises PathEscapeError when `path` is
+        not absolute, contains `..`, loops, or would resolve above the root.
+        """
+        if not path.startswith("/"):
+            raise PathEscapeError(f"refusing {path!r}: not an absolute path")
+        if "\0" in path:
+            raise PathEscapeError(f"refusing {path!r}: contains a NUL byte")
+        parts = [p for p in path.split("/") if p not in ("", ".")]
+        if ".." in parts:
+            raise PathEscapeError(f'refusing {path}: ".." components are not allowed')
+
+        # Each pending component carries the symlink it came from (None: from `path` itself), so a
+        # refusal can name the link responsible.
+        pending: deque[tuple[str, str | None]] = deque((p, None) for p in parts)
+        resolved: list[str] = []
+        links_followed = 0
+        while pending:
+            name, source = pending.popleft()
+            if name in ("", "."):
+                continue
+            if name == "..":
+                if not resolved:
+                    raise PathEscapeError(f"refusing {path}: {source} leaves the root {self.prefix}")
+                resolved.pop()
+                continue
+            if not pending and not follow_final:
+                resolved.append(name)
+                break
+            candidate = self.prefix.joinpath(*resolved, name)
+            try:
+                is_link = stat.S_ISLNK(os.lstat(candidate).st_mode)
+            except (FileNotFoundError, NotADirectoryError):
+                is_link = False
+            if not is_link:
+                resolved.append(name)
+                continue
+            target = os.readlink(candidate)
+            link_desc = f"symlink {_config_path([*resolved, name])} -> {target}"
+            links_followed += 1
+            if links_followed > MAX_SYMLINKS:
+                raise PathEscapeError(f"refusing {path}: too many levels of symbolic links at {link_desc}")
+            if target.startswith("/"):
+                resolved = []
+            pending.extendleft((p, link_desc) for p in reversed(target.split("/")))
+        return self.prefix.joinpath(*resolved)
+
+    def relative(self, host_path: Path) -> str:
+        """Return the config path of `host_path`, the inverse of `join` (lexical, no resolution)."""
+        pure = PurePosixPath(host_path)
+        if not pure.is_absolute() or ".." in pure.parts:
+            raise ValueError(f"{host_path} is not a normalised absolute path")
+        try:
+            rel = pure.relative_to(PurePosixPath(self.prefix))
+        except ValueError:
+            raise ValueError(f"{host_path} is not under the root {self.prefix}") from None
+        return _config_path(list(rel.parts))
+
+
+def _config_path(parts: list[str]) -> str:
+    return "/" + "/".join(parts)

@@ -1,0 +1,199 @@
+"""Running host commands: the only module of mcd that imports subprocess.
+
+Everything that starts a process goes through a Runner, so tests and the simulator can swap
+in a RecordingRunner that answers from a script and fails on any command nobody expected.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import subprocess
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+log = logging.getLogger(__name__)
+
+# How much of a failed command's output goes into the error message.
+_TAIL_LINES = 10
+_TAIL_CHARS = 2000
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """The outcome of one command: argv, exit status and decoded output."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def _tail(text: str) -> str:
+    lines = text.strip().splitlines()[-_TAIL_LINES:]
+    return "\n".join(lines)[-_TAIL_CHARS:]
+
+
+class CommandError(RuntimeError):
+    """A command exited non-zero (or timed out); `.result` has its output."""
+
+    def __init__(self, result: CommandResult, what: str | None = None) -> None:
+        self.result = result
+        # stderr is where tools explain failures; fall back to stdout for those that print there.
+        tail = _tail(result.stderr) or _tail(result.stdout)
+        what = what or f"exit {result.returncode}"
+        message = f"command failed: {shlex.join(result.argv)} ({what})"
+        super().__init__(f"{message}: {tail}" if tail else message)
+
+
+class CommandTimeout(CommandError):
+    """A command ran past its timeout and was killed."""
+
+
+class Runner(Protocol):
+    """Runs a command without a shell and returns its result."""
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        check: bool = True,
+        input: bytes | None = None,
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> CommandResult:
+        """Run `argv`; with `check`, raise CommandError on a non-zero exit. `env` adds variables."""
+        ...
+
+
+def _decode(data: bytes | None) -> str:
+    return (data or b"").decode("utf-8", errors="replace")
+
+
+class SubprocessRunner:
+    """The real Runner: no shell, no inherited descriptors or stdin, output captured and decoded."""
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        check: bool = True,
+        input: bytes | None = None,
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> CommandResult:
+        """Run `argv`; `env` is added to the inherited environment; a timeout always raises.
+
+        A missing executable raises FileNotFoundError, so callers can tell "not installed"
+        (e.g. no rpm binary) from "failed".
+        """
+        args = tuple(argv)
+        log.debug("running: %s", shlex.join(args))
+        try:
+            proc = subprocess.run(
+                args,
+                input=input,
+                stdin=None if input is not None else subprocess.DEVNULL,
+                capture_output=True,
+                timeout=timeout,
+                env={**os.environ, **env} if env is not None else None,
+                close_fds=True,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as e:
+            # subprocess.run has killed the child with SIGKILL by now.
+            result = CommandResult(args, -9, _decode(e.stdout), _decode(e.stderr))
+            raise CommandTimeout(result, f"timed out after {timeout}s") from None
+        result = CommandResult(args, proc.returncode, _decode(proc.stdout), _decode(proc.stderr))
+        if check and result.returncode != 0:
+            raise CommandError(result)
+        return result
+
+
+class UnexpectedCommand(AssertionError):
+    """A RecordingRunner was asked to run a command that no expectation covers."""
+
+
+@dataclass(frozen=True)
+class RecordedCall:
+    """One call seen by a RecordingRunner."""
+
+    argv: tuple[str, ...]
+    input: bytes | None
+    env: Mapping[str, str] | None
+    timeout: float | None
+
+
+@dataclass
+class _Expectation:
+    prefix: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+    raises: BaseException | None
+    remaining: int | None  # None: answers any number of calls
+
+
+@dataclass
+class RecordingRunner:
+    """A scripted Runner for tests and the simulator; records every call in `.calls`.
+
+    A call is answered by the expectation with the longest matching argv prefix that still has
+    uses left; among equal prefixes the earliest registered goes first, so a sequence of replies
+    to the same command can be scripted with `times=1`.
+    """
+
+    calls: list[RecordedCall] = field(default_factory=list, init=False)
+    _expected: deque[_Expectation] = field(default_factory=deque, init=False, repr=False)
+
+    def expect(
+        self,
+        prefix: Sequence[str],
+        returncode: int = 0,
+        stdout: str = "",
+        stderr: str = "",
+        *,
+        times: int | None = None,
+        raises: BaseException | None = None,
+    ) -> RecordingRunner:
+        """Answer commands starting with `prefix`; `raises` simulates e.g. a missing executable."""
+        self._expected.append(_Expectation(tuple(prefix), returncode, stdout, stderr, raises, times))
+        return self
+
+    @property
+    def commands(self) -> list[tuple[str, ...]]:
+        """The argv of every call, in order."""
+        return [call.argv for call in self.calls]
+
+    def pending(self) -> list[tuple[str, ...]]:
+        """Prefixes of expectations with a fixed number of uses that were not all consumed."""
+        return [e.prefix for e in self._expected if e.remaining]
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        check: bool = True,
+        input: bytes | None = None,
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> CommandResult:
+        """Record the call and answer it from the script."""
+        args = tuple(argv)
+        self.calls.append(RecordedCall(args, input, dict(env) if env is not None else None, timeout))
+        candidates = [e for e in self._expected if args[: len(e.prefix)] == e.prefix and e.remaining != 0]
+        if not candidates:
+            known = "; ".join(shlex.join(e.prefix) for e in self._expected if e.remaining != 0) or "nothing"
+            raise UnexpectedCommand(f"unexpected command: {shlex.join(args)} (expected: {known})")
+        chosen = max(candidates, key=lambda e: len(e.prefix))  # max keeps the first of equals
+        if chosen.remaining is not None:
+            chosen.remaining -= 1
+        if chosen.raises is not None:
+            raise chosen.raises
+        result = CommandResult(args, chosen.returncode, chosen.stdout, chosen.stderr)
+        if check and result.returncode != 0:
+            raise CommandError(result)
+        return result

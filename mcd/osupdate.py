@@ -1,0 +1,179 @@
+"""rpm-ostree command lines for OS changes: kernel type, extensions, rebase, cleanup. Pure: no I/O.
+
+These only build argument vectors; the executor runs them. Behaviour follows upstream MCD
+(pkg/daemon/update.go applyOSChanges/switchKernel/generateExtensionsArgs,
+pkg/controller/common/helpers.go SupportedExtensions; spec §5.1, §5.2, §5.6).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+
+from mcd.kargs import go_list
+
+KERNEL_TYPE_DEFAULT = "default"
+KERNEL_TYPE_REALTIME = "realtime"
+KERNEL_TYPE_64K_PAGES = "64k-pages"
+
+# The base kernel packages a kernel-type switch removes, and what it installs instead. The
+# realtime list leaves out the kernel-rt meta-package on purpose: it drags in unwanted deps.
+DEFAULT_KERNEL_PACKAGES = (
+    "kernel",
+    "kernel-core",
+    "kernel-modules",
+    "kernel-modules-core",
+    "kernel-modules-extra",
+)
+REALTIME_KERNEL_PACKAGES = ("kernel-rt-core", "kernel-rt-modules", "kernel-rt-modules-extra")
+KERNEL_64K_PACKAGES = (
+    "kernel-64k-core",
+    "kernel-64k-modules",
+    "kernel-64k-modules-core",
+    "kernel-64k-modules-extra",
+)
+_SWAP_PACKAGES = {KERNEL_TYPE_REALTIME: REALTIME_KERNEL_PACKAGES, KERNEL_TYPE_64K_PAGES: KERNEL_64K_PACKAGES}
+_ARM64 = frozenset({"aarch64", "arm64"})
+
+SUPPORTED_EXTENSIONS: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "two-node-ha": ("pacemaker", "pcs", "fence-agents-all"),
+        "ipsec": ("NetworkManager-libreswan", "libreswan", "openvswitch3.5-ipsec"),
+        "usbguard": ("usbguard",),
+        "kerberos": ("krb5-workstation", "libkadm5"),
+        "kernel-devel": ("kernel-devel", "kernel-headers"),
+        "sandboxed-containers": ("kata-containers",),
+        "sysstat": ("sysstat",),
+    }
+)
+
+
+class ExtensionError(ValueError):
+    """A MachineConfig names extensions that are not supported."""
+
+
+class KernelTypeError(ValueError):
+    """A kernel type that cannot be applied on this node."""
+
+
+def canonical_kernel_type(t: str | None) -> str:
+    """`realtime` and `64k-pages` as given (case-sensitive); anything else is `default`."""
+    return t if t in (KERNEL_TYPE_REALTIME, KERNEL_TYPE_64K_PAGES) else KERNEL_TYPE_DEFAULT
+
+
+def extension_packages(extensions: Sequence[str]) -> list[str]:
+    """The packages the extensions need, sorted and without duplicates.
+
+    Raises ExtensionError with upstream's message, listing every unknown extension in order.
+    """
+    invalid = [e for e in extensions if e not in SUPPORTED_EXTENSIONS]
+    if invalid:
+        raise ExtensionError(f"invalid extensions found: {go_list(invalid)}")
+    return sorted({p for e in extensions for p in SUPPORTED_EXTENSIONS[e]})
+
+
+def extensions_command(installed_requested: Sequence[str], extensions: Sequence[str]) -> list[str] | None:
+    """`rpm-ostree update` bringing layered extension packages to what `extensions` needs.
+
+    `installed_requested` is the booted deployment's `requested-packages`. Missing packages are
+    installed; installed packages that belong to some supported extension but are no longer
+    needed are removed (other layered packages are not ours to touch). Installs come first, each
+    group sorted. None when nothing changes. Unknown extensions raise ExtensionError, as the
+    validation upstream runs first does.
+    """
+    required = set(extension_packages(extensions))
+    installed = set(installed_requested)
+    managed = {p for pkgs in SUPPORTED_EXTENSIONS.values() for p in pkgs}
+    args: list[str] = []
+    for pkg in sorted(required - installed):
+        args += ["--install", pkg]
+    for pkg in sorted((installed & managed) - required):
+        args += ["--uninstall", pkg]
+    if not args:
+        return None
+    return ["rpm-ostree", "update", *args]
+
+
+def kernel_override_reset_command(
+    requested_base_removals: Sequence[str], requested_packages: Sequence[str]
+) -> list[str] | None:
+    """`rpm-ostree override reset` undoing a kernel swap recorded in the booted deployment.
+
+    Takes the deployment's `requested-base-removals` (kernel packages only) and
+    `requested-packages` (realtime and 64k kernel packages only); None unless both hold some.
+    """
+    removals = [r for r in requested_base_removals if r == "kernel" or r.startswith("kernel-")]
+    swapped = [p for p in requested_packages if p.startswith(("kernel-rt-", "kernel-64k-"))]
+    if not removals or not swapped:
+        return None
+    cmd = ["rpm-ostree", "override", "reset", *removals]
+    for pkg in swapped:
+        cmd += ["--uninstall", pkg]
+    return cmd
+
+
+def kernel_type_commands(
+    old_type: str,
+    new_type: str,
+    arch: str = "x86_64",
+    *,
+    os_update: bool = False,
+    requested_base_removals: Sequence[str] | None = None,
+    requested_packages: Sequence[str] | None = None,
+) -> list[list[str]]:
+    """The rpm-ostree runs that move the node from `old_type` to `new_type` kernels.
+
+    Nothing happens unless the kernel type changes or `os_update` (a new OS image) is set; then
+    any previous realtime/64k swap is reset and, for a non-default target, the swap is applied
+    again on the new base. The reset is computed from the booted deployment's package requests
+    when given (as upstream does); otherwise it is the swap `old_type` implies. `arch` is the
+    node's machine (uname -m or GOARCH). Switching kernels is EL-only: the caller gates on that.
+
+    Raises KernelTypeError for 64k-pages on anything but aarch64.
+    """
+    old, new = canonical_kernel_type(old_type), canonical_kernel_type(new_type)
+    if old == new and not os_update:
+        return []
+    if new == KERNEL_TYPE_64K_PAGES and arch not in _ARM64:
+        raise KernelTypeError("64k-pages is only supported for aarch64 architecture")
+    if requested_base_removals is None and requested_packages is None:
+        implied = _SWAP_PACKAGES.get(old, ())
+        removals: Sequence[str] = DEFAULT_KERNEL_PACKAGES if implied else ()
+        packages: Sequence[str] = implied
+    else:
+        removals, packages = requested_base_removals or (), requested_packages or ()
+    commands: list[list[str]] = []
+    reset = kernel_override_reset_command(removals, packages)
+    if reset is not None:
+        commands.append(reset)
+    if new in _SWAP_PACKAGES:
+        switch = ["rpm-ostree", "override", "remove", *DEFAULT_KERNEL_PACKAGES]
+        for pkg in _SWAP_PACKAGES[new]:
+            switch += ["--install", pkg]
+        commands.append(switch)
+    return commands
+
+
+def rebase_command(os_image_url: str) -> list[str]:
+    """Rebase onto an OS image pulled from its registry (signature not verified, as upstream)."""
+    return ["rpm-ostree", "rebase", "--experimental", f"ostree-unverified-registry:{os_image_url}"]
+
+
+def local_rebase_command(repo_digest: str) -> list[str]:
+    """Rebase onto an OS image already in local podman storage, by repo digest."""
+    return [
+        "rpm-ostree",
+        "rebase",
+        "--experimental",
+        f"ostree-unverified-image:containers-storage:{repo_digest}",
+    ]
+
+
+def cleanup_pending_command() -> list[str]:
+    """Discard a staged (pending) deployment."""
+    return ["rpm-ostree", "cleanup", "-p"]
+
+
+def cleanup_rollback_command() -> list[str]:
+    """Remove the rollback deployment."""
+    return ["rpm-ostree", "cleanup", "-r"]

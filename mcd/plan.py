@@ -1,0 +1,396 @@
+"""The update plan: reconcilable?, which post-update action, drain?, which commands. Pure: no I/O.
+
+`plan()` answers, before a rollout, what upstream MCD would decide after it: the same
+reconcilability verdict, the same post-config actions (NodeDisruptionPolicy, or the legacy
+table used for firstboot and once-from), the same drain decision, and the host commands the
+update runs in order. Beyond upstream, every changed thing carries its own actions and the
+rule that produced them. Node facts (forcefile, FIPS, topology) are arguments, never read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcd import kargs as kargs_mod
+from mcd import osupdate, policy
+from mcd.config.ignition import EMPTY_IGNITION, IgnitionConfig
+from mcd.config.machineconfig import MachineConfig
+from mcd.diff import ConfigDiff, diff
+from mcd.osupdate import canonical_kernel_type
+from mcd.reconcile import reconcile, unreconcilable_reason
+from mcd.registries import is_safe_registries_change
+
+REGISTRIES_CONF = "/etc/containers/registries.conf"
+SINGLE_REPLICA = "SingleReplica"
+TOPOLOGIES = ("SingleReplica", "HighlyAvailable", "HighlyAvailableArbiter", "DualReplica")
+REBOOT_UNIT = "machine-config-daemon-reboot"
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the planner needs to know about the node; gathered elsewhere (probes) or given by flags."""
+
+    forcefile: bool = False
+    node_fips: bool | None = None
+    topology: str = "HighlyAvailable"
+    coreos: bool = True
+    arch: str = "x86_64"
+    # packages requested on the booted deployment; None: assume the old config's extensions
+    installed_packages: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class PlannedChange:
+    """One changed thing, the actions it calls for and why."""
+
+    kind: str
+    name: str
+    change: str
+    actions: tuple[Any, ...]  # policy.Action (policy mode) or str (legacy mode)
+    rule: str
+    details: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Plan:
+    old_name: str
+    new_name: str
+    reconcilable: bool
+    errors: tuple[str, ...]
+    diff: ConfigDiff
+    legacy: bool
+    actions: tuple[Any, ...]
+    action_rule: str
+    drain: bool
+    drain_rule: str
+    changes: tuple[PlannedChange, ...] = ()
+    commands: tuple[tuple[str, ...], ...] = ()
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def reason(self) -> str:
+        """The node `reason` annotation upstream would write for this plan ("" when reconcilable)."""
+        if self.reconcilable:
+            return ""
+        return unreconcilable_reason(self.old_name, self.new_name, self.errors[0])
+
+    def to_json(self) -> dict[str, Any]:
+        """The `mcd plan -o json` contract (fields may be added, never renamed)."""
+        return {
+            "old": self.old_name,
+            "new": self.new_name,
+            "reconcilable": self.reconcilable,
+            "errors": list(self.errors),
+            "reason": self.reason,
+            "diff": self.diff.flags(),
+            "mode": "legacy" if self.legacy else "nodeDisruptionPolicy",
+            "actions": [_action_json(a) for a in self.actions],
+            "actionRule": self.action_rule,
+            "drain": self.drain,
+            "drainRule": self.drain_rule,
+            "changes": [
+                {
+                    "kind": c.kind,
+                    "name": c.name,
+                    "change": c.change,
+                    "actions": [_action_json(a) for a in c.actions],
+                    "rule": c.rule,
+                    "details": list(c.details),
+                }
+                for c in self.changes
+            ],
+            "commands": [list(c) for c in self.commands],
+            "warnings": list(self.warnings),
+        }
+
+
+def _action_json(action: object) -> object:
+    return action.to_api() if isinstance(action, policy.Action) else action
+
+
+def plan(
+    old: MachineConfig,
+    new: MachineConfig,
+    facts: Facts = Facts(),
+    policies: policy.ClusterPolicies = policy.DEFAULT_POLICIES,
+    *,
+    legacy: bool = False,
+    storage_overrides: Sequence[str] = (),
+) -> Plan:
+    """Plan the update from `old` to `new` on a node described by `facts`."""
+    if facts.node_fips is not None and facts.node_fips == new.fips:
+        # upstream trusts the node over the old config when the node already matches the target
+        old = dataclasses.replace(old, fips=facts.node_fips)
+    d = diff(old, new, forcefile=facts.forcefile)
+    errors = reconcile(old, new, storage_overrides, facts.node_fips)
+    if errors:
+        return Plan(
+            old.name,
+            new.name,
+            False,
+            tuple(errors),
+            d,
+            legacy,
+            (),
+            "unreconcilable: nothing is applied",
+            False,
+            "unreconcilable: no drain",
+        )
+    old_ign = old.config or EMPTY_IGNITION
+    new_ign = new.config or EMPTY_IGNITION
+    registries_safe = _registries_check(old_ign, new_ign)
+    actions: tuple[Any, ...]
+    changes: list[PlannedChange]
+    if legacy:
+        changes, actions, action_rule = _legacy_actions(d, facts)
+        registries_changed = REGISTRIES_CONF in d.changed_paths
+        drain = policy.legacy_drain_required(list(actions), registries_changed, registries_safe)
+    else:
+        changes, actions, action_rule = _policy_actions(d, facts, policies)
+        drain = policy.ndp_drain_required(list(actions), registries_safe)
+    drain_rule = _drain_rule(drain, actions, d)
+    if facts.topology == SINGLE_REPLICA:
+        drain, drain_rule = False, "single-node topology (SingleReplica): drain skipped"
+    commands = _commands(old, new, old_ign, new_ign, d, facts=facts, actions=actions, legacy=legacy)
+    return Plan(
+        old.name,
+        new.name,
+        True,
+        (),
+        d,
+        legacy,
+        actions,
+        action_rule,
+        drain,
+        drain_rule,
+        tuple(changes),
+        tuple(commands),
+    )
+
+
+def _registries_check(old: IgnitionConfig, new: IgnitionConfig) -> Any:
+    """A lazy registries.conf safety check: decoded only when a rule asks for it."""
+
+    def text(cfg: IgnitionConfig) -> str | None:
+        for f in cfg.files:
+            if f.path == REGISTRIES_CONF:
+                return f.data.decode("utf-8", errors="replace")
+        return None
+
+    def check() -> bool:
+        return is_safe_registries_change(text(old), text(new))
+
+    return check
+
+
+def _os_reason(d: ConfigDiff, forcefile: bool) -> str | None:
+    if forcefile:
+        return "forcefile /run/machine-config-daemon-force present: reboot"
+    names = [
+        n
+        for n, flag in (
+            ("osImageURL", d.os_update),
+            ("kernelArguments", d.kargs),
+            ("fips", d.fips),
+            ("kernelType", d.kernel_type),
+            ("extensions", d.extensions),
+        )
+        if flag
+    ]
+    return f"{', '.join(names)} changed: reboot" if names else None
+
+
+def _policy_actions(
+    d: ConfigDiff, facts: Facts, policies: policy.ClusterPolicies
+) -> tuple[list[PlannedChange], tuple[policy.Action, ...], str]:
+    reboot = policy.Action("Reboot")
+    changes: list[PlannedChange] = [
+        PlannedChange(c.kind, c.name, c.change, (reboot,), f"{c.kind} change requires a reboot", c.details)
+        for c in d.spec_changes
+    ]
+    per_path: list[policy.Action] = []
+    for c in d.file_changes:
+        fd = policy.file_decision(c.name, policies)
+        per_path.extend(fd.actions)
+        changes.append(PlannedChange(c.kind, c.name, c.change, fd.actions, fd.rule, c.details))
+    for c in d.unit_changes:
+        ud = policy.unit_decision(c.name, policies)
+        per_path.extend(ud.actions)
+        changes.append(PlannedChange(c.kind, c.name, c.change, ud.actions, ud.rule, c.details))
+    if d.passwd:
+        sd = policy.sshkey_decision(policies)
+        per_path.extend(sd.actions)
+        rows = d.passwd_changes or ()
+        for c in rows:
+            changes.append(PlannedChange(c.kind, c.name, c.change, sd.actions, sd.rule, c.details))
+    os_reason = _os_reason(d, facts.forcefile)
+    if os_reason is not None:
+        return changes, (reboot,), os_reason
+    if not (d.files or d.units or d.passwd):
+        return changes, (policy.Action("None"),), "no file, unit or SSH key change: none"
+    combined = policy.combine_actions(per_path)
+    if any(a.type == "Reboot" for a in combined):
+        rebooters = [c.name for c in changes if any(a.type == "Reboot" for a in c.actions)]
+        rule = f"reboot required by {_names(rebooters)}"
+    else:
+        rule = "combined node disruption policy actions of every change"
+    return changes, combined, rule
+
+
+def _legacy_actions(d: ConfigDiff, facts: Facts) -> tuple[list[PlannedChange], tuple[str, ...], str]:
+    changes: list[PlannedChange] = [
+        PlannedChange(c.kind, c.name, c.change, ("reboot",), f"{c.kind} change requires a reboot", c.details)
+        for c in d.spec_changes
+    ]
+    decisions = []
+    for c in d.file_changes:
+        ld = policy.legacy_file_decision(c.name)
+        decisions.append(ld)
+        acts = (ld.action,) if ld.action is not None else ()
+        changes.append(PlannedChange(c.kind, c.name, c.change, acts, ld.rule, c.details))
+    for c in d.unit_changes:
+        changes.append(
+            PlannedChange(
+                c.kind, c.name, c.change, ("reboot",), "legacy mode: any unit change reboots", c.details
+            )
+        )
+    for c in d.passwd_changes:
+        changes.append(
+            PlannedChange(c.kind, c.name, c.change, (), "legacy mode: SSH keys need no action", c.details)
+        )
+    os_reason = _os_reason(d, facts.forcefile)
+    if os_reason is None and d.units:
+        os_reason = "units changed (legacy mode): reboot"
+    if os_reason is not None:
+        return changes, ("reboot",), os_reason
+    actions = tuple(policy.combine_legacy(decisions))
+    return changes, actions, f"legacy post-config action table: {', '.join(actions)}"
+
+
+def _names(names: Sequence[str], limit: int = 3) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def _drain_rule(drain: bool, actions: Sequence[Any], d: ConfigDiff) -> str:
+    kinds = {a.type if isinstance(a, policy.Action) else a for a in actions}
+    if drain:
+        if kinds & {"Reboot", "Drain", "reboot"}:
+            return "a reboot or drain action drains the node"
+        return (
+            f"{REGISTRIES_CONF} change is not safe (a registry or mirror removed or changed, or a mirror "
+            "not digest-only): drain"
+        )
+    if REGISTRIES_CONF in d.changed_paths:
+        return f"{REGISTRIES_CONF} change is safe (only digest-only mirrors added): no drain"
+    return "no action needs a drain"
+
+
+def reboot_command(rationale: str, coreos: bool = True) -> tuple[str, ...]:
+    """Upstream's reboot through a transient unit, ordered after ostree's staged finalization."""
+    cmd = ["systemd-run", "--unit", REBOOT_UNIT, "--description", f"machine-config-daemon: {rationale}"]
+    if coreos:
+        cmd += ["-p", "Requires=ostree-finalize-staged.service", "-p", "After=ostree-finalize-staged.service"]
+    return (*cmd, "/bin/sh", "-c", "systemctl reboot")
+
+
+def _unit_commands(
+    old: IgnitionConfig, new: IgnitionConfig, d: ConfigDiff, all_units: bool
+) -> list[tuple[str, ...]]:
+    changed = {c.name for c in d.unit_changes}
+    enable: list[str] = []
+    disable: list[str] = []
+    out: list[tuple[str, ...]] = []
+    for u in new.units:
+        if not all_units and u.name not in changed:
+            continue
+        if u.mask:
+            continue
+        if u.enabled is True:
+            enable.append(u.name)
+        elif u.enabled is False:
+            disable.append(u.name)
+        else:
+            out.append(("systemctl", "preset", u.name))
+    if enable:
+        out.append(("systemctl", "enable", *enable))
+    if disable:
+        out.append(("systemctl", "disable", *disable))
+    new_names = {u.name for u in new.units}
+    # removed units go back to their preset before their files are deleted
+    out.extend(("systemctl", "preset", u.name) for u in old.units if u.name not in new_names)
+    return out
+
+
+def _commands(
+    old: MachineConfig,
+    new: MachineConfig,
+    old_ign: IgnitionConfig,
+    new_ign: IgnitionConfig,
+    d: ConfigDiff,
+    *,
+    facts: Facts,
+    actions: Sequence[Any],
+    legacy: bool,
+) -> list[tuple[str, ...]]:
+    out = _unit_commands(old_ign, new_ign, d, all_units=facts.forcefile)
+    old_core = {u.name: u for u in old_ign.users}.get("core")
+    new_core = {u.name: u for u in new_ign.users}.get("core")
+    if (
+        d.passwd
+        and new_core is not None
+        and (old_core is None or old_core.password_hash != new_core.password_hash)
+    ):
+        # the hash itself is not shown: plans are printed and logged
+        out.append(("usermod", "-p", "<passwordHash>", "core"))
+    new_type = canonical_kernel_type(new.kernel_type)
+    if facts.coreos and (d.os_update or d.extensions or d.kernel_type or d.kargs or new_type != "default"):
+        out.append(tuple(osupdate.cleanup_pending_command()))
+        if d.os_update and new.os_image_url:
+            out.append(tuple(osupdate.rebase_command(new.ocl_image or new.os_image_url)))
+        if d.kargs:
+            cmd = kargs_mod.kargs_command(list(old.kernel_arguments), list(new.kernel_arguments))
+            if cmd:
+                out.append(tuple(cmd))
+        if not d.ocl_enabled and (d.os_update or d.kernel_type):
+            old_type = canonical_kernel_type(old.kernel_type)
+            out.extend(
+                tuple(c)
+                for c in osupdate.kernel_type_commands(old_type, new_type, facts.arch, os_update=d.os_update)
+            )
+        if not d.ocl_enabled and (d.extensions or d.os_update) and (old.extensions or new.extensions):
+            installed = facts.installed_packages
+            if installed is None:
+                installed = tuple(osupdate.extension_packages(list(old.extensions)))
+            cmd = osupdate.extensions_command(list(installed), list(new.extensions))
+            if cmd:
+                out.append(tuple(cmd))
+    out.extend(_action_commands(actions, new.name, facts.coreos, legacy))
+    return out
+
+
+def _action_commands(
+    actions: Sequence[Any], new_name: str, coreos: bool, legacy: bool
+) -> list[tuple[str, ...]]:
+    out: list[tuple[str, ...]] = []
+    for a in actions:
+        kind = a if isinstance(a, str) else a.type
+        if kind in ("reboot", "Reboot"):
+            out.append(reboot_command(f"Node will reboot into config {new_name}", coreos))
+            return out
+        if kind == "reload crio":
+            out.append(("systemctl", "reload", "crio"))
+        elif kind == "restart crio":
+            out += [("update-ca-trust",), ("systemctl", "restart", "crio")]
+        elif kind == "Reload":
+            out.append(("systemctl", "reload", a.service))
+        elif kind == "Restart":
+            out.append(("systemctl", "restart", a.service))
+        elif kind == "DaemonReload":
+            out.append(("systemctl", "daemon-reload"))
+        elif kind == "Special":
+            out.append(("systemctl", "reload", "crio"))
+    return out

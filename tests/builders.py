@@ -1,0 +1,55 @@
+"""Builders of MachineConfig objects for tests (plain dicts, then parsed by the real loader)."""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+from typing import Any
+
+from mcd.config.machineconfig import MachineConfig, machineconfig_from_object
+
+
+def data_url(text: str) -> str:
+    return "data:," + urllib.parse.quote(text, safe="")
+
+
+def ign_file(path: str, text: str = "", mode: int | None = 420, **extra: Any) -> dict[str, Any]:
+    entry: dict[str, Any] = {"path": path, "contents": {"source": data_url(text)}}
+    if mode is not None:
+        entry["mode"] = mode
+    entry.update(extra)
+    return entry
+
+
+def mc_object(
+    name: str = "mc",
+    ignition: dict[str, Any] | None = None,
+    files: list[dict[str, Any]] | None = None,
+    units: list[dict[str, Any]] | None = None,
+    ssh_keys: list[str] | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
+    """A MachineConfig object; `files`/`units`/`ssh_keys` build a 3.5.0 Ignition when `ignition` is None."""
+    if ignition is None:
+        ignition = {"ignition": {"version": "3.5.0"}}
+        if files:
+            ignition["storage"] = {"files": files}
+        if units:
+            ignition["systemd"] = {"units": units}
+        if ssh_keys:
+            ignition["passwd"] = {"users": [{"name": "core", "sshAuthorizedKeys": ssh_keys}]}
+    return {
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineConfig",
+        "metadata": {"name": name},
+        "spec": {"config": ignition, **spec},
+    }
+
+
+def mc(*args: Any, **kwargs: Any) -> MachineConfig:
+    return load(mc_object(*args, **kwargs))
+
+
+def load(obj: dict[str, Any]) -> MachineConfig:
+    # a JSON round trip, as if read from a file
+    return machineconfig_from_object(json.loads(json.dumps(obj)), "test")

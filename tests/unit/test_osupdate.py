@@ -1,0 +1,177 @@
+"""mcd.osupdate: rpm-ostree command lines for kernel type, extensions, rebase and cleanup."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcd.osupdate import (
+    DEFAULT_KERNEL_PACKAGES,
+    SUPPORTED_EXTENSIONS,
+    ExtensionError,
+    KernelTypeError,
+    canonical_kernel_type,
+    cleanup_pending_command,
+    cleanup_rollback_command,
+    extension_packages,
+    extensions_command,
+    kernel_override_reset_command,
+    kernel_type_commands,
+    local_rebase_command,
+    rebase_command,
+)
+
+RT_SWITCH = [
+    "rpm-ostree", "override", "remove",
+    "kernel", "kernel-core", "kernel-modules", "kernel-modules-core", "kernel-modules-extra",
+    "--install", "kernel-rt-core", "--install", "kernel-rt-modules", "--install", "kernel-rt-modules-extra",
+]  # fmt: skip
+K64_SWITCH = [
+    "rpm-ostree", "override", "remove",
+    "kernel", "kernel-core", "kernel-modules", "kernel-modules-core", "kernel-modules-extra",
+    "--install", "kernel-64k-core", "--install", "kernel-64k-modules",
+    "--install", "kernel-64k-modules-core", "--install", "kernel-64k-modules-extra",
+]  # fmt: skip
+RT_RESET = [
+    "rpm-ostree", "override", "reset",
+    "kernel", "kernel-core", "kernel-modules", "kernel-modules-core", "kernel-modules-extra",
+    "--uninstall", "kernel-rt-core", "--uninstall", "kernel-rt-modules",
+    "--uninstall", "kernel-rt-modules-extra",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("given", "canonical"),
+    [
+        ("realtime", "realtime"),
+        ("64k-pages", "64k-pages"),
+        ("default", "default"),
+        ("", "default"),
+        (None, "default"),
+        ("Realtime", "default"),
+        ("rt", "default"),
+    ],
+)
+def test_canonical_kernel_type(given: str | None, canonical: str) -> None:
+    assert canonical_kernel_type(given) == canonical
+
+
+# --- extensions -----------------------------------------------------------------------------------
+
+
+def test_supported_extensions_table() -> None:
+    assert set(SUPPORTED_EXTENSIONS) == {
+        "two-node-ha", "ipsec", "usbguard", "kerberos", "kernel-devel", "sandboxed-containers", "sysstat",
+    }  # fmt: skip
+    assert SUPPORTED_EXTENSIONS["ipsec"] == ("NetworkManager-libreswan", "libreswan", "openvswitch3.5-ipsec")
+
+
+def test_extension_packages_sorted_unique() -> None:
+    assert extension_packages(["sysstat", "kerberos", "sysstat"]) == [
+        "krb5-workstation",
+        "libkadm5",
+        "sysstat",
+    ]
+    assert extension_packages([]) == []
+
+
+def test_unknown_extensions_raise_upstream_message() -> None:
+    with pytest.raises(ExtensionError) as err:
+        extension_packages(["usbguard", "zsh", "vim", "zsh"])
+    assert str(err.value) == "invalid extensions found: [zsh vim zsh]"
+    with pytest.raises(ExtensionError):
+        extensions_command([], ["zsh"])
+
+
+def test_extensions_command_installs_then_uninstalls_sorted() -> None:
+    assert extensions_command(["usbguard", "sysstat", "kata-containers"], ["kernel-devel", "usbguard"]) == [
+        "rpm-ostree", "update",
+        "--install", "kernel-devel", "--install", "kernel-headers",
+        "--uninstall", "kata-containers", "--uninstall", "sysstat",
+    ]  # fmt: skip
+
+
+def test_extensions_command_leaves_unmanaged_layered_packages_alone() -> None:
+    assert extensions_command(["htop", "sysstat"], ["sysstat"]) is None
+    assert extensions_command(["htop"], []) is None
+
+
+# --- kernel type ----------------------------------------------------------------------------------
+
+
+def test_default_to_realtime_switches() -> None:
+    assert kernel_type_commands("default", "realtime") == [RT_SWITCH]
+
+
+def test_realtime_to_default_resets_only() -> None:
+    assert kernel_type_commands("realtime", "") == [RT_RESET]
+
+
+def test_realtime_to_64k_resets_then_switches() -> None:
+    assert kernel_type_commands("realtime", "64k-pages", arch="aarch64") == [RT_RESET, K64_SWITCH]
+    assert kernel_type_commands("realtime", "64k-pages", arch="arm64") == [RT_RESET, K64_SWITCH]
+
+
+def test_same_type_without_os_update_does_nothing() -> None:
+    assert kernel_type_commands("realtime", "realtime") == []
+    assert kernel_type_commands("", "bogus") == []
+
+
+def test_os_update_reapplies_the_swap_on_the_new_base() -> None:
+    assert kernel_type_commands("realtime", "realtime", os_update=True) == [RT_RESET, RT_SWITCH]
+    assert kernel_type_commands("default", "default", os_update=True) == []
+
+
+@pytest.mark.parametrize("arch", ["x86_64", "amd64", "ppc64le", "s390x"])
+def test_64k_pages_only_on_aarch64(arch: str) -> None:
+    with pytest.raises(KernelTypeError, match=r"^64k-pages is only supported for aarch64 architecture$"):
+        kernel_type_commands("default", "64k-pages", arch=arch)
+
+
+def test_reset_follows_the_booted_deployment_when_given() -> None:
+    cmds = kernel_type_commands(
+        "default",
+        "default",
+        os_update=True,
+        requested_base_removals=["moby-engine", "kernel", "kernel-core"],
+        requested_packages=["htop", "kernel-64k-core"],
+    )
+    assert cmds == [
+        ["rpm-ostree", "override", "reset", "kernel", "kernel-core", "--uninstall", "kernel-64k-core"]
+    ]
+    # facts saying there is no swap win over what the old type implies
+    assert (
+        kernel_type_commands("realtime", "default", requested_base_removals=[], requested_packages=[]) == []
+    )
+
+
+@pytest.mark.parametrize(
+    ("removals", "packages"),
+    [
+        ([], ["kernel-rt-core"]),
+        (list(DEFAULT_KERNEL_PACKAGES), []),
+        (["moby-engine"], ["kernel-rt-core"]),  # no kernel package removed
+        (["kernel"], ["kernel-rt"]),  # only kernel-rt-* / kernel-64k-* count
+    ],
+)
+def test_no_reset_without_both_halves_of_a_swap(removals: list[str], packages: list[str]) -> None:
+    assert kernel_override_reset_command(removals, packages) is None
+
+
+# --- rebase and cleanup ---------------------------------------------------------------------------
+
+
+def test_rebase_commands() -> None:
+    url = "quay.io/openshift/os@sha256:abc"
+    assert rebase_command(url) == [
+        "rpm-ostree", "rebase", "--experimental",
+        "ostree-unverified-registry:quay.io/openshift/os@sha256:abc",
+    ]  # fmt: skip
+    assert local_rebase_command(url) == [
+        "rpm-ostree", "rebase", "--experimental",
+        "ostree-unverified-image:containers-storage:quay.io/openshift/os@sha256:abc",
+    ]  # fmt: skip
+
+
+def test_cleanup_commands() -> None:
+    assert cleanup_pending_command() == ["rpm-ostree", "cleanup", "-p"]
+    assert cleanup_rollback_command() == ["rpm-ostree", "cleanup", "-r"]
