@@ -198,13 +198,13 @@ _ARRAY = "array"
 
 def _shape(value: object) -> object:
     """A hashable key equal for two values iff they have the same keys and JSON types all the way down."""
-    kind = type(value)
-    if kind is dict:
-        return (_OBJECT, *[(k, _shape(v)) for k, v in value.items()])  # type: ignore[attr-defined]
-    if kind is list:
-        return (_ARRAY, *[_shape(v) for v in value])  # type: ignore[attr-defined]
+    # isinstance, as the validator's own type checks: a dict or list subclass is still looked into
+    if isinstance(value, dict):
+        return (_OBJECT, *[(k, _shape(v)) for k, v in value.items()])
+    if isinstance(value, list):
+        return (_ARRAY, *[_shape(v) for v in value])
     # scalars: the Python type tells string, integer, float, bool and null apart
-    return kind
+    return type(value)
 
 
 def _describe(value: object) -> str:
@@ -219,9 +219,9 @@ def _describe(value: object) -> str:
     if isinstance(value, str):
         shown = json.dumps(value[:_VALUE_SHOWN], ensure_ascii=False)
         return f"string {shown}" + ("..." if len(value) > _VALUE_SHOWN else "")
-    if isinstance(value, Mapping):
+    if isinstance(value, dict):
         return "object"
-    if isinstance(value, list | tuple):
+    if isinstance(value, list):
         return "array"
     return type(value).__name__
 

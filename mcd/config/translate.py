@@ -31,7 +31,7 @@ TARGET_VERSION = "3.5.0"
 
 _USES_NETWORKD = "config includes deprecated networkd section - use Files instead"
 _CREATE_DEPRECATED = "the create object has been deprecated in favor of user-level options"
-# user-level fields that may not be set next to the deprecated create object, with their "unset" test
+# user-level fields that may not be set next to the deprecated create object
 _CREATE_CONFLICTS = (
     "gecos",
     "groups",
@@ -351,7 +351,8 @@ class _Translation:
                 self.warning((*at, "create"), _CREATE_DEPRECATED)
                 for key in _CREATE_CONFLICTS:
                     value = _get(user, key)
-                    if value is not None and value not in ("", False, []):
+                    # uid is a pointer in spec 2 (0 is set); the others count when non-empty or true
+                    if (value is not None) if key == "uid" else bool(value):
                         self.error(
                             (*at, key), f"cannot use both the create object and the user-level {key} field"
                         )

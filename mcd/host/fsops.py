@@ -19,6 +19,8 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
+from mcd import failpoints
+
 _CHUNK = 1 << 20
 
 
@@ -133,11 +135,13 @@ def _replace_via_temp(path: Path, fill: Callable[[int], None]) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
+        failpoints.hit("temp file written, not renamed")
         os.rename(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+    failpoints.hit("renamed, directory not synced")
     fsync_dir(path.parent)
 
 
@@ -186,6 +190,7 @@ def atomic_symlink(path: Path, target: str, dir_mode: int = 0o755) -> bool:
     make_dirs(path.parent, dir_mode)
     tmp = _temp_name(path)
     os.symlink(target, tmp)
+    failpoints.hit("temp symlink made, not renamed")
     try:
         os.rename(tmp, path)
         fsync_dir(path.parent)
@@ -203,6 +208,7 @@ def remove(path: Path) -> bool:
         return False
     if stat.S_ISDIR(st.st_mode):
         raise IsADirectoryError(errno.EISDIR, "refusing to remove a directory as a file", str(path))
+    failpoints.hit("before unlink")
     try:
         os.unlink(path)
     except FileNotFoundError:
@@ -219,6 +225,7 @@ def remove_tree(path: Path) -> bool:
     st = lstat_or_none(path)
     if st is None:
         return False
+    failpoints.hit("before remove tree")
     if stat.S_ISDIR(st.st_mode):
         # rmtree uses fd-relative operations on Linux, so it never follows symlinks inside the tree.
         shutil.rmtree(path)
