@@ -44,8 +44,7 @@ def _dump(obj: Any, fmt: str, out: TextIO) -> None:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from mcd.config.findings import Finding, InputError
-    from mcd.config.load import load_objects, parse_documents  # noqa: F401
-    from mcd.config.machineconfig import machineconfig_from_ignition, machineconfig_from_object
+    from mcd.config.load import load_objects, machineconfig_at
     from mcd.policy import PolicyError, policies_from_machineconfiguration
 
     results: list[dict[str, Any]] = []
@@ -60,18 +59,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
                         policies_from_machineconfiguration(obj)
                     except PolicyError as exc:
                         findings += [f.located(path) for f in exc.findings]
-                elif kind is None and "ignition" in obj:
-                    findings += machineconfig_from_ignition(obj, name, path).located_findings()
-                elif kind == "MachineConfig":
-                    findings += machineconfig_from_object(obj, name, path).located_findings()
+                elif kind not in (None, "MachineConfig"):
+                    msg = "expected a MachineConfig, an Ignition config or a MachineConfiguration"
+                    findings.append(Finding(path, f"{msg}, got kind {kind!r}"))
                 else:
-                    findings.append(
-                        Finding(
-                            path,
-                            f"expected a MachineConfig, an Ignition config or a "
-                            f"MachineConfiguration, got kind {kind!r}",
-                        )
-                    )
+                    try:
+                        findings += machineconfig_at(path, obj, name).located_findings()
+                    except InputError as exc:  # one bad object does not hide the others' findings
+                        findings += list(exc.findings)
         except InputError as exc:
             findings += list(exc.findings)
         errors = [f for f in findings if f.severity == "error"]
@@ -133,6 +128,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         forcefile=args.forcefile,
         node_fips=None if args.node_fips is None else args.node_fips == "1",
         topology=args.topology,
+        arch=args.arch,
     )
     result = plan(old, new, facts, policies, legacy=args.legacy, storage_overrides=overrides)
     if args.output == "text":
@@ -147,6 +143,80 @@ def _storage_overrides(obj: Any) -> list[str]:
     ivo = spec.get("irreconcilableValidationOverrides") if isinstance(spec, dict) else None
     storage = ivo.get("storage") if isinstance(ivo, dict) else None
     return [s for s in storage if isinstance(s, str)] if isinstance(storage, list) else []
+
+
+def _host(root_mount: str) -> Any:
+    from mcd.host.root import HostRoot
+    from mcd.host.runner import SubprocessRunner
+    from mcd.update import Host
+
+    root = Path(root_mount)
+    if not root.is_dir():
+        from mcd.config.findings import Finding, InputError
+
+        raise InputError(root_mount, [Finding((), "--root-mount is not a directory")])
+    return Host.for_root(HostRoot(root), SubprocessRunner())
+
+
+def _setup_logging(verbosity: int) -> None:
+    import logging
+
+    level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+
+
+def cmd_start(args: argparse.Namespace) -> int:
+    from mcd.oncefrom import describe, run_once_from
+
+    _setup_logging(args.verbose)
+    if not args.once_from:
+        sys.stderr.write("mcd start: cluster mode is not available yet; use --once-from FILE|URL\n")
+        return EXIT_INPUT
+    outcome = run_once_from(_host(args.root_mount), args.once_from, skip_reboot=args.skip_reboot)
+    _dump(describe(outcome), args.output, sys.stdout)
+    return EXIT_OK
+
+
+def cmd_firstboot(args: argparse.Namespace) -> int:
+    from mcd.host.state import ENCAPSULATED_CONFIG
+    from mcd.oncefrom import describe, firstboot
+
+    _setup_logging(args.verbose)
+    if args.persist_nics:
+        sys.stderr.write("mcd firstboot-complete-machineconfig: --persist-nics is not supported; ignored\n")
+        return EXIT_OK
+    result = firstboot(
+        _host(args.root_mount),
+        args.machineconfig_file,
+        default_path=args.machineconfig_file == ENCAPSULATED_CONFIG,
+        skip_reboot=args.skip_reboot,
+    )
+    summary = describe(result.outcome) if result.outcome else {"applied": False}
+    _dump(summary, args.output, sys.stdout)
+    return EXIT_OK
+
+
+def cmd_check_disk(args: argparse.Namespace) -> int:
+    from mcd.oncefrom import check_disk
+
+    _setup_logging(args.verbose)
+    result = check_disk(_host(args.root_mount), args.config)
+    if args.output == "text":
+        if result.clean:
+            sys.stdout.write(f"on-disk state matches {result.config_name}\n")
+        else:
+            sys.stdout.write(result.reason() + "\n")
+            for e in result.errors[1:]:
+                sys.stdout.write(f"  also: {e}\n")
+    else:
+        obj = {
+            "config": result.config_name,
+            "clean": result.clean,
+            "errors": list(result.errors),
+            "reason": "" if result.clean else result.reason(),
+        }
+        _dump(obj, args.output, sys.stdout)
+    return EXIT_OK if result.clean else EXIT_UNRECONCILABLE
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -198,8 +268,55 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("SingleReplica", "HighlyAvailable", "HighlyAvailableArbiter", "DualReplica"),
         help="control plane topology (SingleReplica skips the drain)",
     )
+    p.add_argument("--arch", default="x86_64", help="node architecture (64k-pages kernels need aarch64)")
     p.add_argument("-o", "--output", choices=("json", "yaml", "text"), default="json")
     p.set_defaults(func=cmd_plan)
+
+    s = sub.add_parser(
+        "start",
+        help="apply a config once (--once-from), as the Machine Config Daemon does",
+        description="Apply a MachineConfig or Ignition config from a file or http(s) URL to the root, with "
+        "the legacy post-update action (no cluster needed). Re-running with the same config changes nothing.",
+    )
+    s.add_argument("--once-from", metavar="FILE|URL", help="MachineConfig or Ignition config to apply")
+    s.add_argument("--root-mount", default="/rootfs", metavar="DIR", help="host root (default /rootfs)")
+    s.add_argument("--skip-reboot", action="store_true", help="do not reboot even when the change needs it")
+    s.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-v, -vv)")
+    s.add_argument("-o", "--output", choices=("json", "yaml"), default="json")
+    s.set_defaults(func=cmd_start)
+
+    f = sub.add_parser(
+        "firstboot-complete-machineconfig",
+        help="apply the encapsulated MachineConfig on first boot",
+        description="Apply the rendered MachineConfig Ignition left on the node (OS image, kernel arguments, "
+        "kernel type, extensions) before the kubelet starts, then reboot.",
+    )
+    f.add_argument("--root-mount", default="/rootfs", metavar="DIR", help="host root (default /rootfs)")
+    f.add_argument(
+        "--machineconfig-file",
+        default="/etc/ignition-machine-config-encapsulated.json",
+        metavar="PATH",
+        help="MachineConfig to apply, a path inside the root",
+    )
+    f.add_argument("--persist-nics", action="store_true", help="upstream compatibility; not supported")
+    f.add_argument("--skip-reboot", action="store_true", help="do not reboot at the end")
+    f.add_argument("-v", "--verbose", action="count", default=0)
+    f.add_argument("-o", "--output", choices=("json", "yaml"), default="json")
+    f.set_defaults(func=cmd_firstboot)
+
+    c = sub.add_parser(
+        "check-disk",
+        help="verify the on-disk state against a config (exit 0 clean, 2 drift)",
+        description="Compare files, units, masks, enablement (and on CoreOS kernel arguments and the booted "
+        "image) with CONFIG, by default the config recorded in /etc/machine-config-daemon/currentconfig.",
+    )
+    c.add_argument(
+        "config", nargs="?", metavar="CONFIG", help="MachineConfig file (default: the recorded one)"
+    )
+    c.add_argument("--root-mount", default="/rootfs", metavar="DIR", help="host root (default /rootfs)")
+    c.add_argument("-v", "--verbose", action="count", default=0)
+    c.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
+    c.set_defaults(func=cmd_check_disk)
     return parser
 
 
@@ -218,6 +335,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in exc.lines():
             sys.stderr.write(line + "\n")
         return EXIT_INPUT
+    except Exception as exc:  # host-side failures: a clear message, never a traceback
+        from mcd.update import Unreconcilable, UpdateError
+
+        if isinstance(exc, Unreconcilable):
+            sys.stderr.write(f"mcd: unreconcilable: {exc}\n")
+            return EXIT_UNRECONCILABLE
+        if isinstance(exc, UpdateError | OSError | RuntimeError | ValueError | LookupError):
+            sys.stderr.write(f"mcd: {exc}\n")
+            return EXIT_INPUT
+        raise
     except BrokenPipeError:
         return EXIT_OK
     except KeyboardInterrupt:

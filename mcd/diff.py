@@ -69,7 +69,7 @@ class ConfigDiff:
 
 def diff(old: MachineConfig, new: MachineConfig, forcefile: bool = False) -> ConfigDiff:
     """Compare two configs whose Ignition parsed (an unparsable side counts as empty)."""
-    old_ign = old.config or EMPTY_IGNITION
+    old_ign = old.config or old.ignition.partial or EMPTY_IGNITION
     new_ign = new.config or EMPTY_IGNITION
     ocl_enabled = bool(old.ocl_image or new.ocl_image)
     os_update = old.ocl_image != new.ocl_image if ocl_enabled else old.os_image_url != new.os_image_url

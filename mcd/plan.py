@@ -139,7 +139,7 @@ def plan(
             False,
             "unreconcilable: no drain",
         )
-    old_ign = old.config or EMPTY_IGNITION
+    old_ign = old.config or old.ignition.partial or EMPTY_IGNITION
     new_ign = new.config or EMPTY_IGNITION
     registries_safe = _registries_check(old_ign, new_ign)
     actions: tuple[Any, ...]
@@ -154,7 +154,13 @@ def plan(
     drain_rule = _drain_rule(drain, actions, d)
     if facts.topology == SINGLE_REPLICA:
         drain, drain_rule = False, "single-node topology (SingleReplica): drain skipped"
-    commands = _commands(old, new, old_ign, new_ign, d, facts=facts, actions=actions, legacy=legacy)
+    warnings: list[str] = []
+    try:
+        commands = _commands(old, new, old_ign, new_ign, d, facts=facts, actions=actions, legacy=legacy)
+    except (osupdate.ExtensionError, osupdate.KernelTypeError) as exc:
+        # upstream fails such an update on the node (Degraded); say so before the rollout
+        warnings.append(f"the update would fail on the node: {exc}")
+        commands = []
     return Plan(
         old.name,
         new.name,
@@ -168,6 +174,7 @@ def plan(
         drain_rule,
         tuple(changes),
         tuple(commands),
+        tuple(warnings),
     )
 
 

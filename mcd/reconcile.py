@@ -40,7 +40,10 @@ def reconcile(
 ) -> list[str]:
     """Every reason the update from `old` to `new` cannot be applied in place (empty: it can)."""
     errors: list[str] = []
-    if old.config is None:
+    # the old config is held to parsing only: upstream does not re-run the new-config rules
+    # (modes, sources) on what a node already runs
+    old_cfg = old.config or (old.ignition.partial if old.ignition.stage == "validate" else None)
+    if old_cfg is None:
         errors.append(
             f'parsing old Ignition config from machineconfig "{old.name}" failed: '
             f"failed to parse Ignition config: {_details(old.ignition.findings)}"
@@ -58,10 +61,10 @@ def reconcile(
             )
     # a new config with only semantic errors is still compared, to report every reason at once
     new_cfg = new.config or new.ignition.partial
-    if old.config is not None and new_cfg is not None:
+    if old_cfg is not None and new_cfg is not None:
         prefix = f'new machineconfig "{old.name}" is not reconcilable against "{new.name}": '
         errors.extend(
-            prefix + e for e in config_changes_errors(old, new, old.config, new_cfg, storage_overrides)
+            prefix + e for e in config_changes_errors(old, new, old_cfg, new_cfg, storage_overrides)
         )
     elif old.fips != new.fips:
         errors.append(

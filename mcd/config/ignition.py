@@ -209,7 +209,9 @@ def _type_name(value: object) -> str:
 
 
 def format_mode(mode: int) -> str:
-    """Go's ``%#o``: a leading 0 for non-zero values (0644, 01777), plain 0 for zero."""
+    """Go's ``%#o``: a leading 0 for non-zero values (0644, 01777, -01), plain 0 for zero."""
+    if mode < 0:
+        return f"-0{-mode:o}"
     return f"0{mode:o}" if mode else "0"
 
 
@@ -249,7 +251,11 @@ class _Checker:
     def file(self, raw: Mapping[str, Any], path: JsonPath) -> File:
         mode = raw.get("mode")
         fpath: str = raw["path"]
-        if mode is not None and not 0 <= mode <= MAX_FILE_MODE:
+        if mode is not None and mode < 0:
+            self.error(
+                path + ("mode",), f"invalid mode {format_mode(mode)} for {fpath}, must not be negative"
+            )
+        elif mode is not None and mode > MAX_FILE_MODE:
             # upstream's message (MCO validateIgn3FileModes), so setuid/setgid/sticky bits are refused
             self.error((*path, "mode"), f"invalid mode {format_mode(mode)} for {fpath}, cannot exceed 0777")
         contents = self.resource(raw.get("contents"), (*path, "contents"))

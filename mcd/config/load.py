@@ -46,11 +46,22 @@ def parse_documents(data: bytes, source: str) -> list[tuple[JsonPath, object]]:
     json_error: str | None = None
     if stripped[0] in "{[":
         try:
-            return [((), json.loads(text, parse_constant=_reject_constant))]
+            value = json.loads(text, parse_constant=_reject_constant)
+        except RecursionError:
+            raise InputError(source, [Finding((), f"nested deeper than {MAX_DEPTH} levels")]) from None
         except ValueError as exc:
             # not JSON after all? YAML (a superset) gets a try; report the JSON error if both fail
             json_error = f"invalid JSON: {exc}"
+        else:
+            if _too_deep(value):
+                raise InputError(source, [Finding((), f"nested deeper than {MAX_DEPTH} levels")])
+            return [((), value)]
     try:
+        # libyaml's composer recurses in C: scan the event stream first (iterative) so that deep
+        # nesting, self-referencing aliases and alias bombs are refused before anything is built
+        problem = _yaml_structure_problem(text)
+        if problem is not None:
+            raise InputError(source, [Finding((), json_error or problem)])
         docs = [d for d in yaml.load_all(text, Loader=_YamlLoader) if d is not None]
     except yaml.YAMLError as exc:
         raise InputError(source, [Finding((), json_error or _yaml_message(exc))]) from None
@@ -66,6 +77,57 @@ def parse_documents(data: bytes, source: str) -> list[tuple[JsonPath, object]]:
             raise InputError(source, problems)
         out.append((root, doc))
     return out
+
+
+MAX_DEPTH = 100
+# nodes a document may expand to through aliases (a rendered config has far fewer)
+MAX_EXPANDED_NODES = 2_000_000
+
+
+def _too_deep(value: object) -> bool:
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, dict | list):
+            if depth > MAX_DEPTH:
+                return True
+            items = v.values() if isinstance(v, dict) else v
+            stack.extend((item, depth + 1) for item in items)
+    return False
+
+
+def _yaml_structure_problem(text: str) -> str | None:
+    """Depth and alias expansion of a YAML stream, from its events (no recursion, nothing built)."""
+    sizes: dict[str, int] = {}
+    open_anchors: list[tuple[str | None, int]] = []  # (anchor, node count when it opened)
+    count = 0
+    depth = 0
+    for event in yaml.parse(text, Loader=_YamlLoader):
+        if isinstance(event, yaml.AliasEvent):
+            anchor = event.anchor
+            if anchor not in sizes:
+                if any(a == anchor for a, _ in open_anchors):
+                    return f"invalid YAML: alias *{anchor} refers to a node that contains it"
+                return f"invalid YAML: unknown alias *{anchor}"
+            count += sizes[anchor]
+        elif isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            count += 1
+            if depth > MAX_DEPTH:
+                return f"nested deeper than {MAX_DEPTH} levels"
+            open_anchors.append((event.anchor, count))
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+            anchor, start = open_anchors.pop()
+            if anchor is not None:
+                sizes[anchor] = count - start + 1
+        elif isinstance(event, yaml.ScalarEvent):
+            count += 1
+            if event.anchor is not None:
+                sizes[event.anchor] = 1
+        if count > MAX_EXPANDED_NODES:
+            return f"document expands to more than {MAX_EXPANDED_NODES} nodes (alias expansion)"
+    return None
 
 
 def _yaml_message(exc: yaml.YAMLError) -> str:
@@ -116,28 +178,29 @@ def _items(obj: object, root: JsonPath, source: str) -> list[tuple[JsonPath, Map
 
 def load_machineconfigs(data: bytes, source: str) -> list[MachineConfig]:
     """Every MachineConfig in a document; raises InputError when there is none or one is malformed."""
-    configs: list[MachineConfig] = []
-    for root, doc in parse_documents(data, source):
-        for path, obj in _items(doc, root, source):
-            kind = obj.get("kind")
-            if kind is None and "ignition" in obj:
-                name = posixpath.basename(source) if source != "-" else "stdin"
-                configs.append(machineconfig_from_ignition(obj, name, path))
-            elif kind == "MachineConfig":
-                api = obj.get("apiVersion", f"{MC_API_GROUP}/v1")
-                if not isinstance(api, str) or not api.startswith(MC_API_GROUP + "/"):
-                    raise InputError(
-                        source, [Finding((*path, "apiVersion"), f"unexpected apiVersion {api!r}")]
-                    )
-                configs.append(machineconfig_from_object(obj, source, path))
-            else:
-                what = f"kind {kind!r}" if kind is not None else "an object without kind or ignition.version"
-                raise InputError(
-                    source, [Finding(path, f"expected a MachineConfig or an Ignition config, got {what}")]
-                )
+    configs = [
+        machineconfig_at(path, obj, source)
+        for root, doc in parse_documents(data, source)
+        for path, obj in _items(doc, root, source)
+    ]
     if not configs:
         raise InputError(source, [Finding((), "no MachineConfig found")])
     return configs
+
+
+def machineconfig_at(path: JsonPath, obj: Mapping[str, Any], source: str) -> MachineConfig:
+    """The MachineConfig (or bare Ignition config) at `path`; InputError for any other object."""
+    kind = obj.get("kind")
+    if kind is None and "ignition" in obj:
+        name = posixpath.basename(source) if source != "-" else "stdin"
+        return machineconfig_from_ignition(obj, name, path)
+    if kind == "MachineConfig":
+        api = obj.get("apiVersion", f"{MC_API_GROUP}/v1")
+        if not isinstance(api, str) or not api.startswith(MC_API_GROUP + "/"):
+            raise InputError(source, [Finding((*path, "apiVersion"), f"unexpected apiVersion {api!r}")])
+        return machineconfig_from_object(obj, source, path)
+    what = f"kind {kind!r}" if kind is not None else "an object without kind or ignition.version"
+    raise InputError(source, [Finding(path, f"expected a MachineConfig or an Ignition config, got {what}")])
 
 
 def load_machineconfig(data: bytes, source: str) -> MachineConfig:

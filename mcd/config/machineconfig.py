@@ -6,12 +6,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcd import osupdate
 from mcd.config.findings import Finding, InputError, JsonPath
 from mcd.config.ignition import EMPTY_IGNITION, IgnitionConfig, IgnitionResult, parse_ignition
 
 MC_API_GROUP = "machineconfiguration.openshift.io"
 EMPTY_MC_NAME = "mco-empty-mc"  # upstream's name for "no previous config"
 OCL_IMAGE_ANNOTATION = "machineconfiguration.openshift.io/ocl-osimageurl"
+VALID_KERNEL_TYPES = ("", "default", "realtime", "64k-pages")
 ORIGINAL_OS_IMAGE_ANNOTATION = "machineconfiguration.openshift.io/original-osimageurl"
 
 
@@ -35,6 +37,8 @@ class MachineConfig:
     # where the Ignition config sits in the source document, to locate findings
     ignition_path: JsonPath = ("spec", "config")
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    # findings about spec fields other than the Ignition config (warnings), located already
+    spec_findings: tuple[Finding, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def config(self) -> IgnitionConfig | None:
@@ -45,7 +49,7 @@ class MachineConfig:
         return dict(self.annotations).get(OCL_IMAGE_ANNOTATION, "")
 
     def located_findings(self) -> list[Finding]:
-        return [f.located(self.ignition_path) for f in self.ignition.findings]
+        return [*self.spec_findings, *(f.located(self.ignition_path) for f in self.ignition.findings)]
 
 
 def empty_machineconfig(name: str = EMPTY_MC_NAME) -> MachineConfig:
@@ -106,6 +110,28 @@ def machineconfig_from_object(obj: Mapping[str, Any], source: str, path: JsonPat
     base_ext = string("baseOSExtensionsContainerImage")
     kargs = strings("kernelArguments")
     extensions = strings("extensions")
+    # upstream's controller refuses an unknown kernelType and the daemon fails on an unknown
+    # extension; here they are warnings so that `plan` can still say what would happen
+    notes: list[Finding] = []
+    if kernel_type not in VALID_KERNEL_TYPES:
+        valid = ", ".join(repr(t) for t in VALID_KERNEL_TYPES)
+        notes.append(
+            Finding(
+                (*path, "spec", "kernelType"),
+                f"kernelType={kernel_type} is invalid (want {valid})",
+                "warning",
+            )
+        )
+    known = osupdate.SUPPORTED_EXTENSIONS
+    notes += [
+        Finding(
+            (*path, "spec", "extensions", i),
+            f"invalid extension {ext!r}: supported are {', '.join(sorted(known))}",
+            "warning",
+        )
+        for i, ext in enumerate(extensions)
+        if ext not in known
+    ]
     if findings:
         raise InputError(source, findings)
     raw_ign = spec.get("config")
@@ -122,6 +148,7 @@ def machineconfig_from_object(obj: Mapping[str, Any], source: str, path: JsonPat
         base_os_extensions_container_image=base_ext,
         annotations=tuple(sorted(annotations.items())),
         ignition_path=(*path, "spec", "config"),
+        spec_findings=tuple(notes),
         raw=obj,
     )
 

@@ -90,8 +90,12 @@ def pending(root: HostRoot) -> Transaction | None:
         return None
     if not isinstance(obj, Mapping) or not isinstance(obj.get("new"), Mapping):
         raise StateError(f"{TRANSACTION} is not a valid transaction record")
-    return Transaction(old=obj.get("old"), new=obj["new"], phase=str(obj.get("phase", "apply")),
-                       mode=str(obj.get("mode", "legacy")))
+    return Transaction(
+        old=obj.get("old"),
+        new=obj["new"],
+        phase=str(obj.get("phase", "apply")),
+        mode=str(obj.get("mode", "legacy")),
+    )
 
 
 def finish(root: HostRoot) -> None:

@@ -1,4 +1,4 @@
-"""`mcd plan OLD NEW`: the JSON contract, exit codes, node facts, policies, and the text and YAML renderings."""
+"""`mcd plan OLD NEW`: the JSON contract, exit codes, node facts, policies, text and YAML output."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import yaml
 from builders import ign_file, mc_object
 
 from mcd.cli import main
+from mcd.osupdate import ExtensionError, KernelTypeError
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 Run = Callable[..., tuple[int, str, str]]
@@ -32,7 +33,8 @@ def run(capsys: pytest.CaptureFixture[str]) -> Run:
 @pytest.fixture
 def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for f in FIXTURES.iterdir():
-        shutil.copy(f, tmp_path / f.name)
+        if f.is_file():
+            shutil.copy(f, tmp_path / f.name)
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
@@ -66,16 +68,31 @@ def test_json_contract(run: Run, workdir: Path) -> None:
     old, new = foo_pair()
     out = plan_json(run, old, new)
     assert {"reconcilable", "errors", "diff", "actions", "drain", "changes", "commands"} <= set(out)
-    assert set(out["diff"]) == {"osUpdate", "kargs", "fips", "passwd", "files", "units", "kernelType", "extensions"}
+    assert set(out["diff"]) == {
+        "osUpdate",
+        "kargs",
+        "fips",
+        "passwd",
+        "files",
+        "units",
+        "kernelType",
+        "extensions",
+    }
     assert out["reconcilable"] is True
     assert out["errors"] == []
     assert out["diff"]["files"] is True
     assert out["actions"] == [{"type": "Reboot"}]
     assert out["drain"] is True
-    assert out["changes"] == [{
-        "kind": "file", "name": "/etc/foo", "change": "modified", "actions": [{"type": "Reboot"}],
-        "rule": "no policy for /etc/foo: reboot", "details": ["contents"],
-    }]
+    assert out["changes"] == [
+        {
+            "kind": "file",
+            "name": "/etc/foo",
+            "change": "modified",
+            "actions": [{"type": "Reboot"}],
+            "rule": "no policy for /etc/foo: reboot",
+            "details": ["contents"],
+        }
+    ]
     for change in out["changes"]:
         assert {"kind", "name", "change", "actions", "rule"} <= set(change)
     assert out["commands"][-1][:3] == ["systemd-run", "--unit", "machine-config-daemon-reboot"]
@@ -87,7 +104,9 @@ def test_fixture_pair(run: Run, workdir: Path) -> None:
     assert out["old"] == "rendered-worker-1"
     assert out["new"] == "test-config"
     assert out["diff"]["osUpdate"] and out["diff"]["kargs"] and out["diff"]["units"]
-    assert ["rpm-ostree", "kargs", "--delete-if-present=nosmt", "--append=foo=bar", "--append=nosmt"] in out["commands"]
+    assert ["rpm-ostree", "kargs", "--delete-if-present=nosmt", "--append=foo=bar", "--append=nosmt"] in out[
+        "commands"
+    ]
     assert [c["kind"] for c in out["changes"]][:2] == ["osImageURL", "kernelArguments"]
 
 
@@ -95,10 +114,17 @@ def test_old_dash_is_the_empty_config(run: Run, workdir: Path) -> None:
     out = plan_json(run, "-", "valid-mc.yaml")
     assert out["old"] == "mco-empty-mc"
     assert out["reconcilable"] is True
-    assert {(c["kind"], c["change"]) for c in out["changes"]} >= {("file", "added"), ("unit", "added"),
-                                                                   ("sshkey", "added")}
-    assert ["rpm-ostree", "rebase", "--experimental",
-            "ostree-unverified-registry:quay.io/example/rhcos@sha256:" + "1" * 64] in out["commands"]
+    assert {(c["kind"], c["change"]) for c in out["changes"]} >= {
+        ("file", "added"),
+        ("unit", "added"),
+        ("sshkey", "added"),
+    }
+    assert [
+        "rpm-ostree",
+        "rebase",
+        "--experimental",
+        "ostree-unverified-registry:quay.io/example/rhcos@sha256:" + "1" * 64,
+    ] in out["commands"]
 
 
 def test_same_config_needs_nothing(run: Run, workdir: Path) -> None:
@@ -117,8 +143,9 @@ def test_unreconcilable_exits_2_and_still_prints_the_plan(run: Run, workdir: Pat
     old, new = foo_pair(fips=True)
     out = plan_json(run, old, new, code=2)
     assert out["reconcilable"] is False
-    assert out["errors"] == [f'new machineconfig "rendered-old" is not reconcilable against "rendered-new": '
-                             f"{FIPS_MESSAGE}"]
+    assert out["errors"] == [
+        f'new machineconfig "rendered-old" is not reconcilable against "rendered-new": {FIPS_MESSAGE}'
+    ]
     assert out["reason"].startswith("can't reconcile config rendered-old with rendered-new: ")
     assert out["actions"] == []
     assert out["drain"] is False
@@ -128,15 +155,19 @@ def test_unreconcilable_exits_2_and_still_prints_the_plan(run: Run, workdir: Pat
 def test_invalid_new_ignition_is_unreconcilable_not_bad_input(run: Run, workdir: Path) -> None:
     new = write("new.json", mc_object("rendered-new", files=[ign_file("/etc/foo", mode=0o1777)]))
     out = plan_json(run, "-", new, code=2)
-    assert out["errors"] == ['validating new Ignition config from machineconfig "rendered-new" failed: '
-                             "invalid mode 01777 for /etc/foo, cannot exceed 0777"]
+    assert out["errors"] == [
+        'validating new Ignition config from machineconfig "rendered-new" failed: '
+        "invalid mode 01777 for /etc/foo, cannot exceed 0777"
+    ]
 
 
 def test_unsupported_version_is_unreconcilable(run: Run, workdir: Path) -> None:
     new = write("new.json", mc_object("rendered-new", ignition={"ignition": {"version": "4.0.0"}}))
     out = plan_json(run, "valid-mc.yaml", new, code=2)
-    assert out["errors"][0].startswith('parsing new Ignition config from machineconfig "rendered-new" failed: '
-                                       "failed to parse Ignition config: ")
+    assert out["errors"][0].startswith(
+        'parsing new Ignition config from machineconfig "rendered-new" failed: '
+        "failed to parse Ignition config: "
+    )
 
 
 @pytest.mark.parametrize(
@@ -144,11 +175,16 @@ def test_unsupported_version_is_unreconcilable(run: Run, workdir: Path) -> None:
     [
         (b'{"kind": ', "bad.json: $: invalid JSON: "),
         (b"kind: [\n", "bad.json: $: invalid YAML: "),
-        (b'{"kind": "ConfigMap"}', "bad.json: $: expected a MachineConfig or an Ignition config, got kind 'ConfigMap'"),
+        (
+            b'{"kind": "ConfigMap"}',
+            "bad.json: $: expected a MachineConfig or an Ignition config, got kind 'ConfigMap'",
+        ),
         (b'{"kind": "MachineConfig", "spec": {"fips": "yes"}}', "bad.json: spec.fips: expected a boolean"),
     ],
 )
-def test_bad_input_exits_1_with_a_located_message(run: Run, workdir: Path, content: bytes, message: str) -> None:
+def test_bad_input_exits_1_with_a_located_message(
+    run: Run, workdir: Path, content: bytes, message: str
+) -> None:
     write("bad.json", content)
     code, out, err = run("plan", "valid-mc.yaml", "bad.json")
     assert code == 1
@@ -164,7 +200,11 @@ def test_bad_old_file(run: Run, workdir: Path) -> None:
 
 
 def test_new_must_be_a_single_machineconfig(run: Run, workdir: Path) -> None:
-    assert run("plan", "-", "mc-list.yaml") == (1, "", "mc-list.yaml: $: expected one MachineConfig, found 2\n")
+    assert run("plan", "-", "mc-list.yaml") == (
+        1,
+        "",
+        "mc-list.yaml: $: expected one MachineConfig, found 2\n",
+    )
 
 
 # ---------------------------------------------------------------- --policy
@@ -195,33 +235,62 @@ def test_invalid_policy_is_bad_input(run: Run, workdir: Path) -> None:
     assert (code, out) == (1, "")
     lines = err.splitlines()
     assert len(lines) == 2
-    assert all(line.startswith("policy-bad-service.yaml: spec.nodeDisruptionPolicy.files[0].actions[0].reload"
-                               ".serviceName: Invalid ") for line in lines)
+    assert all(
+        line.startswith(
+            "policy-bad-service.yaml: spec.nodeDisruptionPolicy.files[0].actions[0].reload"
+            ".serviceName: Invalid "
+        )
+        for line in lines
+    )
 
 
 def test_policy_file_without_machineconfiguration(run: Run, workdir: Path) -> None:
     old, new = foo_pair()
     assert run("plan", old, new, "--policy", "valid-mc.yaml") == (
-        1, "", "valid-mc.yaml: $: expected one MachineConfiguration, found 0\n")
+        1,
+        "",
+        "valid-mc.yaml: $: expected one MachineConfiguration, found 0\n",
+    )
 
 
 def test_policy_storage_overrides(run: Run, workdir: Path) -> None:
     old = write("old.json", mc_object("o"))
-    new = write("new.json", mc_object("n", ignition={"ignition": {"version": "3.5.0"},
-                                                      "storage": {"disks": [{"device": "/dev/sdb"}]}}))
+    new = write(
+        "new.json",
+        mc_object(
+            "n", ignition={"ignition": {"version": "3.5.0"}, "storage": {"disks": [{"device": "/dev/sdb"}]}}
+        ),
+    )
     plan_json(run, old, new, code=2)
-    write("policy.json", {"kind": "MachineConfiguration",
-                          "spec": {"irreconcilableValidationOverrides": {"storage": ["Disks"]}}})
+    write(
+        "policy.json",
+        {
+            "kind": "MachineConfiguration",
+            "spec": {"irreconcilableValidationOverrides": {"storage": ["Disks"]}},
+        },
+    )
     assert plan_json(run, old, new, "--policy", "policy.json")["reconcilable"] is True
 
 
 def test_policy_from_status_is_used_as_is(run: Run, workdir: Path) -> None:
-    write("policy.json", {
-        "kind": "MachineConfiguration",
-        "status": {"nodeDisruptionPolicyStatus": {"clusterPolicies": {
-            "files": [{"path": "/etc", "actions": [{"type": "Restart", "restart": {"serviceName": "x.service"}}]}],
-        }}},
-    })
+    write(
+        "policy.json",
+        {
+            "kind": "MachineConfiguration",
+            "status": {
+                "nodeDisruptionPolicyStatus": {
+                    "clusterPolicies": {
+                        "files": [
+                            {
+                                "path": "/etc",
+                                "actions": [{"type": "Restart", "restart": {"serviceName": "x.service"}}],
+                            }
+                        ],
+                    }
+                }
+            },
+        },
+    )
     old, new = foo_pair()
     out = plan_json(run, old, new, "--policy", "policy.json")
     assert out["actions"] == [{"type": "Restart", "restart": {"serviceName": "x.service"}}]
@@ -240,7 +309,9 @@ def test_legacy(run: Run, workdir: Path) -> None:
     assert out["changes"][0]["actions"] == ["reload crio"]
     assert out["drain"] is False
     assert out["commands"] == [["systemctl", "reload", "crio"]]
-    assert plan_json(run, old, new)["actions"] == [{"type": "Reload", "reload": {"serviceName": "crio.service"}}]
+    assert plan_json(run, old, new)["actions"] == [
+        {"type": "Reload", "reload": {"serviceName": "crio.service"}}
+    ]
 
 
 def test_forcefile(run: Run, workdir: Path) -> None:
@@ -249,8 +320,12 @@ def test_forcefile(run: Run, workdir: Path) -> None:
     assert out["actions"] == [{"type": "Reboot"}]
     assert out["actionRule"] == "forcefile /run/machine-config-daemon-force present: reboot"
     assert out["drain"] is True
-    assert ["rpm-ostree", "rebase", "--experimental",
-            "ostree-unverified-registry:quay.io/example/rhcos@sha256:" + "1" * 64] in out["commands"]
+    assert [
+        "rpm-ostree",
+        "rebase",
+        "--experimental",
+        "ostree-unverified-registry:quay.io/example/rhcos@sha256:" + "1" * 64,
+    ] in out["commands"]
 
 
 def test_node_fips_differs_from_target(run: Run, workdir: Path) -> None:
@@ -276,15 +351,21 @@ def test_single_replica_skips_the_drain(run: Run, workdir: Path) -> None:
 
 
 def test_registries_digest_only_mirror(run: Run, workdir: Path) -> None:
-    base = 'unqualified-search-registries = ["registry.access.redhat.com"]\n[[registry]]\nlocation = "quay.io/x"\n'
+    base = 'unqualified-search-registries = ["registry.access.redhat.com"]\n'
+    base += '[[registry]]\nlocation = "quay.io/x"\n'
     mirror = base + '[[registry.mirror]]\nlocation = "mirror.example.com/x"\n'
     path = "/etc/containers/registries.conf"
     old = write("old.json", mc_object("o", files=[ign_file(path, base)]))
-    safe = write("safe.json", mc_object("n", files=[ign_file(path, mirror + 'pull-from-mirror = "digest-only"\n')]))
+    safe = write(
+        "safe.json", mc_object("n", files=[ign_file(path, mirror + 'pull-from-mirror = "digest-only"\n')])
+    )
     unsafe = write("unsafe.json", mc_object("n", files=[ign_file(path, mirror)]))
     out = plan_json(run, old, safe)
-    assert (out["actions"], out["drain"], out["commands"]) == ([{"type": "Special"}], False,
-                                                                [["systemctl", "reload", "crio"]])
+    assert (out["actions"], out["drain"], out["commands"]) == (
+        [{"type": "Special"}],
+        False,
+        [["systemctl", "reload", "crio"]],
+    )
     assert plan_json(run, old, unsafe)["drain"] is True
 
 
@@ -292,10 +373,18 @@ def test_registries_digest_only_mirror(run: Run, workdir: Path) -> None:
 
 
 def test_text_output(run: Run, workdir: Path) -> None:
-    old = write("old.json", mc_object("rendered-old", files=[ign_file("/etc/foo", "1"),
-                                                              ign_file("/etc/containers/policy.json", "{}")]))
-    new = write("new.json", mc_object("rendered-new", files=[ign_file("/etc/foo", "2"),
-                                                              ign_file("/etc/containers/policy.json", "{ }")]))
+    old = write(
+        "old.json",
+        mc_object(
+            "rendered-old", files=[ign_file("/etc/foo", "1"), ign_file("/etc/containers/policy.json", "{}")]
+        ),
+    )
+    new = write(
+        "new.json",
+        mc_object(
+            "rendered-new", files=[ign_file("/etc/foo", "2"), ign_file("/etc/containers/policy.json", "{ }")]
+        ),
+    )
     code, out, err = run("plan", "-o", "text", old, new)
     assert (code, err) == (0, "")
     lines = out.splitlines()
@@ -305,10 +394,20 @@ def test_text_output(run: Run, workdir: Path) -> None:
     foo, policy_json = lines[header + 1], lines[header + 2]
     assert foo.split()[:4] == ["file", "modified", "/etc/foo", "Reboot"]
     assert foo.endswith("no policy for /etc/foo: reboot")
-    assert policy_json.split()[:5] == ["file", "modified", "/etc/containers/policy.json", "Reload", "crio.service"]
+    assert policy_json.split()[:5] == [
+        "file",
+        "modified",
+        "/etc/containers/policy.json",
+        "Reload",
+        "crio.service",
+    ]
     assert policy_json.endswith("default policy /etc/containers/policy.json")
     # columns line up
-    assert foo.index("/etc/foo") == policy_json.index("/etc/containers/policy.json") == lines[header].index("NAME")
+    assert (
+        foo.index("/etc/foo")
+        == policy_json.index("/etc/containers/policy.json")
+        == lines[header].index("NAME")
+    )
     assert "action: Reboot  (reboot required by /etc/foo)" in lines
     assert "drain:  yes  (a reboot or drain action drains the node)" in lines
     assert lines.index("action: Reboot  (reboot required by /etc/foo)") > header + 2
@@ -329,8 +428,14 @@ def test_text_output_unreconcilable(run: Run, workdir: Path) -> None:
     assert code == 2
     lines = out.splitlines()
     assert lines[0] == "plan rendered-old -> rendered-new: UNRECONCILABLE"
-    assert lines[1] == f'  error: new machineconfig "rendered-old" is not reconcilable against "rendered-new": {FIPS_MESSAGE}'
-    assert lines[2].startswith("node state would be Unreconcilable, reason: can't reconcile config rendered-old")
+    assert (
+        lines[1]
+        == '  error: new machineconfig "rendered-old" is not reconcilable against "rendered-new": '
+        + FIPS_MESSAGE
+    )
+    assert lines[2].startswith(
+        "node state would be Unreconcilable, reason: can't reconcile config rendered-old"
+    )
 
 
 def test_yaml_output_matches_json(run: Run, workdir: Path) -> None:
@@ -373,11 +478,40 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out.startswith("mcd ")
 
 
-@pytest.mark.parametrize("argv", [["plan", "a"], ["plan", "a", "b", "--topology", "Nope"],
-                                  ["plan", "a", "b", "--node-fips", "2"], ["plan", "a", "b", "-o", "xml"],
-                                  ["frobnicate"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["plan", "a"],
+        ["plan", "a", "b", "--topology", "Nope"],
+        ["plan", "a", "b", "--node-fips", "2"],
+        ["plan", "a", "b", "-o", "xml"],
+        ["frobnicate"],
+    ],
+)
 def test_usage_errors_exit_1(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
     with pytest.raises(SystemExit) as info:
         main(argv)
     assert info.value.code == 1
     assert "error:" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- known bugs
+
+
+def test_unknown_extension_is_reported(run: Run, workdir: Path) -> None:
+    new = write("new.json", mc_object("n", extensions=["bogus"]))
+    code, out, err = run("plan", "-", new)
+    # reconcilable (upstream only fails on the node), but the plan says the update would fail
+    assert code == 0
+    assert "the update would fail on the node: invalid extensions found: [bogus]" in json.loads(out)["warnings"]
+
+
+def test_64k_pages_on_x86_64_is_reported(run: Run, workdir: Path) -> None:
+    new = write("new.json", mc_object("n", kernelType="64k-pages"))
+    code, out, err = run("plan", "-", new)
+    assert code == 0
+    assert any("64k-pages is only supported for aarch64 architecture" in w for w in json.loads(out)["warnings"])
+    code, out, err = run("plan", "--arch", "aarch64", "-", new)
+    assert code == 0
+    assert json.loads(out)["warnings"] == []
+    assert any("kernel-64k-core" in c for cmd in json.loads(out)["commands"] for c in cmd)

@@ -1,9 +1,10 @@
-"""`mcd validate`: one located line per problem (FILE: JSON-PATH: message), exit 1; silence and exit 0 when valid."""
+"""`mcd validate`: a line per problem (FILE: JSON-PATH: message), exit 1; silence and exit 0 when valid."""
 
 from __future__ import annotations
 
 import base64
 import copy
+import gzip
 import hashlib
 import io
 import json
@@ -36,9 +37,10 @@ def run(capsys: pytest.CaptureFixture[str]) -> Run:
 
 @pytest.fixture
 def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A scratch directory holding copies of the fixtures, as the current directory (short names in output)."""
+    """A scratch current directory holding copies of the fixtures (short file names in the output)."""
     for f in FIXTURES.iterdir():
-        shutil.copy(f, tmp_path / f.name)
+        if f.is_file():
+            shutil.copy(f, tmp_path / f.name)
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
@@ -76,8 +78,14 @@ def assert_no_traceback(out: str, err: str) -> None:
 
 @pytest.mark.parametrize(
     "name",
-    ["valid-mc.yaml", "ignition-bare.json", "mc-list.yaml", "multi-doc.yaml", "spec2-test-config.yaml",
-     "policy-rebootless-foo.yaml"],
+    [
+        "valid-mc.yaml",
+        "ignition-bare.json",
+        "mc-list.yaml",
+        "multi-doc.yaml",
+        "spec2-test-config.yaml",
+        "policy-rebootless-foo.yaml",
+    ],
 )
 def test_valid_file_is_silent(run: Run, workdir: Path, name: str) -> None:
     assert run("validate", name) == (0, "", "")
@@ -121,8 +129,10 @@ def test_mode_beyond_0777(run: Run, workdir: Path) -> None:
     name = write("mc.yaml", broken(lambda ign: set_mode(ign, 1023)))
     code, out, err = run("validate", name)
     assert code == 1
-    assert out == "mc.yaml: spec.config.storage.files[3].mode: invalid mode 01777 for /usr/local/bin/hello.sh, " \
-                  "cannot exceed 0777\n"
+    assert (
+        out == "mc.yaml: spec.config.storage.files[3].mode: invalid mode 01777 for /usr/local/bin/hello.sh, "
+        "cannot exceed 0777\n"
+    )
     assert err == ""
 
 
@@ -152,8 +162,9 @@ def test_unknown_ignition_version(run: Run, workdir: Path) -> None:
 
     code, out, _ = run("validate", write("mc.yaml", broken(change)))
     assert code == 1
-    assert out.startswith('mc.yaml: spec.config.ignition.version: unsupported Ignition config version "4.0.0" '
-                          "(supported: ")
+    assert out.startswith(
+        'mc.yaml: spec.config.ignition.version: unsupported Ignition config version "4.0.0" (supported: '
+    )
     assert len(out.splitlines()) == 1
 
 
@@ -162,7 +173,10 @@ def test_relative_path(run: Run, workdir: Path) -> None:
         files(ign)[1]["path"] = "etc/containers/policy.json"
 
     assert run("validate", write("mc.yaml", broken(change))) == (
-        1, 'mc.yaml: spec.config.storage.files[1].path: path "etc/containers/policy.json" is not absolute\n', "")
+        1,
+        'mc.yaml: spec.config.storage.files[1].path: path "etc/containers/policy.json" is not absolute\n',
+        "",
+    )
 
 
 def test_bad_base64(run: Run, workdir: Path) -> None:
@@ -171,8 +185,10 @@ def test_bad_base64(run: Run, workdir: Path) -> None:
 
     code, out, _ = run("validate", write("mc.yaml", broken(change)))
     assert code == 1
-    assert out.startswith("mc.yaml: spec.config.storage.files[1].contents.source: could not decode contents of "
-                          "/etc/containers/policy.json: invalid data URL: invalid base64 data")
+    assert out.startswith(
+        "mc.yaml: spec.config.storage.files[1].contents.source: could not decode contents of "
+        "/etc/containers/policy.json: invalid data URL: invalid base64 data"
+    )
 
 
 def test_gzip_over_non_gzip_data(run: Run, workdir: Path) -> None:
@@ -181,8 +197,10 @@ def test_gzip_over_non_gzip_data(run: Run, workdir: Path) -> None:
 
     code, out, _ = run("validate", write("mc.yaml", broken(change)))
     assert code == 1
-    assert out.startswith("mc.yaml: spec.config.storage.files[0].contents.compression: "
-                          "could not decompress gzip contents of /etc/motd: ")
+    assert out.startswith(
+        "mc.yaml: spec.config.storage.files[0].contents.compression: "
+        "could not decompress gzip contents of /etc/motd: "
+    )
 
 
 def test_sha512_mismatch(run: Run, workdir: Path) -> None:
@@ -212,7 +230,9 @@ def test_duplicate_path(run: Run, workdir: Path) -> None:
     )
 
 
-@pytest.mark.parametrize(("source", "scheme"), [("https://example.com/motd", "https"), ("s3://bucket/motd", "s3")])
+@pytest.mark.parametrize(
+    ("source", "scheme"), [("https://example.com/motd", "https"), ("s3://bucket/motd", "s3")]
+)
 def test_remote_sources_are_refused(run: Run, workdir: Path, source: str, scheme: str) -> None:
     def change(ign: dict[str, Any]) -> None:
         files(ign)[0]["contents"]["source"] = source
@@ -255,7 +275,8 @@ def test_every_error_is_reported(run: Run, workdir: Path) -> None:
     code, out, _ = run("validate", write("mc.yaml", broken(change)))
     assert code == 1
     assert sorted(line.split(": ")[1] for line in out.splitlines()) == [
-        "spec.config.storage.files[0].path", "spec.config.storage.files[3].mode",
+        "spec.config.storage.files[0].path",
+        "spec.config.storage.files[3].mode",
     ]
 
 
@@ -267,22 +288,33 @@ def test_bare_ignition_paths_start_at_the_root(run: Run, workdir: Path) -> None:
     doc["storage"]["files"][0]["mode"] = 1023
     code, out, _ = run("validate", write("ign.json", json.dumps(doc).encode()))
     assert code == 1
-    assert out == "ign.json: storage.files[0].mode: invalid mode 01777 for /etc/hello-worker, cannot exceed 0777\n"
+    assert (
+        out
+        == "ign.json: storage.files[0].mode: invalid mode 01777 for /etc/hello-worker, cannot exceed 0777\n"
+    )
 
 
 def test_list_items_are_located(run: Run, workdir: Path) -> None:
     doc = yaml.safe_load((FIXTURES / "mc-list.yaml").read_text())
-    doc["items"][1]["spec"]["config"] = {"ignition": {"version": "3.2.0"}, "storage": {"files": [{"path": "x"}]}}
+    doc["items"][1]["spec"]["config"] = {
+        "ignition": {"version": "3.2.0"},
+        "storage": {"files": [{"path": "x"}]},
+    }
     assert run("validate", write("list.yaml", doc)) == (
-        1, 'list.yaml: items[1].spec.config.storage.files[0].path: path "x" is not absolute\n', "")
+        1,
+        'list.yaml: items[1].spec.config.storage.files[0].path: path "x" is not absolute\n',
+        "",
+    )
 
 
 def test_multi_document_yaml_is_located_per_document(run: Run, workdir: Path) -> None:
     text = (FIXTURES / "multi-doc.yaml").read_text().replace("source: data:,second", "source: s3://b/second")
     code, out, _ = run("validate", write("multi.yaml", text.encode()))
     assert code == 1
-    assert out.startswith('multi.yaml: <document 1>.spec.config.storage.files[0].contents.source: '
-                          'unsupported source scheme "s3" for /etc/second')
+    assert out.startswith(
+        "multi.yaml: <document 1>.spec.config.storage.files[0].contents.source: "
+        'unsupported source scheme "s3" for /etc/second'
+    )
 
 
 def test_spec2_config_errors_are_located(run: Run, workdir: Path) -> None:
@@ -290,8 +322,10 @@ def test_spec2_config_errors_are_located(run: Run, workdir: Path) -> None:
     doc["spec"]["config"]["storage"]["files"][0]["mode"] = 2048
     code, out, _ = run("validate", write("spec2.yaml", doc))
     assert code == 1
-    assert out == ("spec2.yaml: spec.config.storage.files[0].mode: invalid mode 04000 for /etc/coreos/update.conf, "
-                   "cannot exceed 0777\n")
+    assert out == (
+        "spec2.yaml: spec.config.storage.files[0].mode: invalid mode 04000 for /etc/coreos/update.conf, "
+        "cannot exceed 0777\n"
+    )
 
 
 def test_machineconfiguration_with_a_bad_service_name(run: Run, workdir: Path) -> None:
@@ -302,8 +336,9 @@ def test_machineconfiguration_with_a_bad_service_name(run: Run, workdir: Path) -
     prefix = "policy-bad-service.yaml: spec.nodeDisruptionPolicy.files[0].actions[0].reload.serviceName: "
     assert all(line.startswith(prefix) for line in lines)
     assert lines[0] == prefix + (
-        'Invalid ${SERVICETYPE} in service name. Expected format is ${NAME}${SERVICETYPE}, where ${SERVICETYPE} must '
-        'be one of ".service", ".socket", ".device", ".mount", ".automount", ".swap", ".target", ".path", ".timer",'
+        "Invalid ${SERVICETYPE} in service name. Expected format is ${NAME}${SERVICETYPE}, "
+        "where ${SERVICETYPE} must be one of "
+        '".service", ".socket", ".device", ".mount", ".automount", ".swap", ".target", ".path", ".timer",'
         '".snapshot", ".slice" or ".scope".'
     )
 
@@ -311,7 +346,9 @@ def test_machineconfiguration_with_a_bad_service_name(run: Run, workdir: Path) -
 def test_machineconfiguration_in_a_template_is_located(run: Run, workdir: Path) -> None:
     doc = {
         "kind": "Template",
-        "objects": [{"kind": "MachineConfiguration", "spec": {"nodeDisruptionPolicy": {"units": [{"name": "x"}]}}}],
+        "objects": [
+            {"kind": "MachineConfiguration", "spec": {"nodeDisruptionPolicy": {"units": [{"name": "x"}]}}}
+        ],
     }
     code, out, _ = run("validate", write("t.yaml", doc))
     assert code == 1
@@ -322,7 +359,8 @@ def test_machineconfiguration_in_a_template_is_located(run: Run, workdir: Path) 
 def test_unknown_kind(run: Run, workdir: Path) -> None:
     assert run("validate", write("cm.yaml", {"kind": "ConfigMap", "data": {}})) == (
         1,
-        "cm.yaml: $: expected a MachineConfig, an Ignition config or a MachineConfiguration, got kind 'ConfigMap'\n",
+        "cm.yaml: $: expected a MachineConfig, an Ignition config or a MachineConfiguration, "
+        "got kind 'ConfigMap'\n",
         "",
     )
 
@@ -330,7 +368,11 @@ def test_unknown_kind(run: Run, workdir: Path) -> None:
 def test_invalid_machineconfig_field(run: Run, workdir: Path) -> None:
     doc = valid_mc()
     doc["spec"]["kernelArguments"] = "nosmt"
-    assert run("validate", write("mc.yaml", doc)) == (1, "mc.yaml: spec.kernelArguments: expected a list of strings\n", "")
+    assert run("validate", write("mc.yaml", doc)) == (
+        1,
+        "mc.yaml: spec.kernelArguments: expected a list of strings\n",
+        "",
+    )
 
 
 # ---------------------------------------------------------------- several files, JSON and YAML output
@@ -354,16 +396,28 @@ def test_json_output(run: Run, workdir: Path) -> None:
         "valid": False,
         "files": [
             {"file": "valid-mc.yaml", "valid": True, "findings": []},
-            {"file": "bad.yaml", "valid": False, "findings": [{
-                "path": "spec.config.storage.files[3].mode",
-                "message": "invalid mode 01777 for /usr/local/bin/hello.sh, cannot exceed 0777",
-                "severity": "error",
-            }]},
-            {"file": "template-spec32-unused-key.yaml", "valid": True, "findings": [{
-                "path": "objects[0].spec.config.storage.files[0].filesystem",
-                "message": "Unused key filesystem",
-                "severity": "warning",
-            }]},
+            {
+                "file": "bad.yaml",
+                "valid": False,
+                "findings": [
+                    {
+                        "path": "spec.config.storage.files[3].mode",
+                        "message": "invalid mode 01777 for /usr/local/bin/hello.sh, cannot exceed 0777",
+                        "severity": "error",
+                    }
+                ],
+            },
+            {
+                "file": "template-spec32-unused-key.yaml",
+                "valid": True,
+                "findings": [
+                    {
+                        "path": "objects[0].spec.config.storage.files[0].filesystem",
+                        "message": "Unused key filesystem",
+                        "severity": "warning",
+                    }
+                ],
+            },
         ],
     }
 
@@ -371,7 +425,10 @@ def test_json_output(run: Run, workdir: Path) -> None:
 def test_json_output_for_valid_files(run: Run, workdir: Path) -> None:
     code, out, _ = run("validate", "--output", "json", "valid-mc.yaml")
     assert code == 0
-    assert json.loads(out) == {"valid": True, "files": [{"file": "valid-mc.yaml", "valid": True, "findings": []}]}
+    assert json.loads(out) == {
+        "valid": True,
+        "files": [{"file": "valid-mc.yaml", "valid": True, "findings": []}],
+    }
 
 
 def test_yaml_output_matches_json(run: Run, workdir: Path) -> None:
@@ -400,11 +457,40 @@ def test_no_file_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_gzip_contents_are_valid(run: Run, workdir: Path) -> None:
-    import gzip
-
     def change(ign: dict[str, Any]) -> None:
         payload = base64.b64encode(gzip.compress(b"hello world\n")).decode()
-        files(ign)[0]["contents"] = {"source": "data:;base64," + payload, "compression": "gzip",
-                                     "verification": {"hash": "sha512-" + hashlib.sha512(b"hello world\n").hexdigest()}}
+        files(ign)[0]["contents"] = {
+            "source": "data:;base64," + payload,
+            "compression": "gzip",
+            "verification": {"hash": "sha512-" + hashlib.sha512(b"hello world\n").hexdigest()},
+        }
 
     assert run("validate", write("mc.yaml", broken(change))) == (0, "", "")
+
+
+# ---------------------------------------------------------------- known bugs
+
+
+def test_validate_checks_the_machineconfig_api_version(run: Run, workdir: Path) -> None:
+    doc = valid_mc()
+    doc["apiVersion"] = "v1"
+    name = write("mc.yaml", doc)
+    assert run("plan", "-", name) == (1, "", "mc.yaml: apiVersion: unexpected apiVersion 'v1'\n")
+    assert run("validate", name) == (1, "mc.yaml: apiVersion: unexpected apiVersion 'v1'\n", "")
+
+
+def test_deeply_nested_json_is_reported(run: Run, workdir: Path) -> None:
+    code, out, _ = run("validate", write("deep.json", b"[" * 1000 + b"]" * 1000))
+    assert code == 1
+    assert out.startswith("deep.json: $: ")
+
+
+def test_deeply_nested_policy_value_is_reported(run: Run, workdir: Path) -> None:
+    deep = "[" * 3000 + "]" * 3000
+    text = (
+        f"kind: MachineConfiguration\nspec:\n  nodeDisruptionPolicy:\n    files:\n      - path: {deep}\n"
+        "        actions: [{type: None}]\n"
+    )
+    code, out, _ = run("validate", write("p.yaml", text.encode()))
+    assert code == 1
+    assert out == "p.yaml: $: nested deeper than 100 levels\n"

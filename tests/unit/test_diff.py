@@ -31,7 +31,16 @@ def test_identical_configs_have_an_empty_diff() -> None:
     d = diff(mc("a", files=[ign_file("/etc/a", "x")]), mc("b", files=[ign_file("/etc/a", "x")]))
     assert d.is_empty
     assert d.file_changes == d.unit_changes == d.passwd_changes == d.spec_changes == ()
-    assert set(d.flags()) == {"osUpdate", "kargs", "fips", "passwd", "files", "units", "kernelType", "extensions"}
+    assert set(d.flags()) == {
+        "osUpdate",
+        "kargs",
+        "fips",
+        "passwd",
+        "files",
+        "units",
+        "kernelType",
+        "extensions",
+    }
 
 
 def test_ignition_version_alone_is_no_diff() -> None:
@@ -91,12 +100,21 @@ def test_forcefile_means_os_update() -> None:
 
 def test_files_units_passwd_flags() -> None:
     base = mc("a", files=[ign_file("/etc/a", "x")], units=[{"name": "a.service"}], ssh_keys=["k1"])
-    assert flags_set(base, mc("b", files=[ign_file("/etc/a", "y")], units=[{"name": "a.service"}],
-                              ssh_keys=["k1"])) == {"files"}
-    assert flags_set(base, mc("b", files=[ign_file("/etc/a", "x")], units=[{"name": "a.service", "enabled": True}],
-                              ssh_keys=["k1"])) == {"units"}
-    assert flags_set(base, mc("b", files=[ign_file("/etc/a", "x")], units=[{"name": "a.service"}],
-                              ssh_keys=["k2"])) == {"passwd"}
+    assert flags_set(
+        base, mc("b", files=[ign_file("/etc/a", "y")], units=[{"name": "a.service"}], ssh_keys=["k1"])
+    ) == {"files"}
+    assert flags_set(
+        base,
+        mc(
+            "b",
+            files=[ign_file("/etc/a", "x")],
+            units=[{"name": "a.service", "enabled": True}],
+            ssh_keys=["k1"],
+        ),
+    ) == {"units"}
+    assert flags_set(
+        base, mc("b", files=[ign_file("/etc/a", "x")], units=[{"name": "a.service"}], ssh_keys=["k2"])
+    ) == {"passwd"}
 
 
 def test_file_order_alone_is_a_files_diff() -> None:
@@ -158,7 +176,9 @@ def test_added_modified_removed_files_in_order() -> None:
         ({}, {"append": [{"source": "data:,x"}]}, ("append",)),
     ],
 )
-def test_modified_file_details(old_extra: dict[str, Any], new_extra: dict[str, Any], details: tuple[str, ...]) -> None:
+def test_modified_file_details(
+    old_extra: dict[str, Any], new_extra: dict[str, Any], details: tuple[str, ...]
+) -> None:
     old = {"path": "/etc/a", "contents": {"source": "data:,x"}, **old_extra}
     new = {"path": "/etc/a", "contents": {"source": "data:,x"}, **new_extra}
     [change] = diff(mc("a", files=[old]), mc("b", files=[new])).file_changes
@@ -181,21 +201,35 @@ def test_several_file_details_at_once() -> None:
 
 def test_unit_changes_with_dropin_details() -> None:
     old_units = [
-        {"name": "keep.service", "contents": "a", "dropins": [{"name": "10-a.conf", "contents": "1"},
-                                                               {"name": "20-gone.conf", "contents": "x"}]},
+        {
+            "name": "keep.service",
+            "contents": "a",
+            "dropins": [{"name": "10-a.conf", "contents": "1"}, {"name": "20-gone.conf", "contents": "x"}],
+        },
         {"name": "gone.service"},
         {"name": "toggle.service", "enabled": False},
     ]
     new_units = [
-        {"name": "keep.service", "contents": "b", "dropins": [{"name": "10-a.conf", "contents": "2"},
-                                                               {"name": "30-new.conf", "contents": "y"}]},
+        {
+            "name": "keep.service",
+            "contents": "b",
+            "dropins": [{"name": "10-a.conf", "contents": "2"}, {"name": "30-new.conf", "contents": "y"}],
+        },
         {"name": "toggle.service", "enabled": True, "mask": True},
         {"name": "new.service", "dropins": [{"name": "x.conf"}]},
     ]
     assert diff(mc("a", units=old_units), mc("b", units=new_units)).unit_changes == (
-        Change("unit", "keep.service", MODIFIED, (
-            "contents", "dropin 10-a.conf modified", "dropin 30-new.conf added", "dropin 20-gone.conf removed",
-        )),
+        Change(
+            "unit",
+            "keep.service",
+            MODIFIED,
+            (
+                "contents",
+                "dropin 10-a.conf modified",
+                "dropin 30-new.conf added",
+                "dropin 20-gone.conf removed",
+            ),
+        ),
         Change("unit", "toggle.service", MODIFIED, ("enabled False->True", "mask None->True")),
         Change("unit", "new.service", ADDED, ("dropin x.conf added",)),
         Change("unit", "gone.service", REMOVED),
@@ -222,9 +256,14 @@ def test_core_user_added_and_removed() -> None:
 
 def test_password_hash_and_other_fields() -> None:
     def core(**fields: Any) -> MachineConfig:
-        return mc("x", ignition={"ignition": {"version": "3.5.0"}, "passwd": {"users": [{"name": "core", **fields}]}})
+        return mc(
+            "x",
+            ignition={"ignition": {"version": "3.5.0"}, "passwd": {"users": [{"name": "core", **fields}]}},
+        )
 
-    [change] = diff(core(sshAuthorizedKeys=["k"]), core(sshAuthorizedKeys=["k"], passwordHash="$6$h", uid=5)).passwd_changes
+    [change] = diff(
+        core(sshAuthorizedKeys=["k"]), core(sshAuthorizedKeys=["k"], passwordHash="$6$h", uid=5)
+    ).passwd_changes
     assert change.details == ("passwordHash", "other fields")
 
 

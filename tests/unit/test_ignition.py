@@ -68,7 +68,13 @@ def test_unsupported_version_is_a_parse_error_at_the_version(version: str) -> No
 
 @pytest.mark.parametrize(
     "doc",
-    [{}, {"ignition": {}}, {"ignition": {"version": ""}}, {"ignition": {"version": 3}}, {"ignition": "3.5.0"}],
+    [
+        {},
+        {"ignition": {}},
+        {"ignition": {"version": ""}},
+        {"ignition": {"version": 3}},
+        {"ignition": "3.5.0"},
+    ],
 )
 def test_missing_version(doc: dict[str, Any]) -> None:
     result = parse_ignition(doc)
@@ -156,7 +162,11 @@ def test_spec2_is_translated_to_spec3_semantics() -> None:
         },
         "systemd": {
             "units": [
-                {"name": "docker.service", "enabled": True, "dropins": [{"name": "10-opts.conf", "contents": "x"}]},
+                {
+                    "name": "docker.service",
+                    "enabled": True,
+                    "dropins": [{"name": "10-opts.conf", "contents": "x"}],
+                },
                 {"name": "locksmith.service", "mask": True},
             ]
         },
@@ -190,11 +200,16 @@ def test_spec2_semantic_errors_are_reported_too() -> None:
 # ---------------------------------------------------------------- modes
 
 
-@pytest.mark.parametrize(("mode", "shown"), [(1023, "01777"), (0o4755, "04755"), (0o2644, "02644"), (512, "01000")])
+@pytest.mark.parametrize(
+    ("mode", "shown"), [(1023, "01777"), (0o4755, "04755"), (0o2644, "02644"), (512, "01000")]
+)
 def test_mode_beyond_0777_is_refused_with_upstreams_text(mode: int, shown: str) -> None:
     result = parse_ignition(ign(files=[ign_file("/etc/a"), ign_file("/etc/b", mode=mode)]))
     assert result.stage == "validate"
-    assert only_error(result) == ("storage.files[1].mode", f"invalid mode {shown} for /etc/b, cannot exceed 0777")
+    assert only_error(result) == (
+        "storage.files[1].mode",
+        f"invalid mode {shown} for /etc/b, cannot exceed 0777",
+    )
 
 
 @pytest.mark.parametrize("mode", [0, 0o600, 0o644, 0o755, 0o777])
@@ -219,7 +234,9 @@ def test_relative_path() -> None:
     assert only_error(result) == ("storage.files[0].path", 'path "etc/a" is not absolute')
 
 
-@pytest.mark.parametrize(("path", "clean"), [("/etc/../x", "/x"), ("/etc//x", "/etc/x"), ("/etc/x/", "/etc/x")])
+@pytest.mark.parametrize(
+    ("path", "clean"), [("/etc/../x", "/x"), ("/etc//x", "/etc/x"), ("/etc/x/", "/etc/x")]
+)
 def test_unclean_path(path: str, clean: str) -> None:
     result = parse_ignition(ign(files=[ign_file(path)]))
     assert only_error(result) == ("storage.files[0].path", f'path "{path}" is not clean (want "{clean}")')
@@ -263,7 +280,9 @@ def test_plain_and_base64_data_urls_decode() -> None:
 
 
 def test_bad_base64_is_located_at_the_source() -> None:
-    result = parse_ignition(ign(files=[{"path": "/etc/a", "contents": {"source": "data:;base64,!!!notbase64"}}]))
+    result = parse_ignition(
+        ign(files=[{"path": "/etc/a", "contents": {"source": "data:;base64,!!!notbase64"}}])
+    )
     assert result.stage == "validate"
     path, message = only_error(result)
     assert path == "storage.files[0].contents.source"
@@ -271,7 +290,10 @@ def test_bad_base64_is_located_at_the_source() -> None:
 
 
 def test_gzip_contents_are_decompressed() -> None:
-    entry = {"path": "/etc/a", "contents": {"source": b64_url(gzip.compress(b"zipped\n")), "compression": "gzip"}}
+    entry = {
+        "path": "/etc/a",
+        "contents": {"source": b64_url(gzip.compress(b"zipped\n")), "compression": "gzip"},
+    }
     result = parse_ignition(ign(files=[entry]))
     assert result.config is not None
     assert result.config.files[0].data == b"zipped\n"
@@ -303,7 +325,10 @@ def test_empty_compression_means_none() -> None:
 @pytest.mark.parametrize("kind", ["sha512", "sha256"])
 def test_matching_hash_verifies(kind: str) -> None:
     digest = hashlib.new(kind, b"payload").hexdigest()
-    entry = {"path": "/etc/a", "contents": {"source": data_url("payload"), "verification": {"hash": f"{kind}-{digest}"}}}
+    entry = {
+        "path": "/etc/a",
+        "contents": {"source": data_url("payload"), "verification": {"hash": f"{kind}-{digest}"}},
+    }
     assert parse_ignition(ign(files=[entry])).errors == ()
 
 
@@ -323,7 +348,10 @@ def test_hash_is_checked_on_the_decompressed_data() -> None:
 def test_sha512_mismatch() -> None:
     wrong = hashlib.sha512(b"other").hexdigest()
     got = hashlib.sha512(b"payload").hexdigest()
-    entry = {"path": "/etc/a", "contents": {"source": data_url("payload"), "verification": {"hash": f"sha512-{wrong}"}}}
+    entry = {
+        "path": "/etc/a",
+        "contents": {"source": data_url("payload"), "verification": {"hash": f"sha512-{wrong}"}},
+    }
     assert only_error(parse_ignition(ign(files=[entry]))) == (
         "storage.files[0].contents.verification.hash",
         f"sha512 verification failed for /etc/a: contents hash to {got}, config expects {wrong}",
@@ -340,13 +368,20 @@ def test_malformed_hash(spec: str) -> None:
 
 @pytest.mark.parametrize(
     "source",
-    ["https://example.com/f", "http://example.com/f", "s3://bucket/key", "tftp://h/f", "gs://b/o", "HTTPS://x/y"],
+    [
+        "https://example.com/f",
+        "http://example.com/f",
+        "s3://bucket/key",
+        "tftp://h/f",
+        "gs://b/o",
+        "HTTPS://x/y",
+    ],
 )
 def test_remote_sources_are_refused(source: str) -> None:
     entry = {"path": "/etc/a", "contents": {"source": source}}
     path, message = only_error(parse_ignition(ign(files=[entry])))
     assert path == "storage.files[0].contents.source"
-    scheme = source.split(":")[0].lower()
+    scheme = source.split(":", maxsplit=1)[0].lower()
     assert message.startswith(f'unsupported source scheme "{scheme}" for /etc/a: ')
     assert "data: URL" in message
 
@@ -366,7 +401,11 @@ def test_append_fragments_are_decoded_and_located() -> None:
 
 
 def test_all_semantic_errors_are_collected() -> None:
-    files = [ign_file("rel"), ign_file("/etc/m", mode=0o4777), {"path": "/etc/s", "contents": {"source": "s3://b/k"}}]
+    files = [
+        ign_file("rel"),
+        ign_file("/etc/m", mode=0o4777),
+        {"path": "/etc/s", "contents": {"source": "s3://b/k"}},
+    ]
     found = [p for p, _ in errors(parse_ignition(ign(files=files)))]
     assert sorted(found) == [
         "storage.files[0].path",
@@ -396,7 +435,9 @@ def test_file_fields() -> None:
 
 def test_file_equality_is_on_declarations_not_decoded_data() -> None:
     plain = parse_ignition(ign(files=[ign_file("/etc/a", "hi")])).config
-    encoded = parse_ignition(ign(files=[{"path": "/etc/a", "mode": 420, "contents": {"source": b64_url(b"hi")}}])).config
+    encoded = parse_ignition(
+        ign(files=[{"path": "/etc/a", "mode": 420, "contents": {"source": b64_url(b"hi")}}])
+    ).config
     assert plain is not None
     assert encoded is not None
     assert plain.files[0].data == encoded.files[0].data
@@ -422,7 +463,12 @@ def test_units_and_dropins() -> None:
     doc = ign(
         systemd={
             "units": [
-                {"name": "a.service", "enabled": True, "contents": "[Unit]\n", "dropins": [{"name": "10-x.conf"}]},
+                {
+                    "name": "a.service",
+                    "enabled": True,
+                    "contents": "[Unit]\n",
+                    "dropins": [{"name": "10-x.conf"}],
+                },
                 {"name": "b.timer", "mask": True},
             ]
         }
@@ -430,7 +476,12 @@ def test_units_and_dropins() -> None:
     result = parse_ignition(doc)
     assert result.config is not None
     a, b = result.config.units
-    assert (a.name, a.enabled, a.contents, [d.name for d in a.dropins]) == ("a.service", True, "[Unit]\n", ["10-x.conf"])
+    assert (a.name, a.enabled, a.contents, [d.name for d in a.dropins]) == (
+        "a.service",
+        True,
+        "[Unit]\n",
+        ["10-x.conf"],
+    )
     assert (b.name, b.mask, b.enabled) == ("b.timer", True, None)
 
 
@@ -441,7 +492,9 @@ def test_bad_unit_name(name: str) -> None:
 
 
 def test_bad_dropin_name() -> None:
-    result = parse_ignition(ign(systemd={"units": [{"name": "a.service", "dropins": [{"name": "10-x.txt"}]}]}))
+    result = parse_ignition(
+        ign(systemd={"units": [{"name": "a.service", "dropins": [{"name": "10-x.txt"}]}]})
+    )
     assert only_error(result) == (
         "systemd.units[0].dropins[0].name",
         'invalid systemd unit dropin name "10-x.txt": must end in .conf',
@@ -472,3 +525,9 @@ def test_users() -> None:
     assert core.extra is None
     assert other.extra is not None
     assert result.config.groups is not None
+
+
+def test_negative_mode_message_is_readable() -> None:
+    path, message = only_error(parse_ignition(ign(files=[ign_file("/etc/a", mode=-1)])))
+    assert path == "storage.files[0].mode"
+    assert "0-1" not in message

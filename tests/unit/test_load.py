@@ -45,7 +45,10 @@ def test_yaml_machineconfig_fixture() -> None:
     assert mc.os_image_url.startswith("quay.io/example/rhcos@sha256:")
     assert mc.config is not None
     assert [f.path for f in mc.config.files] == [
-        "/etc/motd", "/etc/containers/policy.json", "/etc/foo", "/usr/local/bin/hello.sh",
+        "/etc/motd",
+        "/etc/containers/policy.json",
+        "/etc/foo",
+        "/usr/local/bin/hello.sh",
     ]
     assert mc.config.files[3].mode == 0o755
     assert mc.config.units[0].dropins[0].name == "10-env.conf"
@@ -191,7 +194,10 @@ def test_yaml_non_string_keys_are_refused() -> None:
 
 
 def test_yaml_nan_is_refused() -> None:
-    data = b"kind: MachineConfig\nspec:\n  config:\n    ignition: {version: 3.5.0}\n    storage: {files: [{path: /a, mode: .nan}]}\n"
+    data = (
+        b"kind: MachineConfig\nspec:\n  config:\n    ignition: {version: 3.5.0}\n"
+        b"    storage: {files: [{path: /a, mode: .nan}]}\n"
+    )
     assert input_error(data) == [("spec.config.storage.files[0].mode", "NaN is not a valid value")]
 
 
@@ -210,7 +216,10 @@ def test_unknown_kind() -> None:
 
 def test_object_without_kind_or_ignition() -> None:
     assert input_error(as_json({"spec": {}})) == [
-        ("$", "expected a MachineConfig or an Ignition config, got an object without kind or ignition.version")
+        (
+            "$",
+            "expected a MachineConfig or an Ignition config, got an object without kind or ignition.version",
+        )
     ]
 
 
@@ -245,13 +254,15 @@ def test_every_spec_field_problem_is_reported() -> None:
     obj = mc_object("a", osImageURL=5, kernelArguments=["a=1", 2], extensions="usbguard", fips="true")
     obj["metadata"]["annotations"] = {"x": 1}
     found = input_error(as_json(obj))
-    assert sorted(found) == sorted([
-        ("metadata.annotations", "expected an object of strings"),
-        ("spec.osImageURL", "expected a string, got int"),
-        ("spec.kernelArguments[1]", "expected a string"),
-        ("spec.extensions", "expected a list of strings"),
-        ("spec.fips", "expected a boolean"),
-    ])
+    assert sorted(found) == sorted(
+        [
+            ("metadata.annotations", "expected an object of strings"),
+            ("spec.osImageURL", "expected a string, got int"),
+            ("spec.kernelArguments[1]", "expected a string"),
+            ("spec.extensions", "expected a list of strings"),
+            ("spec.fips", "expected a boolean"),
+        ]
+    )
 
 
 def test_metadata_problems() -> None:
@@ -303,7 +314,10 @@ def test_load_objects_keeps_other_kinds() -> None:
 
 def test_parse_documents_json_fast_path_and_yaml() -> None:
     assert parse_documents(b'{"a": 1}', "x") == [((), {"a": 1})]
-    assert parse_documents(b"a: 1\n---\nb: 2\n", "x") == [(("<document 0>",), {"a": 1}), (("<document 1>",), {"b": 2})]
+    assert parse_documents(b"a: 1\n---\nb: 2\n", "x") == [
+        (("<document 0>",), {"a": 1}),
+        (("<document 1>",), {"b": 2}),
+    ]
 
 
 def test_json_that_is_yaml_after_all() -> None:

@@ -30,10 +30,18 @@ def restart(service: str) -> policy.Action:
 
 def reboot_into(name: str = "new") -> tuple[str, ...]:
     return (
-        "systemd-run", "--unit", "machine-config-daemon-reboot",
-        "--description", f"machine-config-daemon: Node will reboot into config {name}",
-        "-p", "Requires=ostree-finalize-staged.service", "-p", "After=ostree-finalize-staged.service",
-        "/bin/sh", "-c", "systemctl reboot",
+        "systemd-run",
+        "--unit",
+        "machine-config-daemon-reboot",
+        "--description",
+        f"machine-config-daemon: Node will reboot into config {name}",
+        "-p",
+        "Requires=ostree-finalize-staged.service",
+        "-p",
+        "After=ostree-finalize-staged.service",
+        "/bin/sh",
+        "-c",
+        "systemctl reboot",
     )
 
 
@@ -71,8 +79,12 @@ def test_os_image_change_rebases_and_reboots() -> None:
         reboot_into(),
     )
     [change] = p.changes
-    assert (change.kind, change.name, change.change, change.actions) == ("osImageURL", "quay.io/os@sha256:2",
-                                                                          "modified", (REBOOT,))
+    assert (change.kind, change.name, change.change, change.actions) == (
+        "osImageURL",
+        "quay.io/os@sha256:2",
+        "modified",
+        (REBOOT,),
+    )
 
 
 def test_kargs_change_deletes_every_old_and_appends_every_new() -> None:
@@ -81,15 +93,29 @@ def test_kargs_change_deletes_every_old_and_appends_every_new() -> None:
     assert p.action_rule == "kernelArguments changed: reboot"
     assert p.commands == (
         CLEANUP,
-        ("rpm-ostree", "kargs", "--delete-if-present=a=1", "--delete-if-present=b", "--append=b", "--append=c=3",
-         "--append=d"),
+        (
+            "rpm-ostree",
+            "kargs",
+            "--delete-if-present=a=1",
+            "--delete-if-present=b",
+            "--append=b",
+            "--append=c=3",
+            "--append=d",
+        ),
         reboot_into(),
     )
 
 
 def test_duplicate_kargs_are_kept() -> None:
     p = plan(mc("old"), mc("new", kernelArguments=["y=0", "z=4", "y=1", "z=4"]))
-    assert ("rpm-ostree", "kargs", "--append=y=0", "--append=z=4", "--append=y=1", "--append=z=4") in p.commands
+    assert (
+        "rpm-ostree",
+        "kargs",
+        "--append=y=0",
+        "--append=z=4",
+        "--append=y=1",
+        "--append=z=4",
+    ) in p.commands
 
 
 def test_switch_to_realtime_kernel() -> None:
@@ -97,8 +123,18 @@ def test_switch_to_realtime_kernel() -> None:
     assert p.action_rule == "kernelType changed: reboot"
     assert p.commands == (
         CLEANUP,
-        ("rpm-ostree", "override", "remove", *KERNEL_PACKAGES, "--install", "kernel-rt-core",
-         "--install", "kernel-rt-modules", "--install", "kernel-rt-modules-extra"),
+        (
+            "rpm-ostree",
+            "override",
+            "remove",
+            *KERNEL_PACKAGES,
+            "--install",
+            "kernel-rt-core",
+            "--install",
+            "kernel-rt-modules",
+            "--install",
+            "kernel-rt-modules-extra",
+        ),
         reboot_into(),
     )
 
@@ -116,7 +152,16 @@ def test_extensions_install_and_uninstall() -> None:
     assert p.action_rule == "extensions changed: reboot"
     assert p.commands == (
         CLEANUP,
-        ("rpm-ostree", "update", "--install", "krb5-workstation", "--install", "libkadm5", "--uninstall", "usbguard"),
+        (
+            "rpm-ostree",
+            "update",
+            "--install",
+            "krb5-workstation",
+            "--install",
+            "libkadm5",
+            "--uninstall",
+            "usbguard",
+        ),
         reboot_into(),
     )
 
@@ -128,7 +173,9 @@ def test_installed_packages_fact_is_used_for_extensions() -> None:
 
 def test_several_os_changes_in_upstream_order() -> None:
     old = mc("old", osImageURL="quay.io/a", kernelArguments=["x"])
-    new = mc("new", osImageURL="quay.io/b", kernelArguments=["y"], kernelType="realtime", extensions=["usbguard"])
+    new = mc(
+        "new", osImageURL="quay.io/b", kernelArguments=["y"], kernelType="realtime", extensions=["usbguard"]
+    )
     p = plan(old, new)
     assert p.action_rule == "osImageURL, kernelArguments, kernelType, extensions changed: reboot"
     assert [c[:2] for c in p.commands] == [
@@ -142,8 +189,10 @@ def test_several_os_changes_in_upstream_order() -> None:
 
 
 def test_realtime_kernel_is_reapplied_on_every_update() -> None:
-    p = plan(mc("old", kernelType="realtime", files=[ign_file("/var/lib/kubelet/config.json", "1")]),
-             mc("new", kernelType="realtime", files=[ign_file("/var/lib/kubelet/config.json", "2")]))
+    p = plan(
+        mc("old", kernelType="realtime", files=[ign_file("/var/lib/kubelet/config.json", "1")]),
+        mc("new", kernelType="realtime", files=[ign_file("/var/lib/kubelet/config.json", "2")]),
+    )
     assert p.actions == (NONE,)
     assert p.commands == (CLEANUP,)
 
@@ -170,9 +219,18 @@ def test_ocl_rebases_onto_the_layered_image() -> None:
 
 def test_reboot_command() -> None:
     assert reboot_command("because") == (
-        "systemd-run", "--unit", "machine-config-daemon-reboot", "--description", "machine-config-daemon: because",
-        "-p", "Requires=ostree-finalize-staged.service", "-p", "After=ostree-finalize-staged.service",
-        "/bin/sh", "-c", "systemctl reboot",
+        "systemd-run",
+        "--unit",
+        "machine-config-daemon-reboot",
+        "--description",
+        "machine-config-daemon: because",
+        "-p",
+        "Requires=ostree-finalize-staged.service",
+        "-p",
+        "After=ostree-finalize-staged.service",
+        "/bin/sh",
+        "-c",
+        "systemctl reboot",
     )
 
 
@@ -197,7 +255,9 @@ def test_forcefile_reboots_and_reapplies_the_os() -> None:
 
 
 def test_single_replica_topology_never_drains() -> None:
-    p = plan(mc("old", osImageURL="quay.io/a"), mc("new", osImageURL="quay.io/b"), Facts(topology="SingleReplica"))
+    p = plan(
+        mc("old", osImageURL="quay.io/a"), mc("new", osImageURL="quay.io/b"), Facts(topology="SingleReplica")
+    )
     assert p.actions == (REBOOT,)
     assert not p.drain
     assert p.drain_rule == "single-node topology (SingleReplica): drain skipped"
@@ -237,21 +297,40 @@ def test_unreconcilable_plan_applies_nothing() -> None:
 @pytest.mark.parametrize(
     ("path", "actions", "rule", "commands"),
     [
-        ("/etc/containers/policy.json", (reload("crio.service"),), "default policy /etc/containers/policy.json",
-         (("systemctl", "reload", "crio.service"),)),
-        ("/etc/containers/registries.d/x.yaml", (reload("crio.service"),),
-         "default policy /etc/containers/registries.d", (("systemctl", "reload", "crio.service"),)),
+        (
+            "/etc/containers/policy.json",
+            (reload("crio.service"),),
+            "default policy /etc/containers/policy.json",
+            (("systemctl", "reload", "crio.service"),),
+        ),
+        (
+            "/etc/containers/registries.d/x.yaml",
+            (reload("crio.service"),),
+            "default policy /etc/containers/registries.d",
+            (("systemctl", "reload", "crio.service"),),
+        ),
         ("/var/lib/kubelet/config.json", (NONE,), "default policy /var/lib/kubelet/config.json", ()),
-        (CA_BUNDLE, (restart("coreos-update-ca-trust.service"), restart("crio.service")), f"default policy {CA_BUNDLE}",
-         (("systemctl", "restart", "coreos-update-ca-trust.service"), ("systemctl", "restart", "crio.service"))),
-        ("/etc/systemd/system/kubelet.service.d/40-kubelet-crio-image-credential-provider.conf",
-         (policy.Action("DaemonReload"), restart("kubelet.service")),
-         "default policy /etc/systemd/system/kubelet.service.d/40-kubelet-crio-image-credential-provider.conf",
-         (("systemctl", "daemon-reload"), ("systemctl", "restart", "kubelet.service"))),
+        (
+            CA_BUNDLE,
+            (restart("coreos-update-ca-trust.service"), restart("crio.service")),
+            f"default policy {CA_BUNDLE}",
+            (
+                ("systemctl", "restart", "coreos-update-ca-trust.service"),
+                ("systemctl", "restart", "crio.service"),
+            ),
+        ),
+        (
+            "/etc/systemd/system/kubelet.service.d/40-kubelet-crio-image-credential-provider.conf",
+            (policy.Action("DaemonReload"), restart("kubelet.service")),
+            "default policy /etc/systemd/system/kubelet.service.d/"
+            "40-kubelet-crio-image-credential-provider.conf",
+            (("systemctl", "daemon-reload"), ("systemctl", "restart", "kubelet.service")),
+        ),
     ],
 )
-def test_rebootless_files(path: str, actions: tuple[policy.Action, ...], rule: str,
-                          commands: tuple[tuple[str, ...], ...]) -> None:
+def test_rebootless_files(
+    path: str, actions: tuple[policy.Action, ...], rule: str, commands: tuple[tuple[str, ...], ...]
+) -> None:
     p = file_update(path)
     assert p.actions == actions
     assert not p.drain
@@ -259,7 +338,12 @@ def test_rebootless_files(path: str, actions: tuple[policy.Action, ...], rule: s
     assert p.commands == commands
     [change] = p.changes
     assert (change.kind, change.name, change.change, change.actions, change.rule) == (
-        "file", path, "modified", actions, rule)
+        "file",
+        path,
+        "modified",
+        actions,
+        rule,
+    )
     assert change.details == ("contents",)
 
 
@@ -279,7 +363,11 @@ def test_reboot_rule_names_at_most_three_paths() -> None:
 
 
 def test_actions_are_combined_in_order_without_deduplication() -> None:
-    paths = ["/etc/containers/policy.json", "/var/lib/kubelet/config.json", "/etc/containers/registries.d/a.conf"]
+    paths = [
+        "/etc/containers/policy.json",
+        "/var/lib/kubelet/config.json",
+        "/etc/containers/registries.d/a.conf",
+    ]
     p = plan(mc("old"), mc("new", files=[ign_file(x) for x in paths]))
     assert p.actions == (reload("crio.service"), reload("crio.service"))
     assert p.action_rule == "combined node disruption policy actions of every change"
@@ -289,7 +377,14 @@ def test_actions_are_combined_in_order_without_deduplication() -> None:
 def test_user_policy_makes_a_path_rebootless() -> None:
     policies = policy.merge_policies(
         policy.DEFAULT_POLICIES,
-        {"files": [{"path": "/etc/foo", "actions": [{"type": "Restart", "restart": {"serviceName": "foo.service"}}]}]},
+        {
+            "files": [
+                {
+                    "path": "/etc/foo",
+                    "actions": [{"type": "Restart", "restart": {"serviceName": "foo.service"}}],
+                }
+            ]
+        },
         ("spec", "nodeDisruptionPolicy"),
     )
     p = file_update("/etc/foo/bar.conf", policies=policies)
@@ -329,13 +424,16 @@ def test_unit_with_default_policy() -> None:
 
 def test_unit_enablement_commands() -> None:
     old = mc("old", units=[{"name": "gone.service"}, {"name": "keep.service", "contents": "a"}])
-    new = mc("new", units=[
-        {"name": "on.service", "enabled": True},
-        {"name": "off.service", "enabled": False},
-        {"name": "preset.service"},
-        {"name": "masked.service", "mask": True, "enabled": True},
-        {"name": "keep.service", "contents": "a"},
-    ])
+    new = mc(
+        "new",
+        units=[
+            {"name": "on.service", "enabled": True},
+            {"name": "off.service", "enabled": False},
+            {"name": "preset.service"},
+            {"name": "masked.service", "mask": True, "enabled": True},
+            {"name": "keep.service", "contents": "a"},
+        ],
+    )
     p = plan(old, new)
     assert p.commands == (
         ("systemctl", "preset", "preset.service"),
@@ -357,8 +455,13 @@ def test_ssh_key_change_needs_no_action() -> None:
 
 def test_password_hash_change_runs_usermod_without_showing_the_hash() -> None:
     def core(h: str) -> MachineConfig:
-        return mc("x", ignition={"ignition": {"version": "3.5.0"},
-                                 "passwd": {"users": [{"name": "core", "passwordHash": h}]}})
+        return mc(
+            "x",
+            ignition={
+                "ignition": {"version": "3.5.0"},
+                "passwd": {"users": [{"name": "core", "passwordHash": h}]},
+            },
+        )
 
     p = plan(core("$6$old"), core("$6$new"))
     assert p.commands == (("usermod", "-p", "<passwordHash>", "core"),)
@@ -375,21 +478,30 @@ prefix = ""
 location = "quay.io/openshift"
 """
 
-DIGEST_MIRROR = OLD_REGISTRIES + """
+DIGEST_MIRROR = (
+    OLD_REGISTRIES
+    + """
 [[registry.mirror]]
 location = "mirror.example.com/openshift"
 pull-from-mirror = "digest-only"
 """
+)
 
-TAG_MIRROR = OLD_REGISTRIES + """
+TAG_MIRROR = (
+    OLD_REGISTRIES
+    + """
 [[registry.mirror]]
 location = "mirror.example.com/openshift"
 """
+)
 
 
 def registries_update(new_text: str, **kwargs: Any) -> Plan:
-    return plan(mc("old", files=[ign_file(REGISTRIES, OLD_REGISTRIES)]),
-                mc("new", files=[ign_file(REGISTRIES, new_text)]), **kwargs)
+    return plan(
+        mc("old", files=[ign_file(REGISTRIES, OLD_REGISTRIES)]),
+        mc("new", files=[ign_file(REGISTRIES, new_text)]),
+        **kwargs,
+    )
 
 
 def test_digest_only_mirror_added_is_special_without_drain() -> None:
@@ -470,11 +582,24 @@ def test_to_json_contract() -> None:
     assert out["old"] == "mco-empty-mc"
     assert out["mode"] == "nodeDisruptionPolicy"
     assert out["actions"] == [{"type": "Reload", "reload": {"serviceName": "crio.service"}}]
-    assert out["changes"] == [{
-        "kind": "file", "name": "/etc/containers/policy.json", "change": "added",
-        "actions": [{"type": "Reload", "reload": {"serviceName": "crio.service"}}],
-        "rule": "default policy /etc/containers/policy.json", "details": [],
-    }]
+    assert out["changes"] == [
+        {
+            "kind": "file",
+            "name": "/etc/containers/policy.json",
+            "change": "added",
+            "actions": [{"type": "Reload", "reload": {"serviceName": "crio.service"}}],
+            "rule": "default policy /etc/containers/policy.json",
+            "details": [],
+        }
+    ]
     assert out["commands"] == [["systemctl", "reload", "crio.service"]]
-    assert out["diff"] == {"osUpdate": False, "kargs": False, "fips": False, "passwd": False, "files": True,
-                           "units": False, "kernelType": False, "extensions": False}
+    assert out["diff"] == {
+        "osUpdate": False,
+        "kargs": False,
+        "fips": False,
+        "passwd": False,
+        "files": True,
+        "units": False,
+        "kernelType": False,
+        "extensions": False,
+    }

@@ -22,12 +22,25 @@ def pair(old: dict[str, Any], new: dict[str, Any], **new_spec: Any) -> tuple[Mac
 
 
 def test_allowed_changes_are_reconcilable() -> None:
-    old = mc("old", files=[ign_file("/etc/a", "1")], units=[{"name": "a.service"}], ssh_keys=["k1"],
-             osImageURL="quay.io/a", kernelArguments=["x"])
-    new = mc("new", files=[ign_file("/etc/a", "2"), ign_file("/etc/b")],
-             units=[{"name": "a.service", "enabled": True, "dropins": [{"name": "x.conf", "contents": "y"}]}],
-             ssh_keys=["k2"], osImageURL="quay.io/b", kernelArguments=["y"], kernelType="realtime",
-             extensions=["usbguard"], baseOSExtensionsContainerImage="quay.io/ext")
+    old = mc(
+        "old",
+        files=[ign_file("/etc/a", "1")],
+        units=[{"name": "a.service"}],
+        ssh_keys=["k1"],
+        osImageURL="quay.io/a",
+        kernelArguments=["x"],
+    )
+    new = mc(
+        "new",
+        files=[ign_file("/etc/a", "2"), ign_file("/etc/b")],
+        units=[{"name": "a.service", "enabled": True, "dropins": [{"name": "x.conf", "contents": "y"}]}],
+        ssh_keys=["k2"],
+        osImageURL="quay.io/b",
+        kernelArguments=["y"],
+        kernelType="realtime",
+        extensions=["usbguard"],
+        baseOSExtensionsContainerImage="quay.io/ext",
+    )
     assert reconcile(old, new) == []
 
 
@@ -47,7 +60,9 @@ def test_unparsable_new_config() -> None:
 def test_unparsable_old_config() -> None:
     old, new = pair({"ignition": {"version": "9.9.9"}}, ign())
     [error] = reconcile(old, new)
-    assert error.startswith('parsing old Ignition config from machineconfig "old" failed: failed to parse Ignition config: ')
+    assert error.startswith(
+        'parsing old Ignition config from machineconfig "old" failed: failed to parse Ignition config: '
+    )
 
 
 def test_structurally_invalid_new_config_is_a_parse_failure() -> None:
@@ -66,7 +81,8 @@ def test_invalid_new_config_is_a_validation_failure() -> None:
 def test_mode_with_special_bits() -> None:
     old, new = pair(ign(), ign(storage={"files": [ign_file("/etc/a", mode=0o1777)]}))
     assert reconcile(old, new) == [
-        'validating new Ignition config from machineconfig "new" failed: invalid mode 01777 for /etc/a, cannot exceed 0777'
+        'validating new Ignition config from machineconfig "new" failed: '
+        "invalid mode 01777 for /etc/a, cannot exceed 0777"
     ]
 
 
@@ -97,25 +113,55 @@ def test_unparsable_config_and_fips_change() -> None:
 @pytest.mark.parametrize(
     ("old", "new", "reason"),
     [
-        (ign(passwd={"groups": [{"name": "a"}]}), ign(passwd={"groups": [{"name": "b"}]}),
-         "invalid passwd change(s): ignition Passwd Groups section contains changes"),
-        (ign(), ign(passwd={"users": [{"name": "bob", "sshAuthorizedKeys": ["k"]}]}),
-         "invalid passwd change(s): ignition passwd user section contains unsupported changes: non-core user"),
-        (ign(), ign(passwd={"users": [{"name": "core"}]}),
-         "invalid passwd change(s): ignition passwd user section contains unsupported changes: "
-         "user must be core and have 1 or more sshKeys"),
-        (ign(), ign(passwd={"users": [{"name": "core", "sshAuthorizedKeys": ["k"], "uid": 1000}]}),
-         "invalid passwd change(s): SSH keys and password hash are not reconcilable"),
+        (
+            ign(passwd={"groups": [{"name": "a"}]}),
+            ign(passwd={"groups": [{"name": "b"}]}),
+            "invalid passwd change(s): ignition Passwd Groups section contains changes",
+        ),
+        (
+            ign(),
+            ign(passwd={"users": [{"name": "bob", "sshAuthorizedKeys": ["k"]}]}),
+            "invalid passwd change(s): ignition passwd user section contains unsupported changes: "
+            "non-core user",
+        ),
+        (
+            ign(),
+            ign(passwd={"users": [{"name": "core"}]}),
+            "invalid passwd change(s): ignition passwd user section contains unsupported changes: "
+            "user must be core and have 1 or more sshKeys",
+        ),
+        (
+            ign(),
+            ign(passwd={"users": [{"name": "core", "sshAuthorizedKeys": ["k"], "uid": 1000}]}),
+            "invalid passwd change(s): SSH keys and password hash are not reconcilable",
+        ),
         (ign(), ign(kernelArguments={"shouldExist": ["a"]}), "ignition kargs section contains changes"),
         (ign(), ign(storage={"disks": [{"device": "/dev/sdb"}]}), "ignition disks section contains changes"),
-        (ign(), ign(storage={"filesystems": [{"device": "/dev/sdb1", "format": "xfs"}]}),
-         "ignition filesystems section contains changes"),
-        (ign(), ign(storage={"raid": [{"name": "md0", "level": "raid1"}]}), "ignition raid section contains changes"),
-        (ign(), ign(storage={"directories": [{"path": "/etc/d"}]}), "ignition directories section contains changes"),
-        (ign(storage={"links": [{"path": "/etc/l", "target": "/a"}]}),
-         ign(storage={"links": [{"path": "/etc/l", "target": "/b"}]}), "ignition links section contains changes"),
-        (ign(), ign(storage={"files": [{"path": "/etc/a", "append": [{"source": "data:,x"}]}]}),
-         "ignition file /etc/a includes append"),
+        (
+            ign(),
+            ign(storage={"filesystems": [{"device": "/dev/sdb1", "format": "xfs"}]}),
+            "ignition filesystems section contains changes",
+        ),
+        (
+            ign(),
+            ign(storage={"raid": [{"name": "md0", "level": "raid1"}]}),
+            "ignition raid section contains changes",
+        ),
+        (
+            ign(),
+            ign(storage={"directories": [{"path": "/etc/d"}]}),
+            "ignition directories section contains changes",
+        ),
+        (
+            ign(storage={"links": [{"path": "/etc/l", "target": "/a"}]}),
+            ign(storage={"links": [{"path": "/etc/l", "target": "/b"}]}),
+            "ignition links section contains changes",
+        ),
+        (
+            ign(),
+            ign(storage={"files": [{"path": "/etc/a", "append": [{"source": "data:,x"}]}]}),
+            "ignition file /etc/a includes append",
+        ),
         (ign(), ign(storage={"files": [ign_file(FORCEFILE)]}), f"cannot create {FORCEFILE} via Ignition"),
     ],
 )
@@ -157,9 +203,11 @@ def test_an_old_append_is_not_a_reason() -> None:
 
 @pytest.mark.parametrize(
     ("override", "section"),
-    [("Disks", {"disks": [{"device": "/dev/sdb"}]}),
-     ("FileSystems", {"filesystems": [{"device": "/dev/sdb1"}]}),
-     ("Raid", {"raid": [{"name": "md0"}]})],
+    [
+        ("Disks", {"disks": [{"device": "/dev/sdb"}]}),
+        ("FileSystems", {"filesystems": [{"device": "/dev/sdb1"}]}),
+        ("Raid", {"raid": [{"name": "md0"}]}),
+    ],
 )
 def test_storage_overrides(override: str, section: dict[str, Any]) -> None:
     o, n = pair(ign(), ign(storage=section))
@@ -171,7 +219,9 @@ def test_fips_change() -> None:
     assert reconcile(mc("old"), mc("new", fips=True)) == [PREFIX + FIPS_MESSAGE]
 
 
-@pytest.mark.parametrize(("node_fips", "new_fips", "ok"), [(True, True, True), (False, True, False), (True, False, False)])
+@pytest.mark.parametrize(
+    ("node_fips", "new_fips", "ok"), [(True, True, True), (False, True, False), (True, False, False)]
+)
 def test_node_fips(node_fips: bool, new_fips: bool, ok: bool) -> None:
     errors = reconcile(mc("old", fips=new_fips), mc("new", fips=new_fips), node_fips=node_fips)
     assert errors == ([] if ok else [FIPS_MESSAGE])
@@ -195,21 +245,33 @@ def test_every_reason_in_upstream_order() -> None:
         },
     )
     errors = reconcile(mc("old", ignition=old), mc("new", ignition=new, fips=True), node_fips=False)
-    assert errors == [PREFIX + e for e in (
-        "invalid passwd change(s): ignition Passwd Groups section contains changes",
-        "ignition kargs section contains changes",
-        "ignition disks section contains changes",
-        "ignition filesystems section contains changes",
-        "ignition raid section contains changes",
-        "ignition directories section contains changes",
-        "ignition links section contains changes",
-        "ignition file /etc/a includes append",
-        f"cannot create {FORCEFILE} via Ignition",
-        FIPS_MESSAGE,
-    )] + [FIPS_MESSAGE]
+    assert errors == [
+        PREFIX + e
+        for e in (
+            "invalid passwd change(s): ignition Passwd Groups section contains changes",
+            "ignition kargs section contains changes",
+            "ignition disks section contains changes",
+            "ignition filesystems section contains changes",
+            "ignition raid section contains changes",
+            "ignition directories section contains changes",
+            "ignition links section contains changes",
+            "ignition file /etc/a includes append",
+            f"cannot create {FORCEFILE} via Ignition",
+            FIPS_MESSAGE,
+        )
+    ] + [FIPS_MESSAGE]
 
 
 def test_unreconcilable_reason_annotation() -> None:
     assert unreconcilable_reason("rendered-a", "rendered-b", "boom") == (
-        "can't reconcile config rendered-a with rendered-b: configs rendered-a, rendered-b are not reconcilable: boom"
+        "can't reconcile config rendered-a with rendered-b: "
+        "configs rendered-a, rendered-b are not reconcilable: boom"
     )
+
+
+def test_old_config_with_a_sticky_bit_file_can_be_fixed() -> None:
+    o, n = pair(
+        ign(storage={"files": [ign_file("/etc/a", mode=0o1777)]}),
+        ign(storage={"files": [ign_file("/etc/a", mode=0o755)]}),
+    )
+    assert reconcile(o, n) == []

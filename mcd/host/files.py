@@ -1,0 +1,429 @@
+"""Ignition files on disk: owners, exact modes, `.mcdorig` backups, `.mcdnoorig` stamps, stale-data pruning.
+
+Before the daemon first replaces a file it records what was there: a copy of an OS-shipped
+original (`/etc/machine-config-daemon/orig/<path>.mcdorig`) or an empty stamp saying nothing
+worth keeping was there (`/etc/machine-config-daemon/noorig/<path>.mcdnoorig`). When a later
+config drops the file, the original is restored or the file is deleted accordingly.
+
+Crash safety: every step is one atomic fsops call and the bookkeeping is ordered so that a kill
+between any two of them leaves a state the same call converges from. The backup or stamp is
+written before the file is touched; on deletion the file goes first and its backup/stamp last,
+so a half-done deletion is still recognised as "ours" when re-run.
+
+Deliberate differences from upstream, both needed for that convergence:
+* an existing stamp always wins. Upstream takes a backup of an OS-shipped path even when a
+  stamp exists, but then the "original" it saves is content the daemon wrote itself; the stamp
+  already says the file was not there before the daemon.
+* a dropped path with neither backup nor stamp is kept when it is an OS-shipped file (a
+  unit: a regular file with a CoreOS /usr/etc copy). That is exactly the state a completed
+  restore leaves, so a re-run of an interrupted prune must not delete what it just restored;
+  upstream would delete it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import shlex
+import stat
+from collections.abc import Collection, Iterator, Sequence
+from pathlib import Path
+
+from mcd.config.ignition import File, IgnitionConfig, Unit
+from mcd.host import fsops
+from mcd.host.accounts import Accounts, UnknownGroup, UnknownUser
+from mcd.host.errors import HostError
+from mcd.host.root import HostRoot, PathEscapeError
+from mcd.host.runner import Runner
+
+log = logging.getLogger(__name__)
+
+ORIG_DIR = "/etc/machine-config-daemon/orig"
+NOORIG_DIR = "/etc/machine-config-daemon/noorig"
+UNIT_DIR = "/etc/systemd/system"
+FILE_DIR_MODE = 0o755
+UNIT_FILE_MODE = 0o644
+
+APPEND_UNSUPPORTED = "found an append section when writing files. Append is not supported"
+
+# Certificates managed by the certificate writer: deleting them when an MC stops declaring them
+# would leave the node without its CAs.
+NEVER_DELETED = frozenset(
+    {
+        "/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt",
+        "/etc/kubernetes/kubelet-ca.crt",
+        "/etc/kubernetes/static-pod-resources/configmaps/cloud-config/ca-bundle.pem",
+    }
+)
+# Any file whose directory contains this (image registry CAs) is never deleted either.
+IMAGE_CA_DIR = "/etc/docker/certs.d"
+# Enablement symlinks leaked by older daemons (OCPBUGS-33694), removed on every prune.
+LEAKED_SYMLINKS = (
+    "/etc/systemd/system/network-online.target.requires/node-valid-hostname.service",
+    "/etc/systemd/system/network-online.target.wants/ovs-configuration.service",
+)
+
+
+def orig_path(path: str) -> str:
+    """Config path of the backup of `path`'s original."""
+    return f"{ORIG_DIR}{path}.mcdorig"
+
+
+def noorig_path(path: str) -> str:
+    """Config path of the stamp saying `path` had no original worth keeping."""
+    return f"{NOORIG_DIR}{path}.mcdnoorig"
+
+
+def unit_path(name: str) -> str:
+    """Config path of unit file `name`."""
+    return f"{UNIT_DIR}/{name}"
+
+
+def dropin_path(unit: str, dropin: str) -> str:
+    """Config path of dropin `dropin` of unit `unit`."""
+    return f"{UNIT_DIR}/{unit}.d/{dropin}"
+
+
+def path_in_dropins(path: str, units: Sequence[Unit]) -> bool:
+    """True when `path` is the dropin file of a dropin declared in `units`.
+
+    Mirrors upstream's parsing: a `.conf` file under /etc/systemd/system whose directory name
+    ends in `.d` names the unit (the directory name without `.d`).
+    """
+    if not path.startswith(UNIT_DIR) or not path.endswith(".conf"):
+        return False
+    segments = path.split("/")
+    if len(segments) < 2:
+        return False
+    dropin, unit_dir = segments[-1], segments[-2]
+    unit_name, dot, suffix = unit_dir.rpartition(".")
+    if suffix != "d":
+        return False
+    if not dot:
+        unit_name = ""
+    return any(u.name == unit_name and any(d.name == dropin for d in u.dropins) for u in units)
+
+
+def _never_deleted(path: str) -> bool:
+    return path in NEVER_DELETED or IMAGE_CA_DIR in path.rsplit("/", 1)[0]
+
+
+@contextlib.contextmanager
+def _failing_as(what: str) -> Iterator[None]:
+    """Turn OSErrors of one host operation into a HostError saying what was being done."""
+    try:
+        yield
+    except OSError as exc:
+        raise HostError(f"{what}: {exc}") from exc
+
+
+class FileWriter:
+    """Writes Ignition files and unit files under one root, with upstream's backup semantics."""
+
+    def __init__(
+        self, root: HostRoot, accounts: Accounts, runner: Runner | None = None, coreos: bool = True
+    ) -> None:
+        self.root = root
+        self.accounts = accounts
+        # None: this root has no rpm, so nothing counts as OS-shipped (upstream: no rpm binary)
+        self.runner = runner
+        self.coreos = coreos
+
+    # --- paths ------------------------------------------------------------------------------
+
+    def _join(self, path: str, *, follow_final: bool = False) -> Path:
+        try:
+            return self.root.join(path, follow_final=follow_final)
+        except PathEscapeError as exc:
+            raise HostError(f'cannot use path "{path}": {exc}') from exc
+
+    def _exists(self, path: str) -> bool:
+        """Whether `path` exists, following symlinks (Go's os.Stat succeeding)."""
+        return fsops.lstat_or_none(self._join(path, follow_final=True)) is not None
+
+    # --- owners -----------------------------------------------------------------------------
+
+    def owner_of(self, f: File) -> tuple[int, int]:
+        """uid and gid for `f`: ids win over names, names are looked up in the root; root:root by default."""
+        uid, gid = 0, 0
+        try:
+            if f.user.id is not None:
+                uid = f.user.id
+            elif f.user.name:
+                uid = self.accounts.uid(f.user.name)
+            if f.group.id is not None:
+                gid = f.group.id
+            elif f.group.name:
+                gid = self.accounts.gid(f.group.name)
+        except (UnknownUser, UnknownGroup) as exc:
+            raise HostError(f'failed to retrieve file ownership for file "{f.path}": {exc}') from None
+        return uid, gid
+
+    # --- OS-shipped test --------------------------------------------------------------------
+
+    def _rpm_owned(self, path: str) -> bool | None:
+        """True/False from `rpm -qf`; None when there is no rpm on this root."""
+        if self.runner is None:
+            return None
+        # an offline root is queried through its own rpm database
+        root_args = [] if self.root.is_live else ["--root", str(self.root.prefix)]
+        argv = ["rpm", *root_args, "-qf", path]
+        try:
+            result = self.runner.run(argv, check=False)
+        except FileNotFoundError:
+            return None
+        if result.returncode == 0:
+            return True
+        output = result.stdout + result.stderr
+        # rpm also refuses a path that no longer exists; that is "not owned" too, not a failure
+        if f"file {path} is not owned by any package" in output or "No such file or directory" in output:
+            return False
+        raise HostError(f'command "{shlex.join(argv)}" returned with unexpected error: {output.strip()}')
+
+    def os_shipped(self, path: str) -> bool:
+        """Whether `path` is a file of the OS image: rpm-owned, or (under /etc) present in /usr/etc."""
+        owned = self._rpm_owned(path)
+        if owned is None:
+            log.info("no rpm on this root: %s is not treated as OS-shipped", path)
+            return False
+        return owned or (path.startswith("/etc") and self._exists("/usr" + path))
+
+    # --- backups ----------------------------------------------------------------------------
+
+    def backup_original(self, path: str, source: str | None = None) -> None:
+        """Record what is at `path` before the daemon first replaces it (upstream createOrigFile).
+
+        An OS-shipped file is copied (from `source`, default `path`) to its `.mcdorig` unless a
+        backup already exists; anything else gets an empty `.mcdnoorig` stamp and loses a stale
+        backup. Idempotent.
+        """
+        orig = self._join(orig_path(path))
+        stamp = self._join(noorig_path(path))
+        if fsops.lstat_or_none(stamp) is not None:
+            return
+        if self._exists(path):
+            # any existing entry (even a dangling symlink) is the real original: never overwrite it.
+            # Upstream keeps only OS-shipped originals; mcd keeps every one (nothing is lost).
+            if fsops.lstat_or_none(orig) is None:
+                with _failing_as(f'creating orig file for "{path}"'):
+                    fsops.copy_preserving(self._join(source or path), orig, FILE_DIR_MODE)
+                log.info("backed up original %s", path)
+            return
+        with _failing_as(f'creating noorig stamp for "{path}"'):
+            if fsops.remove(orig):
+                log.info("removed wrongly preserved backup of %s", path)
+            fsops.atomic_write(stamp, b"", 0o644, dir_mode=FILE_DIR_MODE)
+
+    def _restore(self, path: str) -> None:
+        """Put the backup back at `path`. The backup stays until `collect_restored`.
+
+        Keeping it makes a re-run of an interrupted update restore again instead of seeing an
+        unrecorded file and deleting the original it had just put back.
+        """
+        orig = self._join(orig_path(path))
+        with _failing_as(f'restoring "{path}" from orig file "{orig_path(path)}"'):
+            fsops.copy_preserving(orig, self._join(path), FILE_DIR_MODE)
+        log.info("restored original %s", path)
+
+    def collect_restored(self, old: IgnitionConfig, new: IgnitionConfig) -> list[str]:
+        """Drop the backups of originals restored by `delete_stale(old, new)`.
+
+        Run once the update is committed (no re-run can follow): a backup whose path is no longer
+        declared and already holds the backup's bytes was restored and is no longer needed.
+        Interrupted, it leaves backups behind that the next update collects.
+        """
+        declared = {f.path for f in new.files}
+        declared |= {unit_path(u.name) for u in new.units}
+        declared |= {dropin_path(u.name, d.name) for u in new.units for d in u.dropins}
+        candidates = [f.path for f in old.files]
+        candidates += [unit_path(u.name) for u in old.units]
+        candidates += [dropin_path(u.name, d.name) for u in old.units for d in u.dropins]
+        dropped: list[str] = []
+        for path in candidates:
+            if path in declared:
+                continue
+            orig = self._join(orig_path(path))
+            backup = fsops.read_bytes_nofollow(orig) if fsops.lstat_or_none(orig) is not None else None
+            current = fsops.read_bytes_nofollow(self._join(path)) if self._exists(path) else None
+            if backup is not None and backup == current:
+                fsops.remove(orig)
+                dropped.append(path)
+        return dropped
+
+    def _delete(self, path: str) -> bool:
+        with _failing_as(f"unable to delete {path}"):
+            removed = fsops.remove(self._join(path))
+        if removed:
+            log.info("removed stale %s", path)
+        else:
+            log.debug("%s: already absent", path)
+        return removed
+
+    # --- Ignition files ---------------------------------------------------------------------
+
+    def _check_target(self, path: str, batch: Collection[str]) -> None:
+        """Refuse a path where a directory sits, or under a non-directory, before anything is written."""
+        host = self._join(path)
+        st = fsops.lstat_or_none(host)
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            raise HostError(f'cannot write file "{path}": it is a directory')
+        for parent in host.parents:
+            if parent == self.root.prefix:
+                break
+            pst = fsops.lstat_or_none(parent)
+            if pst is None:
+                continue
+            if not stat.S_ISDIR(pst.st_mode):
+                where = self.root.relative(parent)
+                raise HostError(f'cannot write file "{path}": {where} is not a directory')
+            break
+        ancestor = path.rpartition("/")[0]
+        while ancestor:
+            if ancestor in batch:
+                raise HostError(f'cannot write file "{path}": "{ancestor}" is also written as a file')
+            ancestor = ancestor.rpartition("/")[0]
+        # the bookkeeping paths must be usable too
+        self._join(orig_path(path))
+        self._join(noorig_path(path))
+
+    def write_files(self, files: Sequence[File], skip: Collection[str] = ()) -> list[str]:
+        """Write `files` (minus `skip`) with exact mode and owner; return the paths actually changed.
+
+        Everything is validated first (no append, owners known, paths inside the root, no
+        directory in the way), so bad input writes nothing at all.
+        """
+        todo = [f for f in files if f.path not in skip]
+        paths = {f.path for f in todo}
+        owners: list[tuple[File, int, int]] = []
+        for f in todo:
+            if f.append:
+                raise HostError(APPEND_UNSUPPORTED)
+            uid, gid = self.owner_of(f)
+            self._check_target(f.path, paths)
+            owners.append((f, uid, gid))
+        written: list[str] = []
+        for f, uid, gid in owners:
+            self.backup_original(f.path)
+            with _failing_as(f'writing file "{f.path}"'):
+                changed = fsops.atomic_write(
+                    self._join(f.path), f.data, f.effective_mode, uid=uid, gid=gid, dir_mode=FILE_DIR_MODE
+                )
+            if changed:
+                log.info("wrote %s", f.path)
+                written.append(f.path)
+        return written
+
+    # --- unit files -------------------------------------------------------------------------
+
+    def write_unit_file(self, path: str, contents: str | bytes, mode: int = UNIT_FILE_MODE) -> bool:
+        """Write a unit file or dropin (0644, dirs 0755); back up a CoreOS /usr/etc original first.
+
+        Returns False when the file already had exactly these contents. The signature fits the
+        systemd module's `write_file` hook.
+        """
+        host = self._join(path)
+        st = fsops.lstat_or_none(host)
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            raise HostError(f'cannot write unit file "{path}": it is a directory')
+        if self.coreos and self._exists("/usr" + path):
+            self.backup_original(path, "/usr" + path)
+        data = contents.encode() if isinstance(contents, str) else contents
+        with _failing_as(f'failed to write systemd unit file "{path}"'):
+            return fsops.atomic_write(host, data, mode, dir_mode=FILE_DIR_MODE)
+
+    def remove_unit_path(self, path: str) -> bool:
+        """Remove a unit file or dropin the config no longer wants, with backup semantics.
+
+        A backup (and no stamp) is restored; otherwise the file (or mask link) is deleted and its
+        stamp dropped. True when the path changed. The systemd module's `remove_file` hook.
+        """
+        return self._prune_unit_path(path)
+
+    # --- stale data -------------------------------------------------------------------------
+
+    def _prune_file(self, path: str, new_units: Sequence[Unit]) -> bool:
+        """Upstream's handling of one file dropped from storage.files; True when the file changed."""
+        orig = self._join(orig_path(path))
+        stamp = self._join(noorig_path(path))
+        keep = path_in_dropins(path, new_units)
+        if keep:
+            log.info("not removing file %s: replaced with systemd dropin", path)
+        if fsops.lstat_or_none(stamp) is not None:
+            removed = False if keep else self._delete(path)
+            with _failing_as(f'deleting noorig file stamp "{noorig_path(path)}"'):
+                fsops.remove(orig)  # an orphan left by older daemons
+                fsops.remove(stamp)
+            return removed
+        if fsops.lstat_or_none(orig) is not None:
+            # every original is restored, OS-shipped or not (upstream restores only OS files)
+            self._restore(path)
+            return True
+        if keep:
+            return False
+        if self._exists(path) and self.os_shipped(path):
+            # No record, yet the OS ships it: a restore already completed (a re-run after a crash).
+            log.info("keeping OS file %s: no backup or stamp recorded for it", path)
+            return False
+        return self._delete(path)
+
+    def _restored_unit_file(self, path: str) -> bool:
+        """A regular unit file with a CoreOS /usr/etc copy but no record: a restore that completed.
+
+        Units with such a copy always get a backup or a stamp when the daemon writes them, so
+        only a finished restore (re-run after a crash) looks like this. Mask symlinks do not
+        count: those the daemon makes without any record, and they must go.
+        """
+        if not self.coreos or not self._exists("/usr" + path):
+            return False
+        st = fsops.lstat_or_none(self._join(path))
+        return st is not None and stat.S_ISREG(st.st_mode)
+
+    def _prune_unit_path(self, path: str) -> bool:
+        """Upstream's handling of a dropped unit file or dropin: stamp → delete, backup → restore."""
+        orig = self._join(orig_path(path))
+        stamp = self._join(noorig_path(path))
+        has_stamp = fsops.lstat_or_none(stamp) is not None
+        if not has_stamp and fsops.lstat_or_none(orig) is not None:
+            self._restore(path)
+            return True
+        if not has_stamp and self._restored_unit_file(path):
+            log.info("keeping %s: the OS ships it and no backup or stamp is recorded", path)
+            return False
+        removed = self._delete(path)
+        if has_stamp:
+            with _failing_as(f'deleting noorig file stamp "{noorig_path(path)}"'):
+                fsops.remove(orig)  # an orphan left by older daemons
+                fsops.remove(stamp)
+        return removed
+
+    def delete_stale(self, old: IgnitionConfig, new: IgnitionConfig) -> list[str]:
+        """Remove or restore what `old` declared and `new` does not (upstream deleteStaleData).
+
+        Only files on disk: running `systemctl preset` for removed units is the caller's job,
+        done before this. Returns the paths removed or restored.
+        """
+        changed: list[str] = []
+        new_files = {f.path for f in new.files}
+        for f in old.files:
+            if f.path in new_files or _never_deleted(f.path):
+                continue
+            if self._prune_file(f.path, new.units):
+                changed.append(f.path)
+
+        new_unit_paths = {unit_path(u.name) for u in new.units}
+        new_dropin_paths = {dropin_path(u.name, d.name) for u in new.units for d in u.dropins}
+        for u in old.units:
+            for d in u.dropins:
+                path = dropin_path(u.name, d.name)
+                if path not in new_dropin_paths and self._prune_unit_path(path):
+                    changed.append(path)
+            path = unit_path(u.name)
+            if path not in new_unit_paths and self._prune_unit_path(path):
+                changed.append(path)
+
+        for link in LEAKED_SYMLINKS:
+            with _failing_as(f'error deleting "{link}"'):
+                if fsops.remove(self._join(link)):
+                    log.info("removed stale symlink %s", link)
+                    changed.append(link)
+        return changed

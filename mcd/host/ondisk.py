@@ -1,0 +1,239 @@
+"""On-disk verification of a config (upstream validateOnDiskState): files, dropins, units, masks, enablement.
+
+Used at boot, before every update (preflight) and by the drift monitor, which re-checks after
+each inotify event, so the per-path check is cheap: an lstat and a size comparison come before
+any content is read. Messages are upstream's, with paths as the config names them (`/etc/x`),
+never the root-joined host path. Owners are deliberately not compared (upstream does not).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+
+from mcd.config.ignition import File, IgnitionConfig, Unit
+from mcd.host.files import UNIT_FILE_MODE, dropin_path, unit_path
+from mcd.host.fsops import read_bytes_nofollow
+from mcd.host.root import HostRoot, PathEscapeError
+
+log = logging.getLogger(__name__)
+
+# Files the certificate writer may rewrite with other contents than the MC's.
+IGNORED_FILES = frozenset(
+    {
+        "/etc/kubernetes/kubelet-ca.crt",
+        "/etc/kubernetes/static-pod-resources/configmaps/cloud-config/ca-bundle.pem",
+        "/etc/mco/internal-registry-pull-secret.json",
+    }
+)
+DEV_NULL = "/dev/null"
+APPEND_UNSUPPORTED = "found an append section when checking files. Append is not supported"
+
+# systemctl is-enabled states that contradict the declared enablement
+_NOT_ENABLED_STATES = frozenset({"disabled", "masked", "masked-runtime", "not-found"})
+_ENABLED_STATES = frozenset({"enabled", "enabled-runtime"})
+
+IsEnabled = Callable[[Sequence[str]], Mapping[str, str]]
+
+# Go's os.FileMode type bits, by position (os/types.go), and the letters FileMode.String prints.
+_GO_DIR = 1 << 31
+_GO_SYMLINK = 1 << 27
+_GO_DEVICE = 1 << 26
+_GO_NAMED_PIPE = 1 << 25
+_GO_SOCKET = 1 << 24
+_GO_SETUID = 1 << 23
+_GO_SETGID = 1 << 22
+_GO_CHAR_DEVICE = 1 << 21
+_GO_STICKY = 1 << 20
+_GO_TYPE_LETTERS = "dalTLDpSugct?"
+
+
+def go_file_mode(st_mode: int) -> int:
+    """The os.FileMode Go's os.Lstat reports for a stat(2) st_mode."""
+    mode = st_mode & 0o777
+    fmt = stat.S_IFMT(st_mode)
+    if fmt == stat.S_IFDIR:
+        mode |= _GO_DIR
+    elif fmt == stat.S_IFLNK:
+        mode |= _GO_SYMLINK
+    elif fmt == stat.S_IFBLK:
+        mode |= _GO_DEVICE
+    elif fmt == stat.S_IFCHR:
+        mode |= _GO_DEVICE | _GO_CHAR_DEVICE
+    elif fmt == stat.S_IFIFO:
+        mode |= _GO_NAMED_PIPE
+    elif fmt == stat.S_IFSOCK:
+        mode |= _GO_SOCKET
+    if st_mode & stat.S_ISUID:
+        mode |= _GO_SETUID
+    if st_mode & stat.S_ISGID:
+        mode |= _GO_SETGID
+    if st_mode & stat.S_ISVTX:
+        mode |= _GO_STICKY
+    return mode
+
+
+def format_go_mode(mode: int) -> str:
+    """`<FileMode.String()>/<decimal>/<%#o>` as upstream prints modes, e.g. `-rw-r--r--/420/0644`."""
+    letters = "".join(c for i, c in enumerate(_GO_TYPE_LETTERS) if mode & (1 << (31 - i))) or "-"
+    perms = "".join(c if mode & (1 << (8 - i)) else "-" for i, c in enumerate("rwxrwxrwx"))
+    octal = f"0{mode:o}" if mode else "0"
+    return f"{letters}{perms}/{mode}/{octal}"
+
+
+def _reason(exc: OSError | PathEscapeError) -> str:
+    """Go's text for an errno (lower-case strerror), or our own refusal message."""
+    if isinstance(exc, OSError) and exc.errno is not None:
+        text = os.strerror(exc.errno)
+        return text[:1].lower() + text[1:]
+    return str(exc)
+
+
+class _Resolver:
+    """Maps config paths to host paths, resolving each parent directory once per check run."""
+
+    def __init__(self, root: HostRoot) -> None:
+        self.root = root
+        self._parents: dict[str, Path] = {}
+
+    def host(self, path: str) -> Path:
+        parent, _, name = path.rpartition("/")
+        resolved = self._parents.get(parent)
+        if resolved is None:
+            resolved = self.root.join(parent or "/", follow_final=True)
+            self._parents[parent] = resolved
+        return resolved / name if name else resolved
+
+
+def _check_contents_and_mode(resolver: _Resolver, path: str, expected: bytes, mode: int) -> str | None:
+    try:
+        host = resolver.host(path)
+        st = os.lstat(host)
+    except (OSError, PathEscapeError) as exc:
+        return f'could not stat file "{path}": lstat {path}: {_reason(exc)}'
+    actual = go_file_mode(st.st_mode)
+    if actual != mode:
+        return (
+            f'mode mismatch for file: "{path}"; expected: {format_go_mode(mode)}; '
+            f"received: {format_go_mode(actual)}"
+        )
+    # same mode means a regular file, so the size alone can already tell a mismatch
+    if st.st_size == len(expected):
+        try:
+            data = read_bytes_nofollow(host)
+        except OSError as exc:
+            return f'could not read file "{path}": open {path}: {_reason(exc)}'
+        if data is None:
+            return f'could not read file "{path}": open {path}: no such file or directory'
+        if data == expected:
+            return None
+        size = len(data)
+    else:
+        size = st.st_size
+    # contents may be secrets: only sizes are logged
+    log.error("content mismatch for file %r (expected %d bytes, got %d bytes)", path, len(expected), size)
+    return f'content mismatch for file "{path}"'
+
+
+def _check_file(resolver: _Resolver, f: File) -> str | None:
+    if f.path in IGNORED_FILES:
+        return None
+    if f.append:
+        return APPEND_UNSUPPORTED
+    return _check_contents_and_mode(resolver, f.path, f.data, f.effective_mode)
+
+
+def check_file(root: HostRoot, f: File) -> str | None:
+    """Drift of one Ignition file (mode, then content), or None; files of the ignore set never drift."""
+    return _check_file(_Resolver(root), f)
+
+
+def _check_dropin(resolver: _Resolver, path: str, contents: str | None) -> str | None:
+    expected = (contents or "").encode()
+    if not expected:
+        # empty dropins are deleted by the writer, so absence is the expected state
+        try:
+            os.stat(resolver.root.join(path, follow_final=True))
+        except FileNotFoundError:
+            return None
+        except (OSError, PathEscapeError) as exc:
+            return f"stat {path}: {_reason(exc)}"
+    return _check_contents_and_mode(resolver, path, expected, UNIT_FILE_MODE)
+
+
+def _check_mask(resolver: _Resolver, path: str) -> str | None:
+    root = resolver.root
+    try:
+        os.lstat(resolver.host(path))
+        target = root.relative(root.join(path, follow_final=True))
+    except (OSError, PathEscapeError) as exc:
+        reason = _reason(exc)
+        return f'state validation: error while evaluation symlink for path "{path}": lstat {path}: {reason}'
+    if target != DEV_NULL:
+        return (
+            f'state validation: invalid unit masked setting. path: "{path}"; '
+            f"expected: {DEV_NULL}; received: {target}"
+        )
+    return None
+
+
+def _enablement_error(unit: Unit, state: str) -> str | None:
+    if unit.enabled and state in _NOT_ENABLED_STATES:
+        return f'unit "{unit.name}" expected enabled=true, but systemd reports "{state}"'
+    if unit.enabled is False and state in _ENABLED_STATES:
+        return f'unit "{unit.name}" expected enabled=false, but systemd reports "{state}"'
+    return None
+
+
+def _needs_enablement_check(unit: Unit) -> bool:
+    return bool(unit.contents) and not unit.mask and unit.enabled is not None
+
+
+def iter_errors(root: HostRoot, config: IgnitionConfig, is_enabled: IsEnabled | None = None) -> Iterator[str]:
+    """Yield drift errors in upstream's order: files, then per unit its dropins, file/mask, enablement.
+
+    Lazy, so `first_error` stops at the first problem without asking systemd anything when a
+    file already drifted.
+    """
+    resolver = _Resolver(root)
+    for f in config.files:
+        if (err := _check_file(resolver, f)) is not None:
+            yield err
+    states: Mapping[str, str] = {}
+    if is_enabled is not None:
+        names = [u.name for u in config.units if _needs_enablement_check(u)]
+        if names:
+            states = is_enabled(names)
+    for u in config.units:
+        for d in u.dropins:
+            if (err := _check_dropin(resolver, dropin_path(u.name, d.name), d.contents)) is not None:
+                yield err
+        if not u.contents:
+            continue  # nothing of the unit file to check, and (as upstream) not its enablement
+        path = unit_path(u.name)
+        if u.mask:
+            if (err := _check_mask(resolver, path)) is not None:
+                yield err
+            continue
+        err = _check_contents_and_mode(resolver, path, u.contents.encode(), UNIT_FILE_MODE)
+        if err is None and is_enabled is not None and u.enabled is not None:
+            err = _enablement_error(u, states.get(u.name, "not-found"))
+        if err is not None:
+            yield err
+
+
+def check_config(root: HostRoot, config: IgnitionConfig, is_enabled: IsEnabled | None = None) -> list[str]:
+    """All drift errors of `config` against `root` (empty: the disk matches).
+
+    `is_enabled` maps unit names to `systemctl is-enabled` states (the systemd module provides
+    it); None skips the enablement check.
+    """
+    return list(iter_errors(root, config, is_enabled))
+
+
+def first_error(root: HostRoot, config: IgnitionConfig, is_enabled: IsEnabled | None = None) -> str | None:
+    """The first drift error upstream would report, or None."""
+    return next(iter_errors(root, config, is_enabled), None)

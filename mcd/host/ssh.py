@@ -1,0 +1,153 @@
+"""The core user's SSH keys (`authorized_keys.d/ignition`) and the password hashes of config users.
+
+Upstream creates the key directories with `runuser -u core -- mkdir -m 0700 -p`. That needs the
+root to be the running system, which a `--root-mount` directory (or a test root) is not, so the
+directories are made here with plain mkdir + chown inside the root: same result (0700, owned by
+core), no dependency on the root being live.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import stat
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from mcd import failpoints
+from mcd.config.ignition import User
+from mcd.host import fsops
+from mcd.host.accounts import Accounts, UnknownGroup, UnknownUser
+from mcd.host.errors import HostError
+from mcd.host.root import HostRoot, PathEscapeError
+from mcd.host.runner import CommandError, Runner
+
+log = logging.getLogger(__name__)
+
+SHADOW = "/etc/shadow"
+
+CORE_USER = "core"
+CORE_GROUP = "core"
+SSH_DIR = "/home/core/.ssh"
+KEYS_DIR = "/home/core/.ssh/authorized_keys.d"
+KEYS_PATH = "/home/core/.ssh/authorized_keys.d/ignition"
+KEY_DIR_MODE = 0o700
+KEY_FILE_MODE = 0o600
+# what upstream sets for a user declared without a password hash: no password login
+NO_PASSWORD = "*"
+
+
+@contextlib.contextmanager
+def _failing_as(what: str) -> Iterator[None]:
+    try:
+        yield
+    except (OSError, PathEscapeError) as exc:
+        raise HostError(f"{what}: {exc}") from exc
+
+
+class SshKeyWriter:
+    """Writes SSH keys for core and sets password hashes, under one root."""
+
+    def __init__(self, root: HostRoot, accounts: Accounts, runner: Runner) -> None:
+        self.root = root
+        self.accounts = accounts
+        self.runner = runner
+
+    def _core_ids(self) -> tuple[int, int]:
+        try:
+            return self.accounts.uid(CORE_USER), self.accounts.gid(CORE_GROUP)
+        except (UnknownUser, UnknownGroup) as exc:
+            raise HostError(str(exc)) from None
+
+    def _ensure_dir(self, host: Path, uid: int, gid: int) -> bool:
+        """Make `host` a 0700 directory owned by uid:gid if missing; repair its owner. True if changed."""
+        st = fsops.lstat_or_none(host)
+        if st is not None and (st.st_uid, st.st_gid) == (uid, gid):
+            return False
+        if st is None:
+            fsops.make_dirs(host, KEY_DIR_MODE)
+        # also repairs a directory whose chown a crash interrupted
+        failpoints.hit("before chown of ssh directory")
+        os.chown(host, uid, gid, follow_symlinks=False)
+        fsops.fsync_dir(host)  # makes the inode change (owner) durable
+        failpoints.hit("after chown of ssh directory")
+        return True
+
+    def apply(self, users: Sequence[User]) -> bool:
+        """Write the keys of all `users` for core (upstream updateSSHKeys); True when anything changed.
+
+        Skipped (logged) when the root has no user core. A `.ssh` owned by another user, or one
+        that is not a real directory, is removed first (OCPBUGS-11832); so is an
+        `authorized_keys.d` that is not a real directory, so nothing is written through a link.
+        """
+        if not self.accounts.has_user(CORE_USER):
+            log.info("user core does not exist: not writing SSH keys")
+            return False
+        uid, gid = self._core_ids()
+        keys = "".join(key + "\n" for user in users for key in user.ssh_authorized_keys)
+        changed = False
+        with _failing_as(f"writing SSH keys to {KEYS_PATH}"):
+            ssh_dir = self.root.join(SSH_DIR)
+            st = fsops.lstat_or_none(ssh_dir)
+            if st is not None and (not stat.S_ISDIR(st.st_mode) or st.st_uid != uid):
+                log.info("removing %s: not a directory owned by core", SSH_DIR)
+                changed |= fsops.remove_tree(ssh_dir)
+            changed |= self._ensure_dir(ssh_dir, uid, gid)
+            keys_dir = self.root.join(KEYS_DIR)
+            st = fsops.lstat_or_none(keys_dir)
+            if st is not None and not stat.S_ISDIR(st.st_mode):
+                log.info("removing %s: not a directory", KEYS_DIR)
+                changed |= fsops.remove_tree(keys_dir)
+            changed |= self._ensure_dir(keys_dir, uid, gid)
+            target = self.root.join(KEYS_PATH)
+            changed |= fsops.atomic_write(
+                target, keys.encode(), KEY_FILE_MODE, uid=uid, gid=gid, dir_mode=KEY_DIR_MODE
+            )
+        if changed:
+            log.info("wrote SSH keys to %s", KEYS_PATH)
+        return changed
+
+    def _usermod(self, password_hash: str, user: str) -> None:
+        # usermod -R chroots into the root itself, so an offline root's own shadow file is changed
+        root_args = [] if self.root.is_live else ["--root", str(self.root.prefix)]
+        self.runner.run(["usermod", *root_args, "-p", password_hash, user])
+
+    def set_password_hashes(self, old_users: Sequence[User], new_users: Sequence[User]) -> bool:
+        """Set each new user's hash (`*` when none) where the root's shadow differs; clear removed users'.
+
+        Mirrors upstream SetPasswordHash: removed users get an empty hash first (failures only
+        logged), then nothing more happens when core does not exist. The root's shadow file is
+        read afresh, so a re-run after a crash only redoes what is still missing. Returns whether
+        anything changed.
+        """
+        if fsops.lstat_or_none(self.root.join(SHADOW)) is None:
+            # without a shadow file usermod would put hashes into the world-readable passwd file
+            log.info("%s does not exist in the root: leaving passwords alone", SHADOW)
+            return False
+        accounts = Accounts.load(self.root)
+        changed = False
+        new_names = {u.name for u in new_users}
+        for old in old_users:
+            if old.name in new_names or accounts.shadow_hash(old.name) == "":
+                continue
+            log.info("absent user detected, clearing the password of %s", old.name)
+            try:
+                self._usermod("", old.name)
+                changed = True
+            except (CommandError, OSError) as exc:
+                log.warning("failed to change password for %s: %s", old.name, exc)
+        if not accounts.has_user(CORE_USER):
+            log.info("user core does not exist: ignoring password configuration")
+            return changed
+        for user in new_users:
+            wanted = user.password_hash or NO_PASSWORD
+            if accounts.shadow_hash(user.name) == wanted:
+                continue
+            try:
+                self._usermod(wanted, user.name)
+            except (CommandError, OSError) as exc:
+                raise HostError(f"Failed to reset password for {user.name}: {exc}") from exc
+            log.info("password of %s has been configured", user.name)
+            changed = True
+        return changed

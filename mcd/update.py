@@ -1,0 +1,317 @@
+"""The update transaction: turn a plan into the desired on-disk state, or leave the old one.
+
+Upstream's `update()` order is kept: files, units, stale data, SSH keys and passwords, OS
+(rpm-ostree), persisted current config, post-config action. Each completed step registers
+its undo; when a later step fails, the undos run in reverse and the node is back in the old
+config. Crash safety comes from three facts: every single write is atomic (fsops), every step
+is idempotent (re-writing identical content writes nothing, backups are taken once), and a
+write-ahead record (`state.TRANSACTION`) is on disk from before the first change to after the
+last — a restarted process finds it and re-runs the same transaction, which converges.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcd import failpoints, policy
+from mcd.config.ignition import EMPTY_IGNITION, IgnitionConfig, Unit
+from mcd.config.machineconfig import MachineConfig, empty_machineconfig, machineconfig_from_object
+from mcd.host import ondisk, state
+from mcd.host.accounts import Accounts
+from mcd.host.errors import HostError
+from mcd.host.files import FileWriter
+from mcd.host.reboot import Rebooter
+from mcd.host.root import HostRoot
+from mcd.host.rpmostree import RpmOstree
+from mcd.host.runner import Runner
+from mcd.host.ssh import SshKeyWriter
+from mcd.host.systemd import SystemdManager, UnitWriter, make_manager
+from mcd.plan import Facts, Plan, plan
+
+LOG = logging.getLogger(__name__)
+
+KUBECONFIG = "/etc/kubernetes/kubeconfig"
+KUBELET_CA = "/etc/kubernetes/kubelet-ca.crt"
+OSTREE_BOOTED = "/run/ostree-booted"
+
+
+class UpdateError(RuntimeError):
+    """The update failed; the node was rolled back to the old config."""
+
+
+class Unreconcilable(UpdateError):
+    """The update cannot be applied in place; nothing was changed."""
+
+    def __init__(self, plan_: Plan) -> None:
+        self.plan = plan_
+        super().__init__(plan_.reason)
+
+
+@dataclass
+class Host:
+    """Everything an update touches on one root, wired once."""
+
+    root: HostRoot
+    runner: Runner
+    coreos: bool
+    accounts: Accounts
+    files: FileWriter
+    systemd: SystemdManager
+    units: UnitWriter
+    ssh: SshKeyWriter
+    rpmostree: RpmOstree | None
+    rebooter: Rebooter
+
+    @classmethod
+    def for_root(
+        cls,
+        root: HostRoot,
+        runner: Runner,
+        *,
+        coreos: bool | None = None,
+        rpmostree_binary: str = "rpm-ostree",
+    ) -> Host:
+        if coreos is None:
+            coreos = root.join(OSTREE_BOOTED).exists()
+        accounts = Accounts.load(root)
+        files = FileWriter(root, accounts, runner, coreos=coreos)
+        systemd = make_manager(root, runner)
+        units = UnitWriter(
+            root, systemd, write_file=files.write_unit_file, remove_file=files.remove_unit_path
+        )
+        return cls(
+            root=root,
+            runner=runner,
+            coreos=coreos,
+            accounts=accounts,
+            files=files,
+            systemd=systemd,
+            units=units,
+            ssh=SshKeyWriter(root, accounts, runner),
+            rpmostree=RpmOstree(runner, binary=rpmostree_binary) if coreos else None,
+            rebooter=Rebooter(runner, coreos=coreos),
+        )
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What an update did."""
+
+    plan: Plan
+    reboot: bool
+    rebooted: bool
+    actions_run: tuple[str, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+
+def mc_json(mc: MachineConfig) -> Mapping[str, Any]:
+    """The object persisted for a config (the source object; a bare Ignition is wrapped)."""
+    raw = mc.raw
+    if raw.get("kind") == "MachineConfig":
+        return raw
+    return {
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineConfig",
+        "metadata": {"name": mc.name},
+        "spec": {"config": dict(raw)} if raw else {},
+    }
+
+
+def load_mc(obj: Mapping[str, Any] | None, what: str) -> MachineConfig:
+    """A persisted config back into a MachineConfig (None: upstream's empty config)."""
+    if obj is None:
+        return empty_machineconfig()
+    return machineconfig_from_object(obj, what)
+
+
+def facts_for(host: Host) -> Facts:
+    """Facts the planner needs, read from the root (the planner itself never reads them)."""
+    fips_path = host.root.join("/proc/sys/crypto/fips_enabled")
+    node_fips: bool | None = None
+    try:
+        node_fips = fips_path.read_text().strip() == "1"
+    except OSError:
+        node_fips = None
+    return Facts(forcefile=state.forcefile_present(host.root), node_fips=node_fips, coreos=host.coreos)
+
+
+def update(
+    host: Host,
+    old: MachineConfig,
+    new: MachineConfig,
+    *,
+    legacy: bool,
+    policies: policy.ClusterPolicies = policy.DEFAULT_POLICIES,
+    skip_reboot: bool = False,
+    skip_certificate_write: bool = False,
+    facts: Facts | None = None,
+) -> Outcome:
+    """Apply `new` over `old` on the host; on failure roll back and raise UpdateError."""
+    facts = facts if facts is not None else facts_for(host)
+    p = plan(old, new, facts, policies, legacy=legacy)
+    if not p.reconcilable:
+        raise Unreconcilable(p)
+    if p.diff.is_empty and not facts.forcefile and state.pending(host.root) is None:
+        drift = ondisk.first_error(host.root, new.config or EMPTY_IGNITION, host.systemd.is_enabled)
+        if drift is None and state.read_current_config(host.root) == mc_json(new):
+            # already there: no transaction record, no write, no action (re-runs are no-ops)
+            return Outcome(p, reboot=False, rebooted=False, notes=("already in the desired config",))
+    if facts.forcefile:
+        # upstream deletes the forcefile when it computes the actions: it forces one update only
+        state.remove_forcefile(host.root)
+    old_json, new_json = mc_json(old), mc_json(new)
+    state.begin(host.root, state.Transaction(old_json, new_json, "apply", "legacy" if legacy else "policy"))
+    failpoints.hit("transaction recorded")
+    undo: list[tuple[str, Callable[[], None]]] = []
+    old_ign = old.config or EMPTY_IGNITION
+    new_ign = new.config or EMPTY_IGNITION
+    try:
+        _run_steps(host, p, old, new, old_ign, new_ign, undo, facts=facts, skip_certs=skip_certificate_write)
+        state.write_current(host.root, new_json, new.ocl_image)
+        failpoints.hit("current config persisted")
+        state.finish(host.root)
+        failpoints.hit("transaction finished")
+    except Exception as exc:
+        _roll_back(host, old_json, undo)
+        if isinstance(exc, UpdateError):
+            raise
+        raise UpdateError(f"update to {new.name} failed and was rolled back: {exc}") from exc
+    # committed: no re-run can follow, so the backups of restored originals can go
+    host.files.collect_restored(old_ign, new_ign)
+    return _post_actions(host, p, new, skip_reboot=skip_reboot)
+
+
+def _run_steps(
+    host: Host,
+    p: Plan,
+    old: MachineConfig,
+    new: MachineConfig,
+    old_ign: IgnitionConfig,
+    new_ign: IgnitionConfig,
+    undo: list[tuple[str, Callable[[], None]]],
+    *,
+    facts: Facts,
+    skip_certs: bool,
+) -> None:
+    # files, units and stale data are undone together by applying the old config back
+    undo.append(("files and units", lambda: _apply_files_units(host, new_ign, old_ign, old_ign.units)))
+    changed = {c.name for c in p.diff.unit_changes}
+    units = new_ign.units if facts.forcefile else tuple(u for u in new_ign.units if u.name in changed)
+    _apply_files_units(host, old_ign, new_ign, units, skip=(KUBELET_CA,) if skip_certs else ())
+    failpoints.hit("files and units written")
+    kubeconfig = host.root.join(KUBECONFIG)
+    if kubeconfig.exists():
+        kubeconfig.chmod(0o600)
+    if p.diff.passwd:
+        undo.append(("ssh keys", lambda: _apply_passwd(host, new_ign, old_ign)))
+        _apply_passwd(host, old_ign, new_ign)
+        failpoints.hit("ssh keys written")
+    if host.rpmostree is not None and _os_commands(p):
+        rpm = host.rpmostree
+        undo.append(("os", rpm.cleanup_pending))
+        _apply_os(host, rpm, p)
+        failpoints.hit("os staged")
+
+
+def _apply_files_units(
+    host: Host,
+    old_ign: IgnitionConfig,
+    new_ign: IgnitionConfig,
+    units: Sequence[Unit],
+    skip: Sequence[str] = (),
+) -> None:
+    host.files.write_files(new_ign.files, skip=skip)
+    host.units.write_units(units)
+    host.units.remove_units(old_ign.units, new_ign.units)
+    host.files.delete_stale(old_ign, new_ign)
+
+
+def _apply_passwd(host: Host, old_ign: IgnitionConfig, new_ign: IgnitionConfig) -> None:
+    host.ssh.apply(new_ign.users)
+    host.ssh.set_password_hashes(old_ign.users, new_ign.users)
+
+
+def _os_commands(p: Plan) -> list[tuple[str, ...]]:
+    return [c for c in p.commands if c and c[0] == "rpm-ostree"]
+
+
+def _apply_os(host: Host, rpm: RpmOstree, p: Plan) -> None:
+    """Run the plan's rpm-ostree commands (the plan already encodes upstream's order)."""
+    for cmd in _os_commands(p):
+        rpm.run_planned(list(cmd))
+        failpoints.hit("rpm-ostree command done")
+
+
+def _roll_back(host: Host, old_json: Mapping[str, Any], undo: list[tuple[str, Callable[[], None]]]) -> None:
+    new_record = state.pending(host.root)
+    if new_record is not None:
+        state.begin(host.root, state.Transaction(new_record.old, new_record.new, "rollback", new_record.mode))
+    errors: list[str] = []
+    for what, fn in reversed(undo):
+        try:
+            fn()
+        except Exception as exc:  # every undo runs; the failures are reported together
+            errors.append(f"{what}: {exc}")
+    if errors:
+        # the record stays: a restart re-runs the transaction and converges
+        raise UpdateError("error rolling back changes: " + "; ".join(errors))
+    state.finish(host.root)
+
+
+def _post_actions(host: Host, p: Plan, new: MachineConfig, *, skip_reboot: bool) -> Outcome:
+    actions = [a if isinstance(a, str) else a.type for a in p.actions]
+    if any(a in ("reboot", "Reboot") for a in actions):
+        if skip_reboot:
+            LOG.info("reboot required for config %s, skipped (--skip-reboot)", new.name)
+            return Outcome(p, reboot=True, rebooted=False)
+        host.rebooter.reboot(f"Node will reboot into config {new.name}")
+        return Outcome(p, reboot=True, rebooted=True)
+    run: list[str] = []
+    for a in p.actions:
+        kind = a if isinstance(a, str) else a.type
+        if kind in {"reload crio", "Special"}:
+            host.systemd.reload("crio.service")
+            run.append("reload crio.service")
+        elif kind == "restart crio":
+            host.runner.run(["update-ca-trust"], check=False)
+            host.systemd.restart("crio.service")
+            run.append("restart crio.service")
+        elif kind == "Reload":
+            host.systemd.reload(a.service)
+            run.append(f"reload {a.service}")
+        elif kind == "Restart":
+            host.systemd.restart(a.service)
+            run.append(f"restart {a.service}")
+        elif kind == "DaemonReload":
+            host.systemd.daemon_reload()
+            run.append("daemon-reload")
+    return Outcome(p, reboot=False, rebooted=False, actions_run=tuple(run))
+
+
+def recover(host: Host, *, skip_reboot: bool = True) -> Outcome | None:
+    """Finish an interrupted update: re-run the recorded transaction, which converges.
+
+    A record in phase "apply" means the process died while applying: the same update runs
+    again. In phase "rollback" it died while undoing a failed update: the update runs again
+    too, fails at the same step if the cause persists, and rolls back completely this time.
+    """
+    txn = state.pending(host.root)
+    if txn is None:
+        return None
+    LOG.warning("found an interrupted update (phase %s): re-running it", txn.phase)
+    old = load_mc(txn.old, state.TRANSACTION)
+    new = load_mc(txn.new, state.TRANSACTION)
+    try:
+        return update(
+            host,
+            old,
+            new,
+            legacy=txn.mode == "legacy",
+            skip_reboot=skip_reboot,
+            facts=Facts(coreos=host.coreos),
+        )
+    except HostError as exc:
+        raise UpdateError(str(exc)) from exc

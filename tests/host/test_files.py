@@ -1,0 +1,747 @@
+"""mcd.host.files: Ignition files with exact mode/owner, .mcdorig/.mcdnoorig bookkeeping, stale pruning."""
+
+from __future__ import annotations
+
+import base64
+import functools
+import gzip
+import os
+import re
+import signal
+import stat
+from collections.abc import Callable, Collection, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from casefiles import case_params, load_cases
+
+from mcd import failpoints
+from mcd.config.ignition import Dropin, File, IgnitionConfig, NodeRef, Unit, parse_ignition
+from mcd.host.accounts import Accounts
+from mcd.host.errors import HostError
+from mcd.host.files import (
+    LEAKED_SYMLINKS,
+    FileWriter,
+    noorig_path,
+    orig_path,
+    path_in_dropins,
+)
+from mcd.host.root import HostRoot
+from mcd.host.runner import CommandResult, RecordingRunner
+
+PASSWD = "root:x:0:0:root:/root:/bin/bash\ncore:x:1000:1000:CoreOS Admin:/home/core:/bin/bash\n"
+GROUP = "root:x:0:\ncore:x:1000:\n"
+# names of fsops temp files a SIGKILL may leave behind (harmless garbage, never read)
+TEMP_NAME = re.compile(r"^\..*\.[0-9a-f]{16}\.tmp$")
+
+
+# --- helpers ---------------------------------------------------------------------------------------
+
+
+def put(base: Path, path: str, text: str = "", mode: int = 0o644) -> Path:
+    target = base / path.lstrip("/")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text)
+    os.chmod(target, mode)
+    return target
+
+
+def make_base(base: Path) -> Path:
+    put(base, "/etc/passwd", PASSWD)
+    put(base, "/etc/group", GROUP)
+    return base
+
+
+def writer(base: Path, runner: RecordingRunner | None = None, coreos: bool = True) -> FileWriter:
+    root = HostRoot(base)
+    return FileWriter(root, Accounts.load(root), runner, coreos)
+
+
+class RpmRunner(RecordingRunner):
+    """A RecordingRunner answering `rpm --root <root> -qf <path>` like rpm: owned for `owned`, else not."""
+
+    def __init__(self, base: Path, owned: Collection[str] = ()) -> None:
+        super().__init__()
+        self.prefix = ("rpm", "--root", str(HostRoot(base).prefix), "-qf")
+        self.owned = set(owned)
+
+    def run(self, argv: Sequence[str], **kwargs: Any) -> CommandResult:
+        args = tuple(argv)
+        assert args[:-1] == self.prefix, args
+        if args[-1] in self.owned:
+            self.expect(args, stdout="some-package-1.0-1.noarch\n", times=1)
+        else:
+            self.expect(args, 1, stdout=f"file {args[-1]} is not owned by any package\n", times=1)
+        return super().run(argv, **kwargs)
+
+
+def rpm(base: Path, owned: Collection[str] = ()) -> RpmRunner:
+    return RpmRunner(base, owned)
+
+
+def ign(path: str, text: str = "", mode: int | None = None, **kw: Any) -> File:
+    return File(path=path, mode=mode, data=text.encode(), **kw)
+
+
+def cfg(files: tuple[File, ...] = (), units: tuple[Unit, ...] = ()) -> IgnitionConfig:
+    return IgnitionConfig(version="3.5.0", files=files, units=units)
+
+
+def snapshot(base: Path) -> dict[str, tuple[Any, ...]]:
+    """Everything under `base`: type, mode, owner, bytes or link target (not times)."""
+    out: dict[str, tuple[Any, ...]] = {}
+    for dirpath, dirnames, filenames in os.walk(base):
+        for name in dirnames + filenames:
+            if TEMP_NAME.match(name):
+                continue
+            p = Path(dirpath) / name
+            st = os.lstat(p)
+            rel = str(p.relative_to(base))
+            if stat.S_ISLNK(st.st_mode):
+                out[rel] = ("link", os.readlink(p), st.st_uid, st.st_gid)
+            elif stat.S_ISDIR(st.st_mode):
+                out[rel] = ("dir", stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid)
+            else:
+                out[rel] = ("file", stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid, p.read_bytes())
+    return out
+
+
+def non_dirs(snap: dict[str, tuple[Any, ...]]) -> dict[str, tuple[Any, ...]]:
+    return {k: v for k, v in snap.items() if v[0] != "dir"}
+
+
+def mode_of(p: Path) -> int:
+    return stat.S_IMODE(os.lstat(p).st_mode)
+
+
+# --- writing files -----------------------------------------------------------------------------------
+
+
+def test_new_file_gets_exact_mode_owner_by_name_and_a_stamp(tmp_path: Path) -> None:
+    w = writer(make_base(tmp_path), rpm(tmp_path))
+    f = ign("/etc/app/conf", "secret\n", 0o600, user=NodeRef(name="core"), group=NodeRef(name="core"))
+    assert w.write_files([f]) == ["/etc/app/conf"]
+    target = tmp_path / "etc/app/conf"
+    assert target.read_text() == "secret\n"
+    st = os.lstat(target)
+    assert (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid) == (0o600, 1000, 1000)
+    assert mode_of(tmp_path / "etc/app") == 0o755
+    stamp = tmp_path / noorig_path("/etc/app/conf").lstrip("/")
+    assert stamp.read_bytes() == b""
+    assert not (tmp_path / orig_path("/etc/app/conf").lstrip("/")).exists()
+
+
+def test_owner_ids_win_over_names(tmp_path: Path) -> None:
+    w = writer(make_base(tmp_path))
+    f = ign("/etc/x", user=NodeRef(id=4242, name="nosuchuser"), group=NodeRef(id=4343, name="nosuchgroup"))
+    assert w.owner_of(f) == (4242, 4343)
+    assert w.owner_of(ign("/etc/x")) == (0, 0)
+
+
+def test_files_are_always_chowned_to_root_by_default(tmp_path: Path) -> None:
+    target = put(make_base(tmp_path), "/etc/owned-by-core", "old")
+    os.chown(target, 1000, 1000)
+    writer(tmp_path).write_files([ign("/etc/owned-by-core", "old")])
+    st = os.lstat(target)
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (0, 0, 0o644)
+
+
+def test_existing_parent_directory_mode_is_left_alone(tmp_path: Path) -> None:
+    (make_base(tmp_path) / "etc/private").mkdir(mode=0o700)
+    os.chmod(tmp_path / "etc/private", 0o700)
+    writer(tmp_path).write_files([ign("/etc/private/x", "x")])
+    assert mode_of(tmp_path / "etc/private") == 0o700
+
+
+def test_identical_file_is_not_rewritten(tmp_path: Path) -> None:
+    w = writer(make_base(tmp_path), rpm(tmp_path))
+    f = ign("/etc/same", "same\n", 0o640)
+    assert w.write_files([f]) == ["/etc/same"]
+    inode = os.lstat(tmp_path / "etc/same").st_ino
+    assert w.write_files([f]) == []
+    assert os.lstat(tmp_path / "etc/same").st_ino == inode
+
+
+def test_skipped_paths_are_not_written(tmp_path: Path) -> None:
+    w = writer(make_base(tmp_path))
+    written = w.write_files(
+        [ign("/etc/kubernetes/kubelet-ca.crt", "ca"), ign("/etc/y", "y")],
+        skip={"/etc/kubernetes/kubelet-ca.crt"},
+    )
+    assert written == ["/etc/y"]
+    assert not (tmp_path / "etc/kubernetes").exists()
+
+
+WRITE_CASES = load_cases("misc.json", kind="write_files")
+
+
+def _case_file(case: dict[str, Any]) -> File:
+    entry = dict(case["input"]["file"])
+    entry.setdefault("path", "/etc/test-file")
+    contents = entry.get("contents")
+    if contents and "<gzip of" in contents["source"]:
+        packed = base64.b64encode(gzip.compress(b"hello world\n")).decode()
+        entry["contents"] = {**contents, "source": "data:;base64," + packed}
+    result = parse_ignition({"ignition": {"version": "3.5.0"}, "storage": {"files": [entry]}})
+    assert result.config is not None, result.findings
+    return result.config.files[0]
+
+
+@pytest.mark.parametrize("case", case_params(WRITE_CASES))
+def test_write_files_cases(tmp_path: Path, case: dict[str, Any]) -> None:
+    base = make_base(tmp_path)
+    before = snapshot(base)
+    f = _case_file(case)
+    expected = case["expected"]
+    w = writer(base)
+    if "error" in expected:
+        with pytest.raises(HostError) as err:
+            w.write_files([f])
+        assert str(err.value) == expected["error"]
+        assert snapshot(base) == before
+        return
+    w.write_files([f])
+    target = base / f.path.lstrip("/")
+    st = os.lstat(target)
+    if "written" in expected:
+        assert target.read_text() == expected["written"]
+    if "mode" in expected:
+        assert stat.S_IMODE(st.st_mode) == int(expected["mode"], 8)
+    if "uid" in expected:
+        assert (st.st_uid, st.st_gid) == (expected["uid"], expected["gid"])
+    if "parentDirMode" in expected:
+        assert mode_of(target.parent) == int(expected["parentDirMode"].split()[0], 8)
+
+
+# --- hostile input: refused before anything is written ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (
+            ign("/etc/b", user=NodeRef(name="mallory")),
+            'failed to retrieve file ownership for file "/etc/b": '
+            "failed to retrieve UserID for username: mallory",
+        ),
+        (
+            ign("/etc/b", group=NodeRef(name="wheel")),
+            'failed to retrieve file ownership for file "/etc/b": '
+            "failed to retrieve GroupID for group: wheel",
+        ),
+    ],
+)
+def test_unknown_owner_writes_nothing_anywhere(tmp_path: Path, bad: File, message: str) -> None:
+    base = make_base(tmp_path / "root")
+    put(tmp_path, "/outside/keep", "x")
+    before = snapshot(tmp_path)
+    w = writer(base, rpm(base))
+    with pytest.raises(HostError) as err:
+        w.write_files([ign("/etc/a", "first, valid"), bad, ign("/etc/c", "after")])
+    assert str(err.value) == message
+    assert snapshot(tmp_path) == before
+
+
+def test_append_refused_before_any_write(tmp_path: Path) -> None:
+    from mcd.config.ignition import Resource
+
+    base = make_base(tmp_path)
+    before = snapshot(base)
+    appended = ign("/etc/b", append=(Resource("data:,x"),))
+    with pytest.raises(
+        HostError, match=r"^found an append section when writing files\. Append is not supported$"
+    ):
+        writer(base).write_files([ign("/etc/a", "a"), appended])
+    assert snapshot(base) == before
+
+
+def test_traversal_through_a_symlinked_parent_is_refused(tmp_path: Path) -> None:
+    base = make_base(tmp_path / "root")
+    (tmp_path / "outside").mkdir()
+    os.symlink("../../../outside", base / "etc/evil")
+    before = snapshot(tmp_path)
+    with pytest.raises(HostError, match=r'"/etc/evil/payload"'):
+        writer(base).write_files([ign("/etc/ok", "ok"), ign("/etc/evil/payload", "pwned")])
+    assert snapshot(tmp_path) == before
+    assert list((tmp_path / "outside").iterdir()) == []
+
+
+def test_absolute_symlinked_parent_stays_inside_the_root(tmp_path: Path) -> None:
+    base = make_base(tmp_path / "root")
+    (tmp_path / "outside").mkdir()
+    os.symlink(str(tmp_path / "outside"), base / "etc/abs")
+    writer(base).write_files([ign("/etc/abs/payload", "data")])
+    assert list((tmp_path / "outside").iterdir()) == []
+    # the absolute target is read as a path inside the root
+    assert (base / str(tmp_path / "outside/payload").lstrip("/")).read_text() == "data"
+
+
+def test_directory_in_the_way_writes_nothing(tmp_path: Path) -> None:
+    base = make_base(tmp_path)
+    (base / "etc/adir").mkdir()
+    before = snapshot(base)
+    with pytest.raises(HostError, match=r'cannot write file "/etc/adir": it is a directory'):
+        writer(base).write_files([ign("/etc/first", "1"), ign("/etc/adir", "x")])
+    assert snapshot(base) == before
+
+
+def test_file_below_a_regular_file_is_refused(tmp_path: Path) -> None:
+    base = make_base(tmp_path)
+    put(base, "/etc/plain", "p")
+    before = snapshot(base)
+    with pytest.raises(HostError, match=r'cannot write file "/etc/plain/sub": /etc/plain is not a directory'):
+        writer(base).write_files([ign("/etc/first", "1"), ign("/etc/plain/sub", "x")])
+    assert snapshot(base) == before
+
+
+def test_file_below_another_file_of_the_same_batch_is_refused(tmp_path: Path) -> None:
+    base = make_base(tmp_path)
+    before = snapshot(base)
+    with pytest.raises(HostError, match=r'"/etc/n/sub": "/etc/n" is also written as a file'):
+        writer(base).write_files([ign("/etc/n", "1"), ign("/etc/n/sub", "x")])
+    assert snapshot(base) == before
+
+
+# --- backups: createOrigFile --------------------------------------------------------------------------
+
+
+def test_os_shipped_file_round_trip_via_usr_etc(tmp_path: Path) -> None:
+    base = make_base(tmp_path)
+    put(base, "/usr/etc/chrony.conf", "pool default\n")
+    original = put(base, "/etc/chrony.conf", "pool default\n", 0o640)
+    os.chown(original, 0, 1000)
+    config_a = cfg((ign("/etc/chrony.conf", "server mine\n"),))
+    w = writer(base, rpm(base))
+
+    assert w.write_files(config_a.files) == ["/etc/chrony.conf"]
+    backup = base / orig_path("/etc/chrony.conf").lstrip("/")
+    assert backup.read_text() == "pool default\n"
+    assert (mode_of(backup), os.lstat(backup).st_gid) == (0o640, 1000)  # cp -a: mode and owner kept
+    assert (base / "etc/chrony.conf").read_text() == "server mine\n"
+    assert not (base / noorig_path("/etc/chrony.conf").lstrip("/")).exists()
+
+    assert w.delete_stale(config_a, cfg()) == ["/etc/chrony.conf"]
+    restored = base / "etc/chrony.conf"
+    assert restored.read_text() == "pool default\n"
+    assert (mode_of(restored), os.lstat(restored).st_gid) == (0o640, 1000)
+    assert not backup.exists()
+
+
+def test_rpm_owned_file_is_backed_up_and_restored(tmp_path: Path) -> None:
+    base = make_base(tmp_path)
+    put(base, "/var/lib/pkg/conf", "shipped")
+    w = writer(base, rpm(base, {"/var/lib/pkg/conf"}))
+    config_a = cfg((ign("/var/lib/pkg/conf", "mine"),))
+    w.write_files(config_a.files)
+    assert (base / orig_path("/var/lib/pkg/conf").lstrip("/")).read_text() == "shipped"
+    assert w.delete_stale(config_a, cfg()) == ["/var/lib/pkg/conf"]
+    assert (base / "var/lib/pkg/conf").read_text() == "shipped"
+
+
+def test_new_file_round_trip_stamp_then_delete(tmp_path: Path) -> None:
+    base = make_base(tmp_path)
+    w = writer(base, rpm(base))
+    config_a = cfg((ign("/etc/new.conf", "hello"),))
+    w.write_files(config_a.files)
+    stamp = base / noorig_path("/etc/new.conf").lstrip("/")
+    assert stamp.exists()
+    assert w.delete_stale(config_a, cfg()) == ["/etc/new.conf"]
+    assert not (base / "etc/new.conf").exists()
+    assert not stamp.exists()
+
+
+def test_existing_file_not_shipped_gets_a_stamp_and_loses_a_stale_backup(tmp_path: Path) -> None:
+    base = make_base(tmp_path)
+    put(base, "/etc/local.conf", "admin")
+    stale = put(base, orig_path("/etc/local.conf"), "wrongly preserved")
+    w = writer(base, rpm(base))
+    w.write_files([ign("/etc/local.conf", "mc")])
+    assert not stale.exists()
+    assert (base / noorig_path("/etc/local.conf").lstrip("/")).exists()
+
+
+@pytest.mark.parametrize("missing_rpm", ["runner is None", "rpm not installed"])
+def test_without_rpm_nothing_counts_as_os_shipped(tmp_path: Path, missing_rpm: str) -> None:
+    base = make_base(tmp_path)
+    put(base, "/usr/etc/chrony.conf", "pool default\n")
+    put(base, "/etc/chrony.conf", "pool default\n")
+    runner = None
+    if missing_rpm == "rpm not installed":
+        runner = RecordingRunner().expect(["rpm"], raises=FileNotFoundError("rpm"))
+    w = writer(base, runner)
+    config_a = cfg((ign("/etc/chrony.conf", "mine"),))
+    w.write_files(config_a.files)
+    assert not (base / orig_path("/etc/chrony.conf").lstrip("/")).exists()
+    assert (base / noorig_path("/etc/chrony.conf").lstrip("/")).exists()
+    w.delete_stale(config_a, cfg())
+    assert not (base / "etc/chrony.conf").exists()
+
+
+def test_unexpected_rpm_failure_is_an_error(tmp_path: Path) -> None:
+    base = make_base(tmp_path)
+    put(base, "/etc/x", "x")
+    runner = RecordingRunner().expect(["rpm"], 2, stderr="error: rpmdb: BDB0113 Thread died\n")
+    with pytest.raises(
+        HostError, match=r"^command \"rpm --root .* -qf /etc/x\" returned with unexpected error"
+    ):
+        writer(base, runner).write_files([ign("/etc/x", "y")])
+    assert (base / "etc/x").read_text() == "x"
+
+
+def test_live_root_queries_rpm_without_root_option() -> None:
+    runner = RecordingRunner().expect(
+        ["rpm", "-qf", "/etc/zzz-none"], 1, stdout="file /etc/zzz-none is not owned by any package"
+    )
+    w = FileWriter(HostRoot("/"), Accounts({}, {}, {}), runner)
+    assert w._rpm_owned("/etc/zzz-none") is False
+    assert runner.commands == [("rpm", "-qf", "/etc/zzz-none")]
+
+
+def test_existing_backup_is_kept(tmp_path: Path) -> None:
+    base = make_base(tmp_path)
+    put(base, "/usr/etc/a.conf", "shipped")
+    put(base, "/etc/a.conf", "shipped")
+    w = writer(base, rpm(base))
+    w.write_files([ign("/etc/a.conf", "v1")])
+    w.write_files([ign("/etc/a.conf", "v2")])
+    assert (base / orig_path("/etc/a.conf").lstrip("/")).read_text() == "shipped"
+
+
+def test_existing_dangling_symlink_backup_is_kept(tmp_path: Path) -> None:
+    base = make_base(tmp_path)
+    put(base, "/usr/etc/b.conf", "shipped")
+    put(base, "/etc/b.conf", "shipped")
+    backup = base / orig_path("/etc/b.conf").lstrip("/")
+    backup.parent.mkdir(parents=True)
+    os.symlink("../nowhere", backup)
+    writer(base, rpm(base)).write_files([ign("/etc/b.conf", "v1")])
+    assert os.readlink(backup) == "../nowhere"
+
+
+def test_symlink_original_is_backed_up_as_a_symlink(tmp_path: Path) -> None:
+    base = make_base(tmp_path)
+    put(base, "/usr/share/zoneinfo/UTC", "TZif")
+    put(base, "/usr/etc/localtime", "")
+    os.symlink("../usr/share/zoneinfo/UTC", base / "etc/localtime")
+    w = writer(base, rpm(base))
+    config_a = cfg((ign("/etc/localtime", "TZif-mine"),))
+    w.write_files(config_a.files)
+    assert os.readlink(base / orig_path("/etc/localtime").lstrip("/")) == "../usr/share/zoneinfo/UTC"
+    w.delete_stale(config_a, cfg())
+    assert os.readlink(base / "etc/localtime") == "../usr/share/zoneinfo/UTC"
+
+
+def test_a_stamp_wins_over_a_later_os_shipped_copy(tmp_path: Path) -> None:
+    # the file was written by the daemon (stamp) before the OS started shipping it: the current
+    # content is the daemon's own, so it must not be preserved as "the original"
+    base = make_base(tmp_path)
+    w = writer(base, rpm(base))
+    config_a = cfg((ign("/etc/late.conf", "mine v1"),))
+    w.write_files(config_a.files)
+    put(base, "/usr/etc/late.conf", "shipped later")
+    w.write_files([ign("/etc/late.conf", "mine v2")])
+    assert not (base / orig_path("/etc/late.conf").lstrip("/")).exists()
+    w.delete_stale(config_a, cfg())
+    assert not (base / "etc/late.conf").exists()
+    assert not (base / noorig_path("/etc/late.conf").lstrip("/")).exists()
+
+
+# --- deleteStaleData ------------------------------------------------------------------------------
+
+
+def test_backup_of_a_file_no_longer_shipped_is_dropped_with_the_file(tmp_path: Path) -> None:
+    base = make_base(tmp_path)
+    put(base, "/etc/gone.conf", "mc")
+    backup = put(base, orig_path("/etc/gone.conf"), "old")
+    w = writer(base, rpm(base))
+    assert w.delete_stale(cfg((ign("/etc/gone.conf"),)), cfg()) == ["/etc/gone.conf"]
+    assert not (base / "etc/gone.conf").exists()
+    assert not backup.exists()
+
+
+def test_never_deleted_paths_survive(tmp_path: Path) -> None:
+    base = make_base(tmp_path)
+    kept = [
+        "/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt",
+        "/etc/kubernetes/kubelet-ca.crt",
+        "/etc/kubernetes/static-pod-resources/configmaps/cloud-config/ca-bundle.pem",
+        "/etc/docker/certs.d/registry.example.com/ca.crt",
+    ]
+    for p in kept:
+        put(base, p, "cert")
+    put(base, "/etc/other", "x")
+    old = cfg(tuple(ign(p) for p in [*kept, "/etc/other"]))
+    assert writer(base, rpm(base)).delete_stale(old, cfg()) == ["/etc/other"]
+    for p in kept:
+        assert (base / p.lstrip("/")).read_text() == "cert"
+
+
+def test_file_now_declared_as_a_dropin_is_kept(tmp_path: Path) -> None:
+    base = make_base(tmp_path)
+    path = "/etc/systemd/system/kubelet.service.d/10-foo.conf"
+    w = writer(base, rpm(base))
+    old = cfg((ign(path, "[Service]\n"),))
+    w.write_files(old.files)
+    new = cfg(units=(Unit("kubelet.service", dropins=(Dropin("10-foo.conf", "[Service]\n"),)),))
+    assert w.delete_stale(old, new) == []
+    assert (base / path.lstrip("/")).read_text() == "[Service]\n"
+    # as upstream: the stamp goes even though the file stays
+    assert not (base / noorig_path(path).lstrip("/")).exists()
+
+
+def test_missing_stale_file_is_only_a_warning(tmp_path: Path) -> None:
+    base = make_base(tmp_path)
+    assert writer(base, rpm(base)).delete_stale(cfg((ign("/etc/never-written"),)), cfg()) == []
+
+
+def test_files_still_declared_are_untouched(tmp_path: Path) -> None:
+    base = make_base(tmp_path)
+    put(base, "/etc/stays", "x")
+    both = cfg((ign("/etc/stays", "x"),))
+    assert writer(base, RecordingRunner()).delete_stale(both, both) == []
+    assert (base / "etc/stays").exists()
+
+
+def test_leaked_symlinks_are_always_removed(tmp_path: Path) -> None:
+    base = make_base(tmp_path)
+    for link in LEAKED_SYMLINKS:
+        (base / link.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+        os.symlink("/usr/lib/systemd/system/x.service", base / link.lstrip("/"))
+    assert writer(base).delete_stale(cfg(), cfg()) == list(LEAKED_SYMLINKS)
+    assert writer(base).delete_stale(cfg(), cfg()) == []
+
+
+# --- units and dropins -----------------------------------------------------------------------------
+
+
+def test_unit_file_with_coreos_usr_etc_copy_is_backed_up_from_it(tmp_path: Path) -> None:
+    base = make_base(tmp_path)
+    put(base, "/usr/etc/systemd/system/foo.service", "[Unit]\nDescription=shipped\n")
+    put(base, "/etc/systemd/system/foo.service", "[Unit]\nDescription=local edit\n")
+    w = writer(base, rpm(base))
+    assert w.write_unit_file("/etc/systemd/system/foo.service", "[Unit]\nDescription=mc\n") is True
+    backup = base / orig_path("/etc/systemd/system/foo.service").lstrip("/")
+    assert backup.read_text() == "[Unit]\nDescription=shipped\n"
+    unit = base / "etc/systemd/system/foo.service"
+    assert (unit.read_text(), mode_of(unit)) == ("[Unit]\nDescription=mc\n", 0o644)
+    assert w.write_unit_file("/etc/systemd/system/foo.service", "[Unit]\nDescription=mc\n") is False
+
+    old = cfg(units=(Unit("foo.service", contents="[Unit]\nDescription=mc\n"),))
+    assert w.delete_stale(old, cfg()) == ["/etc/systemd/system/foo.service"]
+    assert unit.read_text() == "[Unit]\nDescription=shipped\n"
+    assert not backup.exists()
+
+
+@pytest.mark.parametrize("coreos", [True, False])
+def test_unit_without_usr_etc_copy_or_off_coreos_has_no_bookkeeping(tmp_path: Path, coreos: bool) -> None:
+    base = make_base(tmp_path)
+    if not coreos:
+        put(base, "/usr/etc/systemd/system/bar.service", "shipped")
+    put(base, "/etc/systemd/system/bar.service", "shipped")
+    w = writer(base, RecordingRunner(), coreos=coreos)  # no rpm call expected either
+    w.write_unit_file("/etc/systemd/system/bar.service", "mine")
+    assert not (base / "etc/machine-config-daemon").exists()
+
+
+def test_removed_units_and_dropins_are_pruned(tmp_path: Path) -> None:
+    base = make_base(tmp_path)
+    w = writer(base, rpm(base))
+    sysd = "/etc/systemd/system"
+    # a unit the daemon created (stamp), a masked unit, a dropin of a unit that stays
+    put(base, f"{sysd}/new.service", "[Unit]\n")
+    put(base, noorig_path(f"{sysd}/new.service"), "")
+    os.symlink("/dev/null", base / f"{sysd}/masked.service".lstrip("/"))
+    put(base, f"{sysd}/kept.service.d/10-old.conf", "[Service]\n")
+    put(base, f"{sysd}/kept.service.d/20-new.conf", "[Service]\n")
+    put(base, f"{sysd}/kept.service", "[Unit]\n")
+    old = cfg(
+        units=(
+            Unit("new.service", contents="[Unit]\n"),
+            Unit("masked.service", mask=True),
+            Unit("kept.service", contents="[Unit]\n", dropins=(Dropin("10-old.conf", "[Service]\n"),)),
+        )
+    )
+    new = cfg(
+        units=(Unit("kept.service", contents="[Unit]\n", dropins=(Dropin("20-new.conf", "[Service]\n"),)),)
+    )
+    assert sorted(w.delete_stale(old, new)) == sorted(
+        [f"{sysd}/new.service", f"{sysd}/masked.service", f"{sysd}/kept.service.d/10-old.conf"]
+    )
+    assert not (base / f"{sysd}/new.service".lstrip("/")).exists()
+    assert not (base / noorig_path(f"{sysd}/new.service").lstrip("/")).exists()
+    assert not os.path.lexists(base / f"{sysd}/masked.service".lstrip("/"))
+    assert not (base / f"{sysd}/kept.service.d/10-old.conf".lstrip("/")).exists()
+    assert (base / f"{sysd}/kept.service.d/20-new.conf".lstrip("/")).exists()
+    assert (base / f"{sysd}/kept.service".lstrip("/")).exists()
+
+
+def test_remove_unit_path_has_backup_semantics(tmp_path: Path) -> None:
+    base = make_base(tmp_path)
+    w = writer(base, rpm(base))
+    sysd = "/etc/systemd/system"
+    put(base, "/usr" + f"{sysd}/shipped.service", "[Unit]\nshipped\n")
+    put(base, f"{sysd}/shipped.service", "[Unit]\nshipped\n")
+    w.write_unit_file(f"{sysd}/shipped.service", b"[Unit]\nmine\n", 0o644)
+    w.write_unit_file(f"{sysd}/x.service.d/10-a.conf", "[Service]\n")
+    os.symlink("/dev/null", base / f"{sysd}/m.service".lstrip("/"))
+
+    assert w.remove_unit_path(f"{sysd}/shipped.service") is True  # restored
+    assert (base / f"{sysd}/shipped.service".lstrip("/")).read_text() == "[Unit]\nshipped\n"
+    assert w.remove_unit_path(f"{sysd}/shipped.service") is False  # a re-run keeps the restored file
+    assert (base / f"{sysd}/shipped.service".lstrip("/")).exists()
+    assert w.remove_unit_path(f"{sysd}/x.service.d/10-a.conf") is True  # no original: deleted
+    assert w.remove_unit_path(f"{sysd}/m.service") is True  # a mask link goes too
+    assert w.remove_unit_path(f"{sysd}/m.service") is False
+    assert not os.path.lexists(base / f"{sysd}/m.service".lstrip("/"))
+    assert not list((base / "etc/machine-config-daemon").rglob("*.mcd*"))
+
+
+def test_remove_unit_path_refuses_a_directory(tmp_path: Path) -> None:
+    base = make_base(tmp_path)
+    put(base, "/etc/systemd/system/d.service/inner", "x")
+    with pytest.raises(HostError, match=r"unable to delete /etc/systemd/system/d\.service"):
+        writer(base).remove_unit_path("/etc/systemd/system/d.service")
+    assert (base / "etc/systemd/system/d.service/inner").exists()
+
+
+DROPIN_CASES = load_cases("misc.json", kind="is_path_in_dropins")
+
+
+def _units(raw: list[dict[str, Any]]) -> tuple[Unit, ...]:
+    return tuple(
+        Unit(u["name"], dropins=tuple(Dropin(d["name"], d.get("contents")) for d in u.get("dropins", ())))
+        for u in raw
+    )
+
+
+@pytest.mark.parametrize("case", case_params(DROPIN_CASES))
+def test_path_in_dropins_cases(case: dict[str, Any]) -> None:
+    units = _units(case["input"]["units"])
+    assert path_in_dropins(case["input"]["path"], units) is case["expected"]["inDropins"]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/etc/systemd/system/kubelet.service.d/10-foo.txt",  # not .conf
+        "/etc/systemd/system/kubelet.service/10-foo.conf",  # directory not .d
+        "/etc/kubelet.service.d/10-foo.conf",  # not under /etc/systemd/system
+    ],
+)
+def test_path_in_dropins_refuses_non_dropin_paths(path: str) -> None:
+    units = (Unit("kubelet.service", dropins=(Dropin("10-foo.conf", "x"), Dropin("10-foo.txt", "x"))),)
+    assert path_in_dropins(path, units) is False
+
+
+# --- crash safety: SIGKILL at every failpoint, then re-run the same call -----------------------------
+
+
+def killed_at(n: int, op: Callable[[], object]) -> bool:
+    """Run `op` in a child killed at failpoint `n`; True when it was killed, False when it finished."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        code = 0
+        try:
+            failpoints.arm(n)
+            op()
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        assert os.WTERMSIG(status) == signal.SIGKILL
+        return True
+    assert os.WEXITSTATUS(status) == 0, "the operation failed in the child"
+    return False
+
+
+def assert_converges_after_any_kill(
+    tmp_path: Path, setup: Callable[[Path], None], op: Callable[[Path], object]
+) -> int:
+    clean = tmp_path / "clean"
+    setup(clean)
+    op(clean)
+    expected = snapshot(clean)
+    n = 1
+    try:
+        while True:
+            base = tmp_path / f"kill-{n}"
+            setup(base)
+            if not killed_at(n, functools.partial(op, base)):
+                break
+            failpoints.arm(None)
+            op(base)
+            assert snapshot(base) == expected, f"no convergence after a kill at failpoint {n}"
+            n += 1
+    finally:
+        failpoints.arm(None)
+    return n - 1
+
+
+A_FILES = (
+    ign("/etc/chrony.conf", "server mine\n"),
+    ign("/etc/new.conf", "new\n", 0o600, user=NodeRef(name="core")),
+)
+UNIT = "/etc/systemd/system/foo.service"
+DROPIN = "/etc/systemd/system/foo.service.d/10-mc.conf"
+A_UNITS = (
+    Unit("foo.service", contents="[Unit]\nDescription=mc\n", dropins=(Dropin("10-mc.conf", "[Unit]\n"),)),
+)
+
+
+def _initial(base: Path) -> None:
+    make_base(base)
+    put(base, "/usr/etc/chrony.conf", "pool default\n")
+    put(base, "/etc/chrony.conf", "pool default\n")
+    put(base, "/usr" + UNIT, "[Unit]\nDescription=shipped\n")
+    put(base, UNIT, "[Unit]\nDescription=shipped\n")
+
+
+def _apply_a(base: Path) -> None:
+    w = writer(base, rpm(base))
+    w.write_files(A_FILES)
+    w.write_unit_file(UNIT, "[Unit]\nDescription=mc\n")
+    w.write_unit_file(DROPIN, "[Unit]\n")
+
+
+def _after_a(base: Path) -> None:
+    _initial(base)
+    _apply_a(base)
+
+
+def _drop_a(base: Path) -> None:
+    writer(base, rpm(base)).delete_stale(cfg(A_FILES, A_UNITS), cfg())
+
+
+def test_write_converges_after_a_kill_anywhere(tmp_path: Path) -> None:
+    assert assert_converges_after_any_kill(tmp_path, _initial, _apply_a) >= 10
+
+
+def test_delete_stale_converges_after_a_kill_anywhere(tmp_path: Path) -> None:
+    assert assert_converges_after_any_kill(tmp_path, _after_a, _drop_a) >= 8
+    # the converged state is the one before A (bar empty directories): originals back, ours gone
+    before = tmp_path / "before"
+    _initial(before)
+    assert non_dirs(snapshot(tmp_path / "clean")) == non_dirs(snapshot(before))
+
+
+def test_rerun_after_a_completed_restore_keeps_the_restored_files(tmp_path: Path) -> None:
+    base = tmp_path
+    _after_a(base)
+    _drop_a(base)
+    restored = snapshot(base)
+    assert writer(base, rpm(base)).delete_stale(cfg(A_FILES, A_UNITS), cfg()) == []
+    assert snapshot(base) == restored
+    assert (base / "etc/chrony.conf").read_text() == "pool default\n"
+    assert (base / UNIT.lstrip("/")).read_text() == "[Unit]\nDescription=shipped\n"
+
+
+def test_dropped_mask_of_a_shipped_unit_is_removed(tmp_path: Path) -> None:
+    base = make_base(tmp_path)
+    put(base, "/usr" + UNIT, "[Unit]\n")
+    (base / UNIT.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+    os.symlink("/dev/null", base / UNIT.lstrip("/"))
+    assert writer(base, rpm(base)).delete_stale(cfg(units=(Unit("foo.service", mask=True),)), cfg()) == [UNIT]
+    assert not os.path.lexists(base / UNIT.lstrip("/"))
