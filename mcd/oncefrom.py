@@ -38,7 +38,7 @@ def read_source(src: str) -> tuple[bytes, str]:
     """Bytes of a once-from source: a local file or an http(s) URL."""
     if src.startswith(("http://", "https://")):
         try:
-            with urllib.request.urlopen(src, timeout=FETCH_TIMEOUT) as resp:  # noqa: S310 (scheme checked)
+            with urllib.request.urlopen(src, timeout=FETCH_TIMEOUT) as resp:  # the scheme is checked above
                 data: bytes = resp.read(MAX_FETCH_BYTES + 1)
         except OSError as exc:
             raise InputError(src, [Finding((), f"cannot fetch: {exc}")]) from None

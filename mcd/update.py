@@ -12,19 +12,22 @@ last — a restarted process finds it and re-runs the same transaction, which co
 from __future__ import annotations
 
 import logging
+import os
+import posixpath
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from mcd import failpoints, policy
 from mcd.config.ignition import EMPTY_IGNITION, IgnitionConfig, Unit
 from mcd.config.machineconfig import MachineConfig, empty_machineconfig, machineconfig_from_object
-from mcd.host import ondisk, state
+from mcd.host import fsops, ondisk, state
 from mcd.host.accounts import Accounts
 from mcd.host.errors import HostError
-from mcd.host.files import FileWriter
+from mcd.host.files import ORIG_DIR, UNIT_DIR, FileWriter, dropin_path, noorig_path, orig_path, unit_path
 from mcd.host.reboot import Rebooter
-from mcd.host.root import HostRoot
+from mcd.host.root import HostRoot, PathEscapeError
 from mcd.host.rpmostree import RpmOstree
 from mcd.host.runner import Runner
 from mcd.host.ssh import SshKeyWriter
@@ -33,6 +36,8 @@ from mcd.plan import Facts, Plan, plan
 
 LOG = logging.getLogger(__name__)
 
+ORIG_SUFFIX = ".mcdorig"
+SSH_DIR = "/home/core/.ssh/authorized_keys.d"
 KUBECONFIG = "/etc/kubernetes/kubeconfig"
 KUBELET_CA = "/etc/kubernetes/kubelet-ca.crt"
 OSTREE_BOOTED = "/run/ostree-booted"
@@ -151,13 +156,18 @@ def update(
 ) -> Outcome:
     """Apply `new` over `old` on the host; on failure roll back and raise UpdateError."""
     facts = facts if facts is not None else facts_for(host)
+    old_ign = old.config or EMPTY_IGNITION
+    new_ign = new.config or EMPTY_IGNITION
+    _sweep_temp_files(host, old_ign, new_ign)
     p = plan(old, new, facts, policies, legacy=legacy)
     if not p.reconcilable:
         raise Unreconcilable(p)
     if p.diff.is_empty and not facts.forcefile and state.pending(host.root) is None:
         drift = ondisk.first_error(host.root, new.config or EMPTY_IGNITION, host.systemd.is_enabled)
         if drift is None and state.read_current_config(host.root) == mc_json(new):
-            # already there: no transaction record, no write, no action (re-runs are no-ops)
+            # already there: no transaction record, no write, no action (re-runs are no-ops);
+            # only backups of restored originals left by an interrupted commit are collected
+            _collect_restored(host, new_ign)
             return Outcome(p, reboot=False, rebooted=False, notes=("already in the desired config",))
     if facts.forcefile:
         # upstream deletes the forcefile when it computes the actions: it forces one update only
@@ -166,10 +176,8 @@ def update(
     state.begin(host.root, state.Transaction(old_json, new_json, "apply", "legacy" if legacy else "policy"))
     failpoints.hit("transaction recorded")
     undo: list[tuple[str, Callable[[], None]]] = []
-    old_ign = old.config or EMPTY_IGNITION
-    new_ign = new.config or EMPTY_IGNITION
     try:
-        _run_steps(host, p, old, new, old_ign, new_ign, undo, facts=facts, skip_certs=skip_certificate_write)
+        _run_steps(host, p, old_ign, new_ign, undo, facts=facts, skip_certs=skip_certificate_write)
         state.write_current(host.root, new_json, new.ocl_image)
         failpoints.hit("current config persisted")
         state.finish(host.root)
@@ -180,15 +188,68 @@ def update(
             raise
         raise UpdateError(f"update to {new.name} failed and was rolled back: {exc}") from exc
     # committed: no re-run can follow, so the backups of restored originals can go
-    host.files.collect_restored(old_ign, new_ign)
+    _collect_restored(host, new_ign)
     return _post_actions(host, p, new, skip_reboot=skip_reboot)
+
+
+def _collect_restored(host: Host, new_ign: IgnitionConfig) -> None:
+    """Drop backups of originals that are back in place and no longer managed.
+
+    Restores keep their backup until the update is committed, so that a re-run after a crash
+    restores again instead of deleting an unrecorded file; this runs after the commit (and on
+    the no-op path, for a commit that was interrupted before it got here).
+    """
+    declared = {f.path for f in new_ign.files}
+    for u in new_ign.units:
+        declared.add(unit_path(u.name))
+        declared.update(dropin_path(u.name, d.name) for d in u.dropins)
+    orig_root = host.root.join(ORIG_DIR)
+    for dirpath, _dirs, names in os.walk(orig_root):
+        for name in names:
+            if not name.endswith(ORIG_SUFFIX):
+                continue
+            backup = Path(dirpath, name)
+            path = "/" + os.path.relpath(backup, orig_root)[: -len(ORIG_SUFFIX)]
+            if path in declared:
+                continue
+            current = host.root.join(path)
+            if fsops.read_bytes_nofollow(backup) == _read_or_none(current):
+                fsops.remove(backup)
+                LOG.info("original %s is back in place: dropped its backup", path)
+
+
+def _read_or_none(path: Path) -> bytes | None:
+    try:
+        return fsops.read_bytes_nofollow(path)
+    except OSError:  # a symlink or a directory at the path: not a restored original
+        return None
+
+
+def _sweep_temp_files(host: Host, old_ign: IgnitionConfig, new_ign: IgnitionConfig) -> None:
+    """Remove what writers killed mid-write left behind, in every directory an update writes to."""
+    paths = {state.TRANSACTION, f"{SSH_DIR}/x"}
+    for ign in (old_ign, new_ign):
+        paths.update(f.path for f in ign.files)
+        for u in ign.units:
+            paths.add(unit_path(u.name))
+            paths.update(dropin_path(u.name, d.name) for d in u.dropins)
+    dirs = set()
+    for path in paths:
+        for p in (path, orig_path(path), noorig_path(path)):
+            dirs.add(posixpath.dirname(p))
+    dirs.add(f"{UNIT_DIR}/multi-user.target.wants")
+    for d in sorted(dirs):
+        try:
+            host_dir = host.root.join(d, follow_final=True)
+        except PathEscapeError:
+            continue
+        for leftover in fsops.sweep_temp_files(host_dir):
+            LOG.warning("removed %s, left by an interrupted write", leftover)
 
 
 def _run_steps(
     host: Host,
     p: Plan,
-    old: MachineConfig,
-    new: MachineConfig,
     old_ign: IgnitionConfig,
     new_ign: IgnitionConfig,
     undo: list[tuple[str, Callable[[], None]]],

@@ -253,7 +253,7 @@ class _Checker:
         fpath: str = raw["path"]
         if mode is not None and mode < 0:
             self.error(
-                path + ("mode",), f"invalid mode {format_mode(mode)} for {fpath}, must not be negative"
+                (*path, "mode"), f"invalid mode {format_mode(mode)} for {fpath}, must not be negative"
             )
         elif mode is not None and mode > MAX_FILE_MODE:
             # upstream's message (MCO validateIgn3FileModes), so setuid/setgid/sticky bits are refused

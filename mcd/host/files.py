@@ -1,30 +1,40 @@
 """Ignition files on disk: owners, exact modes, `.mcdorig` backups, `.mcdnoorig` stamps, stale-data pruning.
 
-Before the daemon first replaces a file it records what was there: a copy of an OS-shipped
-original (`/etc/machine-config-daemon/orig/<path>.mcdorig`) or an empty stamp saying nothing
-worth keeping was there (`/etc/machine-config-daemon/noorig/<path>.mcdnoorig`). When a later
-config drops the file, the original is restored or the file is deleted accordingly.
+Before the daemon first replaces a path it records what was there: a copy of whatever existed
+(`/etc/machine-config-daemon/orig/<path>.mcdorig`), or an empty stamp saying nothing was there
+(`/etc/machine-config-daemon/noorig/<path>.mcdnoorig`). When a later config drops the path, the
+original is restored from its backup or, with a stamp, the file is deleted. A restored original
+keeps its backup until the update is committed; `collect_restored` then drops it.
 
 Crash safety: every step is one atomic fsops call and the bookkeeping is ordered so that a kill
 between any two of them leaves a state the same call converges from. The backup or stamp is
-written before the file is touched; on deletion the file goes first and its backup/stamp last,
-so a half-done deletion is still recognised as "ours" when re-run.
+written before the file is touched; on deletion the file goes first and its stamp last, so a
+half-done deletion is still recognised as "ours" when re-run; a restore leaves its backup, so a
+re-run restores again (nothing to do when the file already is the backup).
 
-Deliberate differences from upstream, both needed for that convergence:
+Deliberate differences from upstream (product rule: nothing is ever lost):
+* every pre-existing file or symlink (dangling too) is backed up, OS-shipped or not, and a
+  dropped path with a backup is always restored. Upstream backs up only OS-shipped files
+  (rpm-owned or with a /usr/etc copy) and stamps anything else, so an admin's own file is
+  deleted when the config that replaced it is dropped; it also restores only while the file is
+  still OS-shipped. Nothing here asks rpm. Accepted consequence: a bogus backup of daemon-written
+  content left by very old upstream daemons (BZ 1814397) is restored rather than deleted.
+* a restore keeps the backup (upstream deletes it). An interrupted update is re-run whole; the
+  re-run must find the backup again, or it would see an unrecorded file and delete the original
+  it had just put back. `collect_restored` drops such backups once no re-run can follow.
 * an existing stamp always wins. Upstream takes a backup of an OS-shipped path even when a
   stamp exists, but then the "original" it saves is content the daemon wrote itself; the stamp
   already says the file was not there before the daemon.
-* a dropped path with neither backup nor stamp is kept when it is an OS-shipped file (a
-  unit: a regular file with a CoreOS /usr/etc copy). That is exactly the state a completed
-  restore leaves, so a re-run of an interrupted prune must not delete what it just restored;
-  upstream would delete it.
+Unchanged from upstream: unit files and dropins are recorded only on CoreOS when /usr/etc ships
+a copy (backed up from that copy), and a dropped path with neither backup nor stamp (e.g. a file
+Ignition wrote at first boot) is deleted.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import shlex
+import os
 import stat
 from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
@@ -118,15 +128,16 @@ def _failing_as(what: str) -> Iterator[None]:
 
 
 class FileWriter:
-    """Writes Ignition files and unit files under one root, with upstream's backup semantics."""
+    """Writes Ignition files and unit files under one root, keeping every original it replaces."""
 
     def __init__(
         self, root: HostRoot, accounts: Accounts, runner: Runner | None = None, coreos: bool = True
     ) -> None:
+        # `runner` is unused: no rpm query is needed since every original is kept. The parameter
+        # stays so that existing callers need no change.
+        del runner
         self.root = root
         self.accounts = accounts
-        # None: this root has no rpm, so nothing counts as OS-shipped (upstream: no rpm binary)
-        self.runner = runner
         self.coreos = coreos
 
     # --- paths ------------------------------------------------------------------------------
@@ -140,6 +151,10 @@ class FileWriter:
     def _exists(self, path: str) -> bool:
         """Whether `path` exists, following symlinks (Go's os.Stat succeeding)."""
         return fsops.lstat_or_none(self._join(path, follow_final=True)) is not None
+
+    def _lexists(self, path: str) -> bool:
+        """Whether there is an entry at `path`; a symlink counts even when it dangles."""
+        return fsops.lstat_or_none(self._join(path)) is not None
 
     # --- owners -----------------------------------------------------------------------------
 
@@ -159,51 +174,22 @@ class FileWriter:
             raise HostError(f'failed to retrieve file ownership for file "{f.path}": {exc}') from None
         return uid, gid
 
-    # --- OS-shipped test --------------------------------------------------------------------
-
-    def _rpm_owned(self, path: str) -> bool | None:
-        """True/False from `rpm -qf`; None when there is no rpm on this root."""
-        if self.runner is None:
-            return None
-        # an offline root is queried through its own rpm database
-        root_args = [] if self.root.is_live else ["--root", str(self.root.prefix)]
-        argv = ["rpm", *root_args, "-qf", path]
-        try:
-            result = self.runner.run(argv, check=False)
-        except FileNotFoundError:
-            return None
-        if result.returncode == 0:
-            return True
-        output = result.stdout + result.stderr
-        # rpm also refuses a path that no longer exists; that is "not owned" too, not a failure
-        if f"file {path} is not owned by any package" in output or "No such file or directory" in output:
-            return False
-        raise HostError(f'command "{shlex.join(argv)}" returned with unexpected error: {output.strip()}')
-
-    def os_shipped(self, path: str) -> bool:
-        """Whether `path` is a file of the OS image: rpm-owned, or (under /etc) present in /usr/etc."""
-        owned = self._rpm_owned(path)
-        if owned is None:
-            log.info("no rpm on this root: %s is not treated as OS-shipped", path)
-            return False
-        return owned or (path.startswith("/etc") and self._exists("/usr" + path))
-
     # --- backups ----------------------------------------------------------------------------
 
     def backup_original(self, path: str, source: str | None = None) -> None:
         """Record what is at `path` before the daemon first replaces it (upstream createOrigFile).
 
-        An OS-shipped file is copied (from `source`, default `path`) to its `.mcdorig` unless a
-        backup already exists; anything else gets an empty `.mcdnoorig` stamp and loses a stale
-        backup. Idempotent.
+        Nothing to do when a stamp exists. Any entry at `path` (file or symlink, dangling too) is
+        copied (from `source`, default `path`) to its `.mcdorig` unless a backup already exists;
+        an absent path gets an empty `.mcdnoorig` stamp and loses a stale backup. Idempotent.
         """
         orig = self._join(orig_path(path))
         stamp = self._join(noorig_path(path))
         if fsops.lstat_or_none(stamp) is not None:
             return
-        if self._exists(path):
-            # any existing entry (even a dangling symlink) is the real original: never overwrite it.
-            # Upstream keeps only OS-shipped originals; mcd keeps every one (nothing is lost).
+        if self._lexists(path):
+            # An existing backup (even a dangling symlink) is the real original: the daemon has
+            # replaced the path before, so what is there now may be its own content.
             if fsops.lstat_or_none(orig) is None:
                 with _failing_as(f'creating orig file for "{path}"'):
                     fsops.copy_preserving(self._join(source or path), orig, FILE_DIR_MODE)
@@ -211,26 +197,49 @@ class FileWriter:
             return
         with _failing_as(f'creating noorig stamp for "{path}"'):
             if fsops.remove(orig):
-                log.info("removed wrongly preserved backup of %s", path)
+                log.info("removed stale backup of absent %s", path)
             fsops.atomic_write(stamp, b"", 0o644, dir_mode=FILE_DIR_MODE)
 
-    def _restore(self, path: str) -> None:
-        """Put the backup back at `path`. The backup stays until `collect_restored`.
+    def _holds_backup(self, path: str) -> bool:
+        """Whether `path` is an exact copy of its backup: same type, bytes or link target, mode, owner."""
+        orig, host = self._join(orig_path(path)), self._join(path)
+        with _failing_as(f'comparing "{path}" with its orig file'):
+            want, have = fsops.lstat_or_none(orig), fsops.lstat_or_none(host)
+            if want is None or have is None or stat.S_IFMT(want.st_mode) != stat.S_IFMT(have.st_mode):
+                return False
+            if (want.st_uid, want.st_gid) != (have.st_uid, have.st_gid):
+                return False
+            if stat.S_ISLNK(want.st_mode):
+                return os.readlink(orig) == os.readlink(host)
+            if not stat.S_ISREG(want.st_mode) or want.st_size != have.st_size:
+                return False
+            if stat.S_IMODE(want.st_mode) != stat.S_IMODE(have.st_mode):
+                return False
+            return fsops.read_bytes_nofollow(orig) == fsops.read_bytes_nofollow(host)
+
+    def _restore(self, path: str) -> bool:
+        """Put the backup back at `path`; False when it already is there. The backup stays.
 
         Keeping it makes a re-run of an interrupted update restore again instead of seeing an
-        unrecorded file and deleting the original it had just put back.
+        unrecorded file and deleting the original it had just put back; `collect_restored`
+        drops it once the update is committed.
         """
-        orig = self._join(orig_path(path))
+        if self._holds_backup(path):
+            log.info("%s already holds its original", path)
+            return False
         with _failing_as(f'restoring "{path}" from orig file "{orig_path(path)}"'):
-            fsops.copy_preserving(orig, self._join(path), FILE_DIR_MODE)
+            fsops.copy_preserving(self._join(orig_path(path)), self._join(path), FILE_DIR_MODE)
         log.info("restored original %s", path)
+        return True
 
     def collect_restored(self, old: IgnitionConfig, new: IgnitionConfig) -> list[str]:
-        """Drop the backups of originals restored by `delete_stale(old, new)`.
+        """Drop the backups of the originals `delete_stale(old, new)` restored; return their paths.
 
-        Run once the update is committed (no re-run can follow): a backup whose path is no longer
-        declared and already holds the backup's bytes was restored and is no longer needed.
-        Interrupted, it leaves backups behind that the next update collects.
+        Call it only once the update is committed (no re-run of it can follow). A backup goes
+        when `new` no longer declares its path and the path holds an exact copy of it; any other
+        backup (a path still declared, a restore that did not finish, a file changed since) stays.
+        Idempotent. A backup left by an interrupted call equals its file and is harmless: it is
+        reused as the original if a later config declares the path again.
         """
         declared = {f.path for f in new.files}
         declared |= {unit_path(u.name) for u in new.units}
@@ -239,15 +248,13 @@ class FileWriter:
         candidates += [unit_path(u.name) for u in old.units]
         candidates += [dropin_path(u.name, d.name) for u in old.units for d in u.dropins]
         dropped: list[str] = []
-        for path in candidates:
-            if path in declared:
+        for path in dict.fromkeys(candidates):
+            if path in declared or not self._holds_backup(path):
                 continue
-            orig = self._join(orig_path(path))
-            backup = fsops.read_bytes_nofollow(orig) if fsops.lstat_or_none(orig) is not None else None
-            current = fsops.read_bytes_nofollow(self._join(path)) if self._exists(path) else None
-            if backup is not None and backup == current:
-                fsops.remove(orig)
-                dropped.append(path)
+            with _failing_as(f'deleting orig file "{orig_path(path)}"'):
+                fsops.remove(self._join(orig_path(path)))
+            log.info("dropped the backup of restored %s", path)
+            dropped.append(path)
         return dropped
 
     def _delete(self, path: str) -> bool:
@@ -334,15 +341,16 @@ class FileWriter:
     def remove_unit_path(self, path: str) -> bool:
         """Remove a unit file or dropin the config no longer wants, with backup semantics.
 
-        A backup (and no stamp) is restored; otherwise the file (or mask link) is deleted and its
-        stamp dropped. True when the path changed. The systemd module's `remove_file` hook.
+        A backup (and no stamp) is restored and kept until `collect_restored`; otherwise the file
+        (or mask link) is deleted and its stamp dropped. True when the path changed. The systemd
+        module's `remove_file` hook.
         """
         return self._prune_unit_path(path)
 
     # --- stale data -------------------------------------------------------------------------
 
     def _prune_file(self, path: str, new_units: Sequence[Unit]) -> bool:
-        """Upstream's handling of one file dropped from storage.files; True when the file changed."""
+        """Handle one file dropped from storage.files (stamp: delete, backup: restore); True on a change."""
         orig = self._join(orig_path(path))
         stamp = self._join(noorig_path(path))
         keep = path_in_dropins(path, new_units)
@@ -356,39 +364,18 @@ class FileWriter:
             return removed
         if fsops.lstat_or_none(orig) is not None:
             # every original is restored, OS-shipped or not (upstream restores only OS files)
-            self._restore(path)
-            return True
+            return self._restore(path)
         if keep:
-            return False
-        if self._exists(path) and self.os_shipped(path):
-            # No record, yet the OS ships it: a restore already completed (a re-run after a crash).
-            log.info("keeping OS file %s: no backup or stamp recorded for it", path)
             return False
         return self._delete(path)
 
-    def _restored_unit_file(self, path: str) -> bool:
-        """A regular unit file with a CoreOS /usr/etc copy but no record: a restore that completed.
-
-        Units with such a copy always get a backup or a stamp when the daemon writes them, so
-        only a finished restore (re-run after a crash) looks like this. Mask symlinks do not
-        count: those the daemon makes without any record, and they must go.
-        """
-        if not self.coreos or not self._exists("/usr" + path):
-            return False
-        st = fsops.lstat_or_none(self._join(path))
-        return st is not None and stat.S_ISREG(st.st_mode)
-
     def _prune_unit_path(self, path: str) -> bool:
-        """Upstream's handling of a dropped unit file or dropin: stamp → delete, backup → restore."""
+        """Handle a dropped unit file or dropin: backup → restore, else delete (and drop a stamp)."""
         orig = self._join(orig_path(path))
         stamp = self._join(noorig_path(path))
         has_stamp = fsops.lstat_or_none(stamp) is not None
         if not has_stamp and fsops.lstat_or_none(orig) is not None:
-            self._restore(path)
-            return True
-        if not has_stamp and self._restored_unit_file(path):
-            log.info("keeping %s: the OS ships it and no backup or stamp is recorded", path)
-            return False
+            return self._restore(path)
         removed = self._delete(path)
         if has_stamp:
             with _failing_as(f'deleting noorig file stamp "{noorig_path(path)}"'):
@@ -400,7 +387,8 @@ class FileWriter:
         """Remove or restore what `old` declared and `new` does not (upstream deleteStaleData).
 
         Only files on disk: running `systemctl preset` for removed units is the caller's job,
-        done before this. Returns the paths removed or restored.
+        done before this. Returns the paths changed (removed, or restored over other content).
+        The backups of restored originals stay for a re-run; `collect_restored` drops them.
         """
         changed: list[str] = []
         new_files = {f.path for f in new.files}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import secrets
 import shutil
 import stat
@@ -94,6 +95,30 @@ def _refuse_directory(path: Path, st: os.stat_result | None) -> None:
 
 def _temp_name(path: Path) -> Path:
     return path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+
+
+# the names _temp_name makes: a dot, the target's name, 16 hex digits, ".tmp"
+_TEMP_NAME = re.compile(r"^\..+\.[0-9a-f]{16}\.tmp$")
+
+
+def sweep_temp_files(directory: Path) -> list[Path]:
+    """Remove temp files a killed writer left in `directory` (they never became visible files)."""
+    try:
+        names = os.listdir(directory)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    removed = []
+    for name in names:
+        if _TEMP_NAME.match(name):
+            path = directory / name
+            st = lstat_or_none(path)
+            if st is not None and not stat.S_ISDIR(st.st_mode):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+                removed.append(path)
+    if removed:
+        fsync_dir(directory)
+    return removed
 
 
 def _write_all(fd: int, data: bytes) -> None:

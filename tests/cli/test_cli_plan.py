@@ -13,7 +13,6 @@ import yaml
 from builders import ign_file, mc_object
 
 from mcd.cli import main
-from mcd.osupdate import ExtensionError, KernelTypeError
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 Run = Callable[..., tuple[int, str, str]]
@@ -500,18 +499,22 @@ def test_usage_errors_exit_1(capsys: pytest.CaptureFixture[str], argv: list[str]
 
 def test_unknown_extension_is_reported(run: Run, workdir: Path) -> None:
     new = write("new.json", mc_object("n", extensions=["bogus"]))
-    code, out, err = run("plan", "-", new)
+    code, out, _err = run("plan", "-", new)
     # reconcilable (upstream only fails on the node), but the plan says the update would fail
     assert code == 0
-    assert "the update would fail on the node: invalid extensions found: [bogus]" in json.loads(out)["warnings"]
+    assert (
+        "the update would fail on the node: invalid extensions found: [bogus]" in json.loads(out)["warnings"]
+    )
 
 
 def test_64k_pages_on_x86_64_is_reported(run: Run, workdir: Path) -> None:
     new = write("new.json", mc_object("n", kernelType="64k-pages"))
-    code, out, err = run("plan", "-", new)
+    code, out, _ = run("plan", "-", new)
     assert code == 0
-    assert any("64k-pages is only supported for aarch64 architecture" in w for w in json.loads(out)["warnings"])
-    code, out, err = run("plan", "--arch", "aarch64", "-", new)
+    assert any(
+        "64k-pages is only supported for aarch64 architecture" in w for w in json.loads(out)["warnings"]
+    )
+    code, out, _err = run("plan", "--arch", "aarch64", "-", new)
     assert code == 0
     assert json.loads(out)["warnings"] == []
     assert any("kernel-64k-core" in c for cmd in json.loads(out)["commands"] for c in cmd)

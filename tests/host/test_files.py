@@ -9,7 +9,7 @@ import os
 import re
 import signal
 import stat
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from mcd.host.files import (
     path_in_dropins,
 )
 from mcd.host.root import HostRoot
-from mcd.host.runner import CommandResult, RecordingRunner
+from mcd.host.runner import RecordingRunner
 
 PASSWD = "root:x:0:0:root:/root:/bin/bash\ncore:x:1000:1000:CoreOS Admin:/home/core:/bin/bash\n"
 GROUP = "root:x:0:\ncore:x:1000:\n"
@@ -54,30 +54,9 @@ def make_base(base: Path) -> Path:
 
 
 def writer(base: Path, runner: RecordingRunner | None = None, coreos: bool = True) -> FileWriter:
+    """A FileWriter on `base`; its default runner answers nothing, so any command would fail the test."""
     root = HostRoot(base)
-    return FileWriter(root, Accounts.load(root), runner, coreos)
-
-
-class RpmRunner(RecordingRunner):
-    """A RecordingRunner answering `rpm --root <root> -qf <path>` like rpm: owned for `owned`, else not."""
-
-    def __init__(self, base: Path, owned: Collection[str] = ()) -> None:
-        super().__init__()
-        self.prefix = ("rpm", "--root", str(HostRoot(base).prefix), "-qf")
-        self.owned = set(owned)
-
-    def run(self, argv: Sequence[str], **kwargs: Any) -> CommandResult:
-        args = tuple(argv)
-        assert args[:-1] == self.prefix, args
-        if args[-1] in self.owned:
-            self.expect(args, stdout="some-package-1.0-1.noarch\n", times=1)
-        else:
-            self.expect(args, 1, stdout=f"file {args[-1]} is not owned by any package\n", times=1)
-        return super().run(argv, **kwargs)
-
-
-def rpm(base: Path, owned: Collection[str] = ()) -> RpmRunner:
-    return RpmRunner(base, owned)
+    return FileWriter(root, Accounts.load(root), runner if runner is not None else RecordingRunner(), coreos)
 
 
 def ign(path: str, text: str = "", mode: int | None = None, **kw: Any) -> File:
@@ -115,11 +94,25 @@ def mode_of(p: Path) -> int:
     return stat.S_IMODE(os.lstat(p).st_mode)
 
 
+def at(base: Path, path: str) -> Path:
+    """Host path of config path `path` under `base`."""
+    return base / path.lstrip("/")
+
+
+def bookkeeping(base: Path) -> list[str]:
+    """Config paths of every `.mcdorig` backup and `.mcdnoorig` stamp under `base`, sorted."""
+    top = base / "etc/machine-config-daemon"
+    if not top.exists():
+        return []
+    names = (p for p in top.rglob("*") if p.name.endswith((".mcdorig", ".mcdnoorig")))
+    return sorted("/" + str(p.relative_to(base)) for p in names)
+
+
 # --- writing files -----------------------------------------------------------------------------------
 
 
 def test_new_file_gets_exact_mode_owner_by_name_and_a_stamp(tmp_path: Path) -> None:
-    w = writer(make_base(tmp_path), rpm(tmp_path))
+    w = writer(make_base(tmp_path))
     f = ign("/etc/app/conf", "secret\n", 0o600, user=NodeRef(name="core"), group=NodeRef(name="core"))
     assert w.write_files([f]) == ["/etc/app/conf"]
     target = tmp_path / "etc/app/conf"
@@ -155,7 +148,7 @@ def test_existing_parent_directory_mode_is_left_alone(tmp_path: Path) -> None:
 
 
 def test_identical_file_is_not_rewritten(tmp_path: Path) -> None:
-    w = writer(make_base(tmp_path), rpm(tmp_path))
+    w = writer(make_base(tmp_path))
     f = ign("/etc/same", "same\n", 0o640)
     assert w.write_files([f]) == ["/etc/same"]
     inode = os.lstat(tmp_path / "etc/same").st_ino
@@ -236,7 +229,7 @@ def test_unknown_owner_writes_nothing_anywhere(tmp_path: Path, bad: File, messag
     base = make_base(tmp_path / "root")
     put(tmp_path, "/outside/keep", "x")
     before = snapshot(tmp_path)
-    w = writer(base, rpm(base))
+    w = writer(base)
     with pytest.raises(HostError) as err:
         w.write_files([ign("/etc/a", "first, valid"), bad, ign("/etc/c", "after")])
     assert str(err.value) == message
@@ -303,7 +296,7 @@ def test_file_below_another_file_of_the_same_batch_is_refused(tmp_path: Path) ->
     assert snapshot(base) == before
 
 
-# --- backups: createOrigFile --------------------------------------------------------------------------
+# --- backups: createOrigFile, restore, collect_restored ----------------------------------------------
 
 
 def test_os_shipped_file_round_trip_via_usr_etc(tmp_path: Path) -> None:
@@ -312,151 +305,284 @@ def test_os_shipped_file_round_trip_via_usr_etc(tmp_path: Path) -> None:
     original = put(base, "/etc/chrony.conf", "pool default\n", 0o640)
     os.chown(original, 0, 1000)
     config_a = cfg((ign("/etc/chrony.conf", "server mine\n"),))
-    w = writer(base, rpm(base))
+    w = writer(base)
 
     assert w.write_files(config_a.files) == ["/etc/chrony.conf"]
-    backup = base / orig_path("/etc/chrony.conf").lstrip("/")
+    backup = at(base, orig_path("/etc/chrony.conf"))
     assert backup.read_text() == "pool default\n"
     assert (mode_of(backup), os.lstat(backup).st_gid) == (0o640, 1000)  # cp -a: mode and owner kept
     assert (base / "etc/chrony.conf").read_text() == "server mine\n"
-    assert not (base / noorig_path("/etc/chrony.conf").lstrip("/")).exists()
+    assert not at(base, noorig_path("/etc/chrony.conf")).exists()
 
     assert w.delete_stale(config_a, cfg()) == ["/etc/chrony.conf"]
     restored = base / "etc/chrony.conf"
     assert restored.read_text() == "pool default\n"
     assert (mode_of(restored), os.lstat(restored).st_gid) == (0o640, 1000)
+    assert backup.read_text() == "pool default\n"  # kept for a re-run until the update is committed
+
+    assert w.collect_restored(config_a, cfg()) == ["/etc/chrony.conf"]
     assert not backup.exists()
+    assert restored.read_text() == "pool default\n"
 
 
-def test_rpm_owned_file_is_backed_up_and_restored(tmp_path: Path) -> None:
+def test_file_outside_etc_is_backed_up_and_restored(tmp_path: Path) -> None:
     base = make_base(tmp_path)
     put(base, "/var/lib/pkg/conf", "shipped")
-    w = writer(base, rpm(base, {"/var/lib/pkg/conf"}))
+    w = writer(base)
     config_a = cfg((ign("/var/lib/pkg/conf", "mine"),))
     w.write_files(config_a.files)
-    assert (base / orig_path("/var/lib/pkg/conf").lstrip("/")).read_text() == "shipped"
+    assert at(base, orig_path("/var/lib/pkg/conf")).read_text() == "shipped"
     assert w.delete_stale(config_a, cfg()) == ["/var/lib/pkg/conf"]
     assert (base / "var/lib/pkg/conf").read_text() == "shipped"
 
 
 def test_new_file_round_trip_stamp_then_delete(tmp_path: Path) -> None:
     base = make_base(tmp_path)
-    w = writer(base, rpm(base))
+    w = writer(base)
     config_a = cfg((ign("/etc/new.conf", "hello"),))
     w.write_files(config_a.files)
-    stamp = base / noorig_path("/etc/new.conf").lstrip("/")
+    stamp = at(base, noorig_path("/etc/new.conf"))
     assert stamp.exists()
+    assert not at(base, orig_path("/etc/new.conf")).exists()
     assert w.delete_stale(config_a, cfg()) == ["/etc/new.conf"]
     assert not (base / "etc/new.conf").exists()
     assert not stamp.exists()
+    assert w.collect_restored(config_a, cfg()) == []
 
 
-def test_existing_file_not_shipped_gets_a_stamp_and_loses_a_stale_backup(tmp_path: Path) -> None:
+def test_existing_file_not_shipped_is_backed_up_and_restored_on_drop(tmp_path: Path) -> None:
+    # upstream stamps an admin's own file and deletes it when the config drops it; mcd keeps it
     base = make_base(tmp_path)
-    put(base, "/etc/local.conf", "admin")
-    stale = put(base, orig_path("/etc/local.conf"), "wrongly preserved")
-    w = writer(base, rpm(base))
-    w.write_files([ign("/etc/local.conf", "mc")])
-    assert not stale.exists()
-    assert (base / noorig_path("/etc/local.conf").lstrip("/")).exists()
+    original = put(base, "/etc/local.conf", "admin\n", 0o600)
+    os.chown(original, 1000, 1000)
+    before = non_dirs(snapshot(base))
+    config_a = cfg((ign("/etc/local.conf", "mc\n"),))
+    w = writer(base)
 
-
-@pytest.mark.parametrize("missing_rpm", ["runner is None", "rpm not installed"])
-def test_without_rpm_nothing_counts_as_os_shipped(tmp_path: Path, missing_rpm: str) -> None:
-    base = make_base(tmp_path)
-    put(base, "/usr/etc/chrony.conf", "pool default\n")
-    put(base, "/etc/chrony.conf", "pool default\n")
-    runner = None
-    if missing_rpm == "rpm not installed":
-        runner = RecordingRunner().expect(["rpm"], raises=FileNotFoundError("rpm"))
-    w = writer(base, runner)
-    config_a = cfg((ign("/etc/chrony.conf", "mine"),))
     w.write_files(config_a.files)
-    assert not (base / orig_path("/etc/chrony.conf").lstrip("/")).exists()
-    assert (base / noorig_path("/etc/chrony.conf").lstrip("/")).exists()
-    w.delete_stale(config_a, cfg())
-    assert not (base / "etc/chrony.conf").exists()
+    backup = at(base, orig_path("/etc/local.conf"))
+    assert backup.read_text() == "admin\n"
+    st = os.lstat(backup)
+    assert (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid) == (0o600, 1000, 1000)
+    assert not at(base, noorig_path("/etc/local.conf")).exists()
+    assert original.read_text() == "mc\n"
+
+    assert w.delete_stale(config_a, cfg()) == ["/etc/local.conf"]
+    assert w.collect_restored(config_a, cfg()) == ["/etc/local.conf"]
+    assert non_dirs(snapshot(base)) == before
 
 
-def test_unexpected_rpm_failure_is_an_error(tmp_path: Path) -> None:
+def test_stale_backup_of_an_absent_path_gives_way_to_a_stamp(tmp_path: Path) -> None:
+    # nothing was there when the daemon first writes the path: the backup cannot be its original
     base = make_base(tmp_path)
-    put(base, "/etc/x", "x")
-    runner = RecordingRunner().expect(["rpm"], 2, stderr="error: rpmdb: BDB0113 Thread died\n")
-    with pytest.raises(
-        HostError, match=r"^command \"rpm --root .* -qf /etc/x\" returned with unexpected error"
-    ):
-        writer(base, runner).write_files([ign("/etc/x", "y")])
-    assert (base / "etc/x").read_text() == "x"
+    stale = put(base, orig_path("/etc/local.conf"), "wrongly preserved")
+    w = writer(base)
+    config_a = cfg((ign("/etc/local.conf", "mc"),))
+    w.write_files(config_a.files)
+    assert not stale.exists()
+    assert at(base, noorig_path("/etc/local.conf")).exists()
+    assert w.delete_stale(config_a, cfg()) == ["/etc/local.conf"]
+    assert not (base / "etc/local.conf").exists()
 
 
-def test_live_root_queries_rpm_without_root_option() -> None:
-    runner = RecordingRunner().expect(
-        ["rpm", "-qf", "/etc/zzz-none"], 1, stdout="file /etc/zzz-none is not owned by any package"
-    )
-    w = FileWriter(HostRoot("/"), Accounts({}, {}, {}), runner)
-    assert w._rpm_owned("/etc/zzz-none") is False
-    assert runner.commands == [("rpm", "-qf", "/etc/zzz-none")]
+@pytest.mark.parametrize(
+    "runner",
+    [
+        pytest.param(None, id="runner is None"),
+        pytest.param(RecordingRunner().expect(["rpm"], raises=FileNotFoundError("rpm")), id="no rpm binary"),
+        pytest.param(
+            RecordingRunner().expect(["rpm"], 2, stderr="error: rpmdb: BDB0113 Thread died\n"),
+            id="broken rpm database",
+        ),
+    ],
+)
+def test_pre_existing_file_is_backed_up_without_asking_rpm(
+    tmp_path: Path, runner: RecordingRunner | None
+) -> None:
+    base = make_base(tmp_path)
+    put(base, "/etc/admin.conf", "mine before mcd\n")
+    root = HostRoot(base)
+    w = FileWriter(root, Accounts.load(root), runner)
+    config_a = cfg((ign("/etc/admin.conf", "mc"),))
+    w.write_files(config_a.files)
+    assert at(base, orig_path("/etc/admin.conf")).read_text() == "mine before mcd\n"
+    assert not at(base, noorig_path("/etc/admin.conf")).exists()
+    assert w.delete_stale(config_a, cfg()) == ["/etc/admin.conf"]
+    assert (base / "etc/admin.conf").read_text() == "mine before mcd\n"
+    assert runner is None or runner.commands == []
 
 
 def test_existing_backup_is_kept(tmp_path: Path) -> None:
     base = make_base(tmp_path)
     put(base, "/usr/etc/a.conf", "shipped")
     put(base, "/etc/a.conf", "shipped")
-    w = writer(base, rpm(base))
+    w = writer(base)
     w.write_files([ign("/etc/a.conf", "v1")])
     w.write_files([ign("/etc/a.conf", "v2")])
-    assert (base / orig_path("/etc/a.conf").lstrip("/")).read_text() == "shipped"
+    assert at(base, orig_path("/etc/a.conf")).read_text() == "shipped"
 
 
 def test_existing_dangling_symlink_backup_is_kept(tmp_path: Path) -> None:
     base = make_base(tmp_path)
     put(base, "/usr/etc/b.conf", "shipped")
     put(base, "/etc/b.conf", "shipped")
-    backup = base / orig_path("/etc/b.conf").lstrip("/")
+    backup = at(base, orig_path("/etc/b.conf"))
     backup.parent.mkdir(parents=True)
     os.symlink("../nowhere", backup)
-    writer(base, rpm(base)).write_files([ign("/etc/b.conf", "v1")])
+    writer(base).write_files([ign("/etc/b.conf", "v1")])
     assert os.readlink(backup) == "../nowhere"
 
 
-def test_symlink_original_is_backed_up_as_a_symlink(tmp_path: Path) -> None:
+def test_symlink_original_is_backed_up_restored_and_collected_as_a_symlink(tmp_path: Path) -> None:
     base = make_base(tmp_path)
     put(base, "/usr/share/zoneinfo/UTC", "TZif")
     put(base, "/usr/etc/localtime", "")
     os.symlink("../usr/share/zoneinfo/UTC", base / "etc/localtime")
-    w = writer(base, rpm(base))
+    w = writer(base)
     config_a = cfg((ign("/etc/localtime", "TZif-mine"),))
     w.write_files(config_a.files)
-    assert os.readlink(base / orig_path("/etc/localtime").lstrip("/")) == "../usr/share/zoneinfo/UTC"
-    w.delete_stale(config_a, cfg())
+    assert os.readlink(at(base, orig_path("/etc/localtime"))) == "../usr/share/zoneinfo/UTC"
+    assert w.delete_stale(config_a, cfg()) == ["/etc/localtime"]
     assert os.readlink(base / "etc/localtime") == "../usr/share/zoneinfo/UTC"
+    assert w.delete_stale(config_a, cfg()) == []  # a re-run finds the link already restored
+    assert w.collect_restored(config_a, cfg()) == ["/etc/localtime"]
+    assert not os.path.lexists(at(base, orig_path("/etc/localtime")))
+    assert os.readlink(base / "etc/localtime") == "../usr/share/zoneinfo/UTC"
+
+
+def test_dangling_symlink_original_is_kept_too(tmp_path: Path) -> None:
+    base = make_base(tmp_path)
+    os.symlink("../nowhere", base / "etc/dangling")
+    w = writer(base)
+    config_a = cfg((ign("/etc/dangling", "mc"),))
+    w.write_files(config_a.files)
+    assert os.readlink(at(base, orig_path("/etc/dangling"))) == "../nowhere"
+    assert not at(base, noorig_path("/etc/dangling")).exists()
+    assert (base / "etc/dangling").read_text() == "mc"
+    w.delete_stale(config_a, cfg())
+    assert os.readlink(base / "etc/dangling") == "../nowhere"
 
 
 def test_a_stamp_wins_over_a_later_os_shipped_copy(tmp_path: Path) -> None:
     # the file was written by the daemon (stamp) before the OS started shipping it: the current
     # content is the daemon's own, so it must not be preserved as "the original"
     base = make_base(tmp_path)
-    w = writer(base, rpm(base))
+    w = writer(base)
     config_a = cfg((ign("/etc/late.conf", "mine v1"),))
     w.write_files(config_a.files)
     put(base, "/usr/etc/late.conf", "shipped later")
     w.write_files([ign("/etc/late.conf", "mine v2")])
-    assert not (base / orig_path("/etc/late.conf").lstrip("/")).exists()
+    assert not at(base, orig_path("/etc/late.conf")).exists()
     w.delete_stale(config_a, cfg())
     assert not (base / "etc/late.conf").exists()
-    assert not (base / noorig_path("/etc/late.conf").lstrip("/")).exists()
+    assert not at(base, noorig_path("/etc/late.conf")).exists()
+
+
+def test_restore_rewrites_a_file_that_differs_only_in_mode(tmp_path: Path) -> None:
+    base = make_base(tmp_path)
+    put(base, "/etc/m.conf", "same\n", 0o644)
+    put(base, orig_path("/etc/m.conf"), "same\n", 0o600)
+    old = cfg((ign("/etc/m.conf"),))
+    assert writer(base).delete_stale(old, cfg()) == ["/etc/m.conf"]
+    assert mode_of(base / "etc/m.conf") == 0o600
+    assert writer(base).delete_stale(old, cfg()) == []
+
+
+def _restored_pair(base: Path, path: str, text: str = "original\n") -> tuple[Path, Path]:
+    """`path` restored from its backup (both hold `text`); returns (file, backup)."""
+    return put(base, path, text), put(base, orig_path(path), text)
+
+
+def _replace_by_symlink(path: Path, target: str) -> None:
+    path.unlink()
+    os.symlink(target, path)
+
+
+def test_collect_restored_drops_backups_of_restored_files_units_and_dropins(tmp_path: Path) -> None:
+    base = make_base(tmp_path)
+    paths = ["/etc/a.conf", "/etc/systemd/system/u.service", "/etc/systemd/system/u.service.d/10-x.conf"]
+    for path in paths:
+        _restored_pair(base, path)
+    old = cfg((ign("/etc/a.conf"),), (Unit("u.service", contents="x", dropins=(Dropin("10-x.conf", "x"),)),))
+    assert writer(base).collect_restored(old, cfg()) == paths
+    assert bookkeeping(base) == []
+    for path in paths:
+        assert at(base, path).read_text() == "original\n"
+
+
+def test_collect_restored_keeps_the_backup_of_a_path_still_declared(tmp_path: Path) -> None:
+    base = make_base(tmp_path)
+    for path in [
+        "/etc/still.conf",
+        "/etc/systemd/system/now-a-unit.service",
+        "/etc/systemd/system/k.d/1.conf",
+    ]:
+        _restored_pair(base, path)
+    old = cfg(
+        (
+            ign("/etc/still.conf"),
+            ign("/etc/systemd/system/now-a-unit.service"),
+            ign("/etc/systemd/system/k.d/1.conf"),
+        )
+    )
+    new = cfg(
+        (ign("/etc/still.conf"),),
+        (Unit("now-a-unit.service", contents="x"), Unit("k", dropins=(Dropin("1.conf", "x"),))),
+    )
+    before = snapshot(base)
+    assert writer(base).collect_restored(old, new) == []
+    assert snapshot(base) == before
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(lambda f: f.write_text("daemon content\n"), id="restore not done yet"),
+        pytest.param(lambda f: f.write_text("edited after the restore\n"), id="edited since"),
+        pytest.param(lambda f: os.chmod(f, 0o600), id="other mode"),
+        pytest.param(lambda f: os.chown(f, 1000, 1000), id="other owner"),
+        pytest.param(os.unlink, id="file gone"),
+        pytest.param(lambda f: _replace_by_symlink(f, "a.conf.mcdorig"), id="symlink instead"),
+    ],
+)
+def test_collect_restored_keeps_a_backup_the_file_does_not_match(
+    tmp_path: Path, change: Callable[[Path], object]
+) -> None:
+    base = make_base(tmp_path)
+    target, backup = _restored_pair(base, "/etc/a.conf")
+    change(target)
+    assert writer(base).collect_restored(cfg((ign("/etc/a.conf"),)), cfg()) == []
+    assert backup.read_text() == "original\n"
+
+
+def test_collect_restored_is_idempotent(tmp_path: Path) -> None:
+    base = make_base(tmp_path)
+    _restored_pair(base, "/etc/a.conf")
+    _restored_pair(base, "/etc/b.conf")
+    put(base, "/etc/b.conf", "changed")
+    old = cfg((ign("/etc/a.conf"), ign("/etc/b.conf")))
+    w = writer(base)
+    assert w.collect_restored(old, cfg()) == ["/etc/a.conf"]
+    after = snapshot(base)
+    assert w.collect_restored(old, cfg()) == []
+    assert snapshot(base) == after
+    assert bookkeeping(base) == [orig_path("/etc/b.conf")]
 
 
 # --- deleteStaleData ------------------------------------------------------------------------------
 
 
-def test_backup_of_a_file_no_longer_shipped_is_dropped_with_the_file(tmp_path: Path) -> None:
+def test_a_backup_is_restored_whether_or_not_the_os_ships_the_file(tmp_path: Path) -> None:
+    # upstream deletes both the file and the backup when the OS no longer ships the path
     base = make_base(tmp_path)
     put(base, "/etc/gone.conf", "mc")
     backup = put(base, orig_path("/etc/gone.conf"), "old")
-    w = writer(base, rpm(base))
-    assert w.delete_stale(cfg((ign("/etc/gone.conf"),)), cfg()) == ["/etc/gone.conf"]
-    assert not (base / "etc/gone.conf").exists()
+    old = cfg((ign("/etc/gone.conf"),))
+    w = writer(base)
+    assert w.delete_stale(old, cfg()) == ["/etc/gone.conf"]
+    assert (base / "etc/gone.conf").read_text() == "old"
+    assert backup.read_text() == "old"
+    assert w.collect_restored(old, cfg()) == ["/etc/gone.conf"]
     assert not backup.exists()
 
 
@@ -472,7 +598,7 @@ def test_never_deleted_paths_survive(tmp_path: Path) -> None:
         put(base, p, "cert")
     put(base, "/etc/other", "x")
     old = cfg(tuple(ign(p) for p in [*kept, "/etc/other"]))
-    assert writer(base, rpm(base)).delete_stale(old, cfg()) == ["/etc/other"]
+    assert writer(base).delete_stale(old, cfg()) == ["/etc/other"]
     for p in kept:
         assert (base / p.lstrip("/")).read_text() == "cert"
 
@@ -480,7 +606,7 @@ def test_never_deleted_paths_survive(tmp_path: Path) -> None:
 def test_file_now_declared_as_a_dropin_is_kept(tmp_path: Path) -> None:
     base = make_base(tmp_path)
     path = "/etc/systemd/system/kubelet.service.d/10-foo.conf"
-    w = writer(base, rpm(base))
+    w = writer(base)
     old = cfg((ign(path, "[Service]\n"),))
     w.write_files(old.files)
     new = cfg(units=(Unit("kubelet.service", dropins=(Dropin("10-foo.conf", "[Service]\n"),)),))
@@ -492,7 +618,7 @@ def test_file_now_declared_as_a_dropin_is_kept(tmp_path: Path) -> None:
 
 def test_missing_stale_file_is_only_a_warning(tmp_path: Path) -> None:
     base = make_base(tmp_path)
-    assert writer(base, rpm(base)).delete_stale(cfg((ign("/etc/never-written"),)), cfg()) == []
+    assert writer(base).delete_stale(cfg((ign("/etc/never-written"),)), cfg()) == []
 
 
 def test_files_still_declared_are_untouched(tmp_path: Path) -> None:
@@ -519,7 +645,7 @@ def test_unit_file_with_coreos_usr_etc_copy_is_backed_up_from_it(tmp_path: Path)
     base = make_base(tmp_path)
     put(base, "/usr/etc/systemd/system/foo.service", "[Unit]\nDescription=shipped\n")
     put(base, "/etc/systemd/system/foo.service", "[Unit]\nDescription=local edit\n")
-    w = writer(base, rpm(base))
+    w = writer(base)
     assert w.write_unit_file("/etc/systemd/system/foo.service", "[Unit]\nDescription=mc\n") is True
     backup = base / orig_path("/etc/systemd/system/foo.service").lstrip("/")
     assert backup.read_text() == "[Unit]\nDescription=shipped\n"
@@ -530,7 +656,10 @@ def test_unit_file_with_coreos_usr_etc_copy_is_backed_up_from_it(tmp_path: Path)
     old = cfg(units=(Unit("foo.service", contents="[Unit]\nDescription=mc\n"),))
     assert w.delete_stale(old, cfg()) == ["/etc/systemd/system/foo.service"]
     assert unit.read_text() == "[Unit]\nDescription=shipped\n"
+    assert backup.exists()
+    assert w.collect_restored(old, cfg()) == ["/etc/systemd/system/foo.service"]
     assert not backup.exists()
+    assert unit.read_text() == "[Unit]\nDescription=shipped\n"
 
 
 @pytest.mark.parametrize("coreos", [True, False])
@@ -546,7 +675,7 @@ def test_unit_without_usr_etc_copy_or_off_coreos_has_no_bookkeeping(tmp_path: Pa
 
 def test_removed_units_and_dropins_are_pruned(tmp_path: Path) -> None:
     base = make_base(tmp_path)
-    w = writer(base, rpm(base))
+    w = writer(base)
     sysd = "/etc/systemd/system"
     # a unit the daemon created (stamp), a masked unit, a dropin of a unit that stays
     put(base, f"{sysd}/new.service", "[Unit]\n")
@@ -578,7 +707,7 @@ def test_removed_units_and_dropins_are_pruned(tmp_path: Path) -> None:
 
 def test_remove_unit_path_has_backup_semantics(tmp_path: Path) -> None:
     base = make_base(tmp_path)
-    w = writer(base, rpm(base))
+    w = writer(base)
     sysd = "/etc/systemd/system"
     put(base, "/usr" + f"{sysd}/shipped.service", "[Unit]\nshipped\n")
     put(base, f"{sysd}/shipped.service", "[Unit]\nshipped\n")
@@ -594,7 +723,8 @@ def test_remove_unit_path_has_backup_semantics(tmp_path: Path) -> None:
     assert w.remove_unit_path(f"{sysd}/m.service") is True  # a mask link goes too
     assert w.remove_unit_path(f"{sysd}/m.service") is False
     assert not os.path.lexists(base / f"{sysd}/m.service".lstrip("/"))
-    assert not list((base / "etc/machine-config-daemon").rglob("*.mcd*"))
+    # the dropin's stamp is gone; the restored unit's backup stays until collect_restored
+    assert bookkeeping(base) == [orig_path(f"{sysd}/shipped.service")]
 
 
 def test_remove_unit_path_refuses_a_directory(tmp_path: Path) -> None:
@@ -658,11 +788,25 @@ def killed_at(n: int, op: Callable[[], object]) -> bool:
 
 
 def assert_converges_after_any_kill(
-    tmp_path: Path, setup: Callable[[Path], None], op: Callable[[Path], object]
+    tmp_path: Path,
+    setup: Callable[[Path], None],
+    op: Callable[[Path], object],
+    finish: Callable[[Path], object] | None = None,
 ) -> int:
+    """Kill `op` at each failpoint in turn, re-run it, and compare with an uninterrupted run.
+
+    `finish` (the commit step) runs once `op` has completed, never after a kill: that is what a
+    restarted update does.
+    """
+
+    def complete(base: Path) -> None:
+        op(base)
+        if finish is not None:
+            finish(base)
+
     clean = tmp_path / "clean"
     setup(clean)
-    op(clean)
+    complete(clean)
     expected = snapshot(clean)
     n = 1
     try:
@@ -672,7 +816,7 @@ def assert_converges_after_any_kill(
             if not killed_at(n, functools.partial(op, base)):
                 break
             failpoints.arm(None)
-            op(base)
+            complete(base)
             assert snapshot(base) == expected, f"no convergence after a kill at failpoint {n}"
             n += 1
     finally:
@@ -681,8 +825,10 @@ def assert_converges_after_any_kill(
 
 
 A_FILES = (
-    ign("/etc/chrony.conf", "server mine\n"),
-    ign("/etc/new.conf", "new\n", 0o600, user=NodeRef(name="core")),
+    ign("/etc/chrony.conf", "server mine\n"),  # OS-shipped original
+    ign("/etc/new.conf", "new\n", 0o600, user=NodeRef(name="core")),  # nothing there before
+    ign("/etc/admin.conf", "mc\n"),  # an admin's own file
+    ign("/etc/localtime", "TZif-mc"),  # a symlink original
 )
 UNIT = "/etc/systemd/system/foo.service"
 DROPIN = "/etc/systemd/system/foo.service.d/10-mc.conf"
@@ -697,10 +843,12 @@ def _initial(base: Path) -> None:
     put(base, "/etc/chrony.conf", "pool default\n")
     put(base, "/usr" + UNIT, "[Unit]\nDescription=shipped\n")
     put(base, UNIT, "[Unit]\nDescription=shipped\n")
+    os.chown(put(base, "/etc/admin.conf", "admin\n", 0o640), 1000, 1000)
+    os.symlink("../usr/share/zoneinfo/UTC", base / "etc/localtime")
 
 
 def _apply_a(base: Path) -> None:
-    w = writer(base, rpm(base))
+    w = writer(base)
     w.write_files(A_FILES)
     w.write_unit_file(UNIT, "[Unit]\nDescription=mc\n")
     w.write_unit_file(DROPIN, "[Unit]\n")
@@ -712,7 +860,16 @@ def _after_a(base: Path) -> None:
 
 
 def _drop_a(base: Path) -> None:
-    writer(base, rpm(base)).delete_stale(cfg(A_FILES, A_UNITS), cfg())
+    writer(base).delete_stale(cfg(A_FILES, A_UNITS), cfg())
+
+
+def _collect_a(base: Path) -> None:
+    writer(base).collect_restored(cfg(A_FILES, A_UNITS), cfg())
+
+
+def _after_drop_a(base: Path) -> None:
+    _after_a(base)
+    _drop_a(base)
 
 
 def test_write_converges_after_a_kill_anywhere(tmp_path: Path) -> None:
@@ -720,8 +877,19 @@ def test_write_converges_after_a_kill_anywhere(tmp_path: Path) -> None:
 
 
 def test_delete_stale_converges_after_a_kill_anywhere(tmp_path: Path) -> None:
-    assert assert_converges_after_any_kill(tmp_path, _after_a, _drop_a) >= 8
-    # the converged state is the one before A (bar empty directories): originals back, ours gone
+    assert assert_converges_after_any_kill(tmp_path, _after_a, _drop_a, finish=_collect_a) >= 8
+    # committed and collected, the tree is the one before A (bar empty directories): originals
+    # back, no backups, no stamps, no temp files
+    before = tmp_path / "before"
+    _initial(before)
+    clean = tmp_path / "clean"
+    assert non_dirs(snapshot(clean)) == non_dirs(snapshot(before))
+    assert bookkeeping(clean) == []
+    assert [p for p in clean.rglob("*") if TEMP_NAME.match(p.name)] == []
+
+
+def test_collect_restored_converges_after_a_kill_anywhere(tmp_path: Path) -> None:
+    assert assert_converges_after_any_kill(tmp_path, _after_drop_a, _collect_a) >= 4
     before = tmp_path / "before"
     _initial(before)
     assert non_dirs(snapshot(tmp_path / "clean")) == non_dirs(snapshot(before))
@@ -732,9 +900,13 @@ def test_rerun_after_a_completed_restore_keeps_the_restored_files(tmp_path: Path
     _after_a(base)
     _drop_a(base)
     restored = snapshot(base)
-    assert writer(base, rpm(base)).delete_stale(cfg(A_FILES, A_UNITS), cfg()) == []
+    # the backups are still there, so the re-run restores (finding nothing to do) instead of deleting
+    originals = ["/etc/admin.conf", "/etc/chrony.conf", "/etc/localtime", UNIT]
+    assert bookkeeping(base) == sorted(orig_path(p) for p in originals)
+    assert writer(base).delete_stale(cfg(A_FILES, A_UNITS), cfg()) == []
     assert snapshot(base) == restored
     assert (base / "etc/chrony.conf").read_text() == "pool default\n"
+    assert (base / "etc/admin.conf").read_text() == "admin\n"
     assert (base / UNIT.lstrip("/")).read_text() == "[Unit]\nDescription=shipped\n"
 
 
@@ -743,5 +915,5 @@ def test_dropped_mask_of_a_shipped_unit_is_removed(tmp_path: Path) -> None:
     put(base, "/usr" + UNIT, "[Unit]\n")
     (base / UNIT.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
     os.symlink("/dev/null", base / UNIT.lstrip("/"))
-    assert writer(base, rpm(base)).delete_stale(cfg(units=(Unit("foo.service", mask=True),)), cfg()) == [UNIT]
+    assert writer(base).delete_stale(cfg(units=(Unit("foo.service", mask=True),)), cfg()) == [UNIT]
     assert not os.path.lexists(base / UNIT.lstrip("/"))

@@ -1,0 +1,33 @@
+"""A minimal node root in a directory: what `--root-mount` points at in demos and tests."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+CORE_UID = CORE_GID = 1000
+
+PASSWD = "root:x:0:0:root:/root:/bin/bash\ncore:x:1000:1000:CoreOS Admin:/home/core:/bin/bash\n"
+GROUP = "root:x:0:\nwheel:x:10:core\ncore:x:1000:\n"
+
+
+def make_sandbox_root(path: str | os.PathLike[str], *, coreos: bool = False) -> Path:
+    """Create (or complete) a sandbox root: /etc/passwd and /etc/group with `core`, /home/core.
+
+    With `coreos`, `/run/ostree-booted` marks it as an rpm-ostree system (the OS layer then runs
+    rpm-ostree, which tests point at their stand-in).
+    """
+    root = Path(path)
+    (root / "etc").mkdir(parents=True, exist_ok=True)
+    for name, text in (("passwd", PASSWD), ("group", GROUP)):
+        target = root / "etc" / name
+        if not target.exists():
+            target.write_text(text)
+    home = root / "home" / "core"
+    home.mkdir(parents=True, exist_ok=True)
+    os.chown(home, CORE_UID, CORE_GID)
+    home.chmod(0o700)
+    if coreos:
+        (root / "run").mkdir(exist_ok=True)
+        (root / "run" / "ostree-booted").touch()
+    return root
