@@ -12,11 +12,9 @@ last — a restarted process finds it and re-runs the same transaction, which co
 from __future__ import annotations
 
 import logging
-import os
 import posixpath
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from mcd import failpoints, policy
@@ -25,7 +23,7 @@ from mcd.config.machineconfig import MachineConfig, empty_machineconfig, machine
 from mcd.host import fsops, ondisk, state
 from mcd.host.accounts import Accounts
 from mcd.host.errors import HostError
-from mcd.host.files import ORIG_DIR, UNIT_DIR, FileWriter, dropin_path, noorig_path, orig_path, unit_path
+from mcd.host.files import UNIT_DIR, FileWriter, dropin_path, noorig_path, orig_path, unit_path
 from mcd.host.reboot import Rebooter
 from mcd.host.root import HostRoot, PathEscapeError
 from mcd.host.rpmostree import RpmOstree
@@ -36,7 +34,6 @@ from mcd.plan import Facts, Plan, plan
 
 LOG = logging.getLogger(__name__)
 
-ORIG_SUFFIX = ".mcdorig"
 SSH_DIR = "/home/core/.ssh/authorized_keys.d"
 KUBECONFIG = "/etc/kubernetes/kubeconfig"
 KUBELET_CA = "/etc/kubernetes/kubelet-ca.crt"
@@ -82,7 +79,7 @@ class Host:
         if coreos is None:
             coreos = root.join(OSTREE_BOOTED).exists()
         accounts = Accounts.load(root)
-        files = FileWriter(root, accounts, runner, coreos=coreos)
+        files = FileWriter(root, accounts, coreos=coreos)
         systemd = make_manager(root, runner)
         units = UnitWriter(
             root, systemd, write_file=files.write_unit_file, remove_file=files.remove_unit_path
@@ -167,7 +164,7 @@ def update(
         if drift is None and state.read_current_config(host.root) == mc_json(new):
             # already there: no transaction record, no write, no action (re-runs are no-ops);
             # only backups of restored originals left by an interrupted commit are collected
-            _collect_restored(host, new_ign)
+            host.files.collect_restored(None, new_ign)
             return Outcome(p, reboot=False, rebooted=False, notes=("already in the desired config",))
     if facts.forcefile:
         # upstream deletes the forcefile when it computes the actions: it forces one update only
@@ -183,46 +180,13 @@ def update(
         state.finish(host.root)
         failpoints.hit("transaction finished")
     except Exception as exc:
-        _roll_back(host, old_json, undo)
+        _roll_back(host, old_ign, undo)
         if isinstance(exc, UpdateError):
             raise
         raise UpdateError(f"update to {new.name} failed and was rolled back: {exc}") from exc
     # committed: no re-run can follow, so the backups of restored originals can go
-    _collect_restored(host, new_ign)
+    host.files.collect_restored(None, new_ign)
     return _post_actions(host, p, new, skip_reboot=skip_reboot)
-
-
-def _collect_restored(host: Host, new_ign: IgnitionConfig) -> None:
-    """Drop backups of originals that are back in place and no longer managed.
-
-    Restores keep their backup until the update is committed, so that a re-run after a crash
-    restores again instead of deleting an unrecorded file; this runs after the commit (and on
-    the no-op path, for a commit that was interrupted before it got here).
-    """
-    declared = {f.path for f in new_ign.files}
-    for u in new_ign.units:
-        declared.add(unit_path(u.name))
-        declared.update(dropin_path(u.name, d.name) for d in u.dropins)
-    orig_root = host.root.join(ORIG_DIR)
-    for dirpath, _dirs, names in os.walk(orig_root):
-        for name in names:
-            if not name.endswith(ORIG_SUFFIX):
-                continue
-            backup = Path(dirpath, name)
-            path = "/" + os.path.relpath(backup, orig_root)[: -len(ORIG_SUFFIX)]
-            if path in declared:
-                continue
-            current = host.root.join(path)
-            if fsops.read_bytes_nofollow(backup) == _read_or_none(current):
-                fsops.remove(backup)
-                LOG.info("original %s is back in place: dropped its backup", path)
-
-
-def _read_or_none(path: Path) -> bytes | None:
-    try:
-        return fsops.read_bytes_nofollow(path)
-    except OSError:  # a symlink or a directory at the path: not a restored original
-        return None
 
 
 def _sweep_temp_files(host: Host, old_ign: IgnitionConfig, new_ign: IgnitionConfig) -> None:
@@ -258,7 +222,7 @@ def _run_steps(
     skip_certs: bool,
 ) -> None:
     # files, units and stale data are undone together by applying the old config back
-    undo.append(("files and units", lambda: _apply_files_units(host, new_ign, old_ign, old_ign.units)))
+    undo.append(("files and units", lambda: _undo_files_units(host, new_ign, old_ign)))
     changed = {c.name for c in p.diff.unit_changes}
     units = new_ign.units if facts.forcefile else tuple(u for u in new_ign.units if u.name in changed)
     _apply_files_units(host, old_ign, new_ign, units, skip=(KUBELET_CA,) if skip_certs else ())
@@ -290,6 +254,18 @@ def _apply_files_units(
     host.files.delete_stale(old_ign, new_ign)
 
 
+def _undo_files_units(host: Host, new_ign: IgnitionConfig, old_ign: IgnitionConfig) -> None:
+    """Apply the old config back over a partly applied new one.
+
+    Paths the failed update never reached have no backup or stamp and are left alone.
+    """
+    host.files.delete_unrecorded = False
+    try:
+        _apply_files_units(host, new_ign, old_ign, old_ign.units)
+    finally:
+        host.files.delete_unrecorded = True
+
+
 def _apply_passwd(host: Host, old_ign: IgnitionConfig, new_ign: IgnitionConfig) -> None:
     host.ssh.apply(new_ign.users)
     host.ssh.set_password_hashes(old_ign.users, new_ign.users)
@@ -306,7 +282,7 @@ def _apply_os(host: Host, rpm: RpmOstree, p: Plan) -> None:
         failpoints.hit("rpm-ostree command done")
 
 
-def _roll_back(host: Host, old_json: Mapping[str, Any], undo: list[tuple[str, Callable[[], None]]]) -> None:
+def _roll_back(host: Host, old_ign: IgnitionConfig, undo: list[tuple[str, Callable[[], None]]]) -> None:
     new_record = state.pending(host.root)
     if new_record is not None:
         state.begin(host.root, state.Transaction(new_record.old, new_record.new, "rollback", new_record.mode))
@@ -320,6 +296,7 @@ def _roll_back(host: Host, old_json: Mapping[str, Any], undo: list[tuple[str, Ca
         # the record stays: a restart re-runs the transaction and converges
         raise UpdateError("error rolling back changes: " + "; ".join(errors))
     state.finish(host.root)
+    host.files.collect_restored(None, old_ign)
 
 
 def _post_actions(host: Host, p: Plan, new: MachineConfig, *, skip_reboot: bool) -> Outcome:

@@ -44,7 +44,6 @@ from mcd.host import fsops
 from mcd.host.accounts import Accounts, UnknownGroup, UnknownUser
 from mcd.host.errors import HostError
 from mcd.host.root import HostRoot, PathEscapeError
-from mcd.host.runner import Runner
 
 log = logging.getLogger(__name__)
 
@@ -74,9 +73,12 @@ LEAKED_SYMLINKS = (
 )
 
 
+ORIG_SUFFIX = ".mcdorig"
+
+
 def orig_path(path: str) -> str:
     """Config path of the backup of `path`'s original."""
-    return f"{ORIG_DIR}{path}.mcdorig"
+    return f"{ORIG_DIR}{path}{ORIG_SUFFIX}"
 
 
 def noorig_path(path: str) -> str:
@@ -130,15 +132,14 @@ def _failing_as(what: str) -> Iterator[None]:
 class FileWriter:
     """Writes Ignition files and unit files under one root, keeping every original it replaces."""
 
-    def __init__(
-        self, root: HostRoot, accounts: Accounts, runner: Runner | None = None, coreos: bool = True
-    ) -> None:
-        # `runner` is unused: no rpm query is needed since every original is kept. The parameter
-        # stays so that existing callers need no change.
-        del runner
+    def __init__(self, root: HostRoot, accounts: Accounts, coreos: bool = True) -> None:
         self.root = root
         self.accounts = accounts
         self.coreos = coreos
+        # Pruning deletes a dropped path that has neither backup nor stamp (a file Ignition wrote
+        # at install time, as upstream). A rollback turns this off: such a path was never touched
+        # by the failed update (every write records first), so it must stay as it is.
+        self.delete_unrecorded = True
 
     # --- paths ------------------------------------------------------------------------------
 
@@ -232,21 +233,24 @@ class FileWriter:
         log.info("restored original %s", path)
         return True
 
-    def collect_restored(self, old: IgnitionConfig, new: IgnitionConfig) -> list[str]:
-        """Drop the backups of the originals `delete_stale(old, new)` restored; return their paths.
+    def collect_restored(self, old: IgnitionConfig | None, new: IgnitionConfig) -> list[str]:
+        """Drop the backups of originals that are back in place; return their paths.
 
-        Call it only once the update is committed (no re-run of it can follow). A backup goes
+        Call it only once an update is committed (no re-run of it can follow). A backup goes
         when `new` no longer declares its path and the path holds an exact copy of it; any other
         backup (a path still declared, a restore that did not finish, a file changed since) stays.
-        Idempotent. A backup left by an interrupted call equals its file and is harmless: it is
-        reused as the original if a later config declares the path again.
+        Candidates are the paths `old` declared, or with `old` None every backup on the root
+        (which also collects what an interrupted earlier commit or a rollback left). Idempotent.
         """
         declared = {f.path for f in new.files}
         declared |= {unit_path(u.name) for u in new.units}
         declared |= {dropin_path(u.name, d.name) for u in new.units for d in u.dropins}
-        candidates = [f.path for f in old.files]
-        candidates += [unit_path(u.name) for u in old.units]
-        candidates += [dropin_path(u.name, d.name) for u in old.units for d in u.dropins]
+        if old is None:
+            candidates = self._backed_up_paths()
+        else:
+            candidates = [f.path for f in old.files]
+            candidates += [unit_path(u.name) for u in old.units]
+            candidates += [dropin_path(u.name, d.name) for u in old.units for d in u.dropins]
         dropped: list[str] = []
         for path in dict.fromkeys(candidates):
             if path in declared or not self._holds_backup(path):
@@ -256,6 +260,18 @@ class FileWriter:
             log.info("dropped the backup of restored %s", path)
             dropped.append(path)
         return dropped
+
+    def _backed_up_paths(self) -> list[str]:
+        """The paths that have a `.mcdorig` backup on the root."""
+        base = self._join(ORIG_DIR)
+        out: list[str] = []
+        for dirpath, dirnames, names in os.walk(base):
+            # backups of symlinked paths are symlinks themselves: list them, never descend
+            for name in names + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+                if name.endswith(ORIG_SUFFIX):
+                    rel = os.path.relpath(os.path.join(dirpath, name), base)
+                    out.append("/" + rel[: -len(ORIG_SUFFIX)])
+        return sorted(out)
 
     def _delete(self, path: str) -> bool:
         with _failing_as(f"unable to delete {path}"):
@@ -332,8 +348,9 @@ class FileWriter:
         st = fsops.lstat_or_none(host)
         if st is not None and stat.S_ISDIR(st.st_mode):
             raise HostError(f'cannot write unit file "{path}": it is a directory')
-        if self.coreos and self._exists("/usr" + path):
-            self.backup_original(path, "/usr" + path)
+        # any unit file already there is an original too (upstream: only CoreOS /usr/etc copies)
+        source = "/usr" + path if self.coreos and self._exists("/usr" + path) else None
+        self.backup_original(path, source)
         data = contents.encode() if isinstance(contents, str) else contents
         with _failing_as(f'failed to write systemd unit file "{path}"'):
             return fsops.atomic_write(host, data, mode, dir_mode=FILE_DIR_MODE)
@@ -365,7 +382,7 @@ class FileWriter:
         if fsops.lstat_or_none(orig) is not None:
             # every original is restored, OS-shipped or not (upstream restores only OS files)
             return self._restore(path)
-        if keep:
+        if keep or not self.delete_unrecorded:
             return False
         return self._delete(path)
 
@@ -376,6 +393,8 @@ class FileWriter:
         has_stamp = fsops.lstat_or_none(stamp) is not None
         if not has_stamp and fsops.lstat_or_none(orig) is not None:
             return self._restore(path)
+        if not has_stamp and not self.delete_unrecorded:
+            return False
         removed = self._delete(path)
         if has_stamp:
             with _failing_as(f'deleting noorig file stamp "{noorig_path(path)}"'):

@@ -56,7 +56,7 @@ def make_base(base: Path) -> Path:
 def writer(base: Path, runner: RecordingRunner | None = None, coreos: bool = True) -> FileWriter:
     """A FileWriter on `base`; its default runner answers nothing, so any command would fail the test."""
     root = HostRoot(base)
-    return FileWriter(root, Accounts.load(root), runner if runner is not None else RecordingRunner(), coreos)
+    return FileWriter(root, Accounts.load(root), coreos)
 
 
 def ign(path: str, text: str = "", mode: int | None = None, **kw: Any) -> File:
@@ -402,7 +402,7 @@ def test_pre_existing_file_is_backed_up_without_asking_rpm(
     base = make_base(tmp_path)
     put(base, "/etc/admin.conf", "mine before mcd\n")
     root = HostRoot(base)
-    w = FileWriter(root, Accounts.load(root), runner)
+    w = FileWriter(root, Accounts.load(root))
     config_a = cfg((ign("/etc/admin.conf", "mc"),))
     w.write_files(config_a.files)
     assert at(base, orig_path("/etc/admin.conf")).read_text() == "mine before mcd\n"
@@ -663,14 +663,21 @@ def test_unit_file_with_coreos_usr_etc_copy_is_backed_up_from_it(tmp_path: Path)
 
 
 @pytest.mark.parametrize("coreos", [True, False])
-def test_unit_without_usr_etc_copy_or_off_coreos_has_no_bookkeeping(tmp_path: Path, coreos: bool) -> None:
+def test_a_unit_file_already_there_is_backed_up_and_restored(tmp_path: Path, coreos: bool) -> None:
+    """Nothing is lost: an existing unit file (no CoreOS /usr/etc copy to take it from) is kept."""
     base = make_base(tmp_path)
     if not coreos:
-        put(base, "/usr/etc/systemd/system/bar.service", "shipped")
-    put(base, "/etc/systemd/system/bar.service", "shipped")
-    w = writer(base, RecordingRunner(), coreos=coreos)  # no rpm call expected either
+        put(base, "/usr/etc/systemd/system/bar.service", "from usr/etc")  # only used on CoreOS
+    put(base, "/etc/systemd/system/bar.service", "admin's own")
+    w = writer(base, RecordingRunner(), coreos=coreos)  # no command expected
     w.write_unit_file("/etc/systemd/system/bar.service", "mine")
-    assert not (base / "etc/machine-config-daemon").exists()
+    backup = base / "etc/machine-config-daemon/orig/etc/systemd/system/bar.service.mcdorig"
+    assert backup.read_text() == "admin's own"
+    old = cfg(units=(Unit("bar.service", contents="mine"),))
+    assert w.delete_stale(old, cfg()) == ["/etc/systemd/system/bar.service"]
+    assert (base / "etc/systemd/system/bar.service").read_text() == "admin's own"
+    assert w.collect_restored(old, cfg()) == ["/etc/systemd/system/bar.service"]
+    assert not backup.exists()
 
 
 def test_removed_units_and_dropins_are_pruned(tmp_path: Path) -> None:

@@ -312,7 +312,7 @@ def _write_state(base: Path, config: IgnitionConfig) -> None:
     put(base, "/etc/passwd", "root:x:0:0::/root:/bin/sh\n")
     put(base, "/etc/group", "root:x:0:\n")
     root = HostRoot(base)
-    w = FileWriter(root, Accounts.load(root), None, coreos=False)
+    w = FileWriter(root, Accounts.load(root), coreos=False)
     w.write_files(config.files)
     for u in config.units:
         for d in u.dropins:
