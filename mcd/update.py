@@ -12,7 +12,9 @@ last — a restarted process finds it and re-runs the same transaction, which co
 from __future__ import annotations
 
 import logging
+import os
 import posixpath
+import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -152,6 +154,31 @@ def update(
     facts: Facts | None = None,
 ) -> Outcome:
     """Apply `new` over `old` on the host; on failure roll back and raise UpdateError."""
+    with host.root.caching_dirs():
+        return _update(
+            host,
+            old,
+            new,
+            legacy=legacy,
+            policies=policies,
+            skip_reboot=skip_reboot,
+            skip_certificate_write=skip_certificate_write,
+            facts=facts,
+        )
+
+
+def _update(
+    host: Host,
+    old: MachineConfig,
+    new: MachineConfig,
+    *,
+    legacy: bool,
+    policies: policy.ClusterPolicies = policy.DEFAULT_POLICIES,
+    skip_reboot: bool = False,
+    skip_certificate_write: bool = False,
+    facts: Facts | None = None,
+) -> Outcome:
+    """Apply `new` over `old` on the host; on failure roll back and raise UpdateError."""
     facts = facts if facts is not None else facts_for(host)
     old_ign = old.config or EMPTY_IGNITION
     new_ign = new.config or EMPTY_IGNITION
@@ -169,18 +196,28 @@ def update(
     if facts.forcefile:
         # upstream deletes the forcefile when it computes the actions: it forces one update only
         state.remove_forcefile(host.root)
+    # everything the host could refuse is checked before anything is recorded or written
+    try:
+        host.files.check(new_ign.files, new_ign.units, skip=(KUBELET_CA,) if skip_certificate_write else ())
+        host.files.check((), old_ign.units)  # pruning touches the old config's units
+    except HostError as exc:
+        raise UpdateError(f"update to {new.name} refused, nothing was changed: {exc}") from exc
     old_json, new_json = mc_json(old), mc_json(new)
     state.begin(host.root, state.Transaction(old_json, new_json, "apply", "legacy" if legacy else "policy"))
     failpoints.hit("transaction recorded")
     undo: list[tuple[str, Callable[[], None]]] = []
     try:
-        _run_steps(host, p, old_ign, new_ign, undo, facts=facts, skip_certs=skip_certificate_write)
-        state.write_current(host.root, new_json, new.ocl_image)
-        failpoints.hit("current config persisted")
-        state.finish(host.root)
-        failpoints.hit("transaction finished")
+        # directory entries are made durable once per directory, before the commit
+        with fsops.deferred_dir_sync():
+            _run_steps(host, p, old_ign, new_ign, undo, facts=facts, skip_certs=skip_certificate_write)
+        state.commit(host.root, new.ocl_image)
+        failpoints.hit("transaction committed")
     except Exception as exc:
-        _roll_back(host, old_ign, undo)
+        try:
+            _roll_back(host, old_ign, undo)
+        except UpdateError as rollback_exc:
+            # both matter: why the update failed, and why the node could not be put back
+            raise UpdateError(f"update to {new.name} failed: {exc}; {rollback_exc}") from exc
         if isinstance(exc, UpdateError):
             raise
         raise UpdateError(f"update to {new.name} failed and was rolled back: {exc}") from exc
@@ -190,8 +227,16 @@ def update(
 
 
 def _sweep_temp_files(host: Host, old_ign: IgnitionConfig, new_ign: IgnitionConfig) -> None:
-    """Remove what writers killed mid-write left behind, in every directory an update writes to."""
-    paths = {state.TRANSACTION, f"{SSH_DIR}/x"}
+    """Remove what writers killed mid-write left behind, in every directory an update writes to.
+
+    Only the daemon's own directory unless an update was interrupted (its record is there):
+    every other write happens inside a transaction.
+    """
+    for leftover in fsops.sweep_temp_files(host.root.join(state.STATE_DIR, follow_final=True)):
+        LOG.warning("removed %s, left by an interrupted write", leftover)
+    if fsops.lstat_or_none(host.root.join(state.TRANSACTION)) is None:
+        return
+    paths = {f"{SSH_DIR}/x"}
     for ign in (old_ign, new_ign):
         paths.update(f.path for f in ign.files)
         for u in ign.units:
@@ -227,9 +272,12 @@ def _run_steps(
     units = new_ign.units if facts.forcefile else tuple(u for u in new_ign.units if u.name in changed)
     _apply_files_units(host, old_ign, new_ign, units, skip=(KUBELET_CA,) if skip_certs else ())
     failpoints.hit("files and units written")
+    # upstream makes the kubelet's kubeconfig private on every update; only a regular file is
+    # touched (chmod would follow a symlink, possibly out of the root)
     kubeconfig = host.root.join(KUBECONFIG)
-    if kubeconfig.exists():
-        kubeconfig.chmod(0o600)
+    st = fsops.lstat_or_none(kubeconfig)
+    if st is not None and stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) != 0o600:
+        os.chmod(kubeconfig, 0o600)
     if p.diff.passwd:
         undo.append(("ssh keys", lambda: _apply_passwd(host, new_ign, old_ign)))
         _apply_passwd(host, old_ign, new_ign)
@@ -248,7 +296,9 @@ def _apply_files_units(
     units: Sequence[Unit],
     skip: Sequence[str] = (),
 ) -> None:
-    host.files.write_files(new_ign.files, skip=skip)
+    before = {f.path: f for f in old_ign.files}
+    unchanged = {f.path for f in new_ign.files if before.get(f.path) == f}
+    host.files.write_files(new_ign.files, skip=skip, unchanged=unchanged)
     host.units.write_units(units)
     host.units.remove_units(old_ign.units, new_ign.units)
     host.files.delete_stale(old_ign, new_ign)

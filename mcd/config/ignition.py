@@ -252,9 +252,7 @@ class _Checker:
         mode = raw.get("mode")
         fpath: str = raw["path"]
         if mode is not None and mode < 0:
-            self.error(
-                (*path, "mode"), f"invalid mode {format_mode(mode)} for {fpath}, must not be negative"
-            )
+            self.error((*path, "mode"), f"invalid mode {format_mode(mode)} for {fpath}, must not be negative")
         elif mode is not None and mode > MAX_FILE_MODE:
             # upstream's message (MCO validateIgn3FileModes), so setuid/setgid/sticky bits are refused
             self.error((*path, "mode"), f"invalid mode {format_mode(mode)} for {fpath}, cannot exceed 0777")
@@ -387,8 +385,8 @@ class _Checker:
                 p: str = entry["path"]
                 if not p.startswith("/"):
                     self.error(where, f'path "{p}" is not absolute')
-                elif posixpath.normpath(p) != p or p.startswith("//"):
-                    self.error(where, f'path "{p}" is not clean (want "{posixpath.normpath(p)}")')
+                elif _clean(p) != p:
+                    self.error(where, f'path "{p}" is not clean (want "{_clean(p)}")')
                 if p in seen:
                     self.error(where, f'duplicate path "{p}", already declared at {format_path(seen[p])}')
                 else:
@@ -401,6 +399,12 @@ class _Checker:
                 self.error((*path, i, key), f'duplicate {what} "{n}", already declared at index {seen[n]}')
             else:
                 seen[n] = i
+
+
+def _clean(path: str) -> str:
+    """Go's path.Clean for absolute paths: POSIX normpath, but a leading "//" collapses too."""
+    cleaned = posixpath.normpath(path)
+    return "/" + cleaned.lstrip("/") if cleaned.startswith("//") else cleaned
 
 
 def _clip(text: str, limit: int = 60) -> str:

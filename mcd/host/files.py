@@ -140,6 +140,7 @@ class FileWriter:
         # at install time, as upstream). A rollback turns this off: such a path was never touched
         # by the failed update (every write records first), so it must stay as it is.
         self.delete_unrecorded = True
+        self._stamp: Path | None = None
 
     # --- paths ------------------------------------------------------------------------------
 
@@ -197,9 +198,12 @@ class FileWriter:
                 log.info("backed up original %s", path)
             return
         with _failing_as(f'creating noorig stamp for "{path}"'):
-            if fsops.remove(orig):
+            if fsops.lstat_or_none(orig) is not None and fsops.remove(orig):
                 log.info("removed stale backup of absent %s", path)
-            fsops.atomic_write(stamp, b"", 0o644, dir_mode=FILE_DIR_MODE)
+            # every stamp after the first is a hard link to an earlier one: one link(2) instead of
+            # creating a file (much cheaper when a config brings thousands of new files)
+            if fsops.create_empty(stamp, 0o644, dir_mode=FILE_DIR_MODE, link_from=self._stamp):
+                self._stamp = stamp
 
     def _holds_backup(self, path: str) -> bool:
         """Whether `path` is an exact copy of its backup: same type, bytes or link target, mode, owner."""
@@ -309,32 +313,81 @@ class FileWriter:
         self._join(orig_path(path))
         self._join(noorig_path(path))
 
-    def write_files(self, files: Sequence[File], skip: Collection[str] = ()) -> list[str]:
+    def write_files(
+        self, files: Sequence[File], skip: Collection[str] = (), unchanged: Collection[str] = ()
+    ) -> list[str]:
         """Write `files` (minus `skip`) with exact mode and owner; return the paths actually changed.
 
+        `unchanged` names paths declared exactly as in the config already applied: when such a
+        file is still exactly right on disk it is not looked at further (no record, no write).
         Everything is validated first (no append, owners known, paths inside the root, no
-        directory in the way), so bad input writes nothing at all.
+        directory in the way), so bad input writes nothing at all. The originals' records
+        (backups, stamps) are all durable before the first file is replaced.
         """
-        todo = [f for f in files if f.path not in skip]
-        paths = {f.path for f in todo}
-        owners: list[tuple[File, int, int]] = []
-        for f in todo:
-            if f.append:
-                raise HostError(APPEND_UNSUPPORTED)
-            uid, gid = self.owner_of(f)
+        owners = self._owners(files, skip)
+        if unchanged:
+            owners = [o for o in owners if o[0].path not in unchanged or not self._on_disk(*o)]
+        paths = {f.path for f, _, _ in owners}
+        for f, _, _ in owners:
             self._check_target(f.path, paths)
-            owners.append((f, uid, gid))
+        for f, _, _ in owners:
+            self.backup_original(f.path)
         written: list[str] = []
         for f, uid, gid in owners:
-            self.backup_original(f.path)
+            host = self._join(f.path)
             with _failing_as(f'writing file "{f.path}"'):
                 changed = fsops.atomic_write(
-                    self._join(f.path), f.data, f.effective_mode, uid=uid, gid=gid, dir_mode=FILE_DIR_MODE
+                    host, f.data, f.effective_mode, uid=uid, gid=gid, dir_mode=FILE_DIR_MODE
                 )
             if changed:
                 log.info("wrote %s", f.path)
                 written.append(f.path)
         return written
+
+    def _owners(self, files: Sequence[File], skip: Collection[str]) -> list[tuple[File, int, int]]:
+        owners: list[tuple[File, int, int]] = []
+        for f in files:
+            if f.path in skip:
+                continue
+            if f.append:
+                raise HostError(APPEND_UNSUPPORTED)
+            uid, gid = self.owner_of(f)
+            owners.append((f, uid, gid))
+        return owners
+
+    def check(self, files: Sequence[File], units: Sequence[Unit], skip: Collection[str] = ()) -> None:
+        """Every check `write_files` and the unit writes make before writing, without writing.
+
+        Owners resolvable in the root, no append, every file, unit file and dropin path (and its
+        bookkeeping paths) inside the root with no directory or file in the way: run before an
+        update records anything, so a config the host cannot take changes nothing at all.
+        """
+        owners = self._owners(files, skip)
+        paths = {f.path for f, _, _ in owners}
+        for f, _, _ in owners:
+            self._check_target(f.path, paths)
+        for u in units:
+            unit_paths = [unit_path(u.name), *(dropin_path(u.name, d.name) for d in u.dropins)]
+            for path in unit_paths:
+                try:
+                    self.root.join(path)
+                    self._join(orig_path(path))
+                    self._join(noorig_path(path))
+                except PathEscapeError as exc:
+                    raise HostError(str(exc)) from None
+
+    def _on_disk(self, f: File, uid: int, gid: int) -> bool:
+        """Whether `f` is exactly on disk already (type, mode, owner, bytes)."""
+        try:
+            host = self._join(f.path)
+        except PathEscapeError:
+            return False  # let the full path report it
+        st = fsops.lstat_or_none(host)
+        if st is None or not stat.S_ISREG(st.st_mode) or st.st_size != len(f.data):
+            return False
+        if stat.S_IMODE(st.st_mode) != f.effective_mode or (st.st_uid, st.st_gid) != (uid, gid):
+            return False
+        return fsops.read_bytes_nofollow(host) == f.data
 
     # --- unit files -------------------------------------------------------------------------
 
@@ -429,8 +482,13 @@ class FileWriter:
                 changed.append(path)
 
         for link in LEAKED_SYMLINKS:
+            try:
+                host = self.root.join(link)
+            except PathEscapeError as exc:  # nothing of ours can be there: leave it be
+                log.warning("not removing %s: %s", link, exc)
+                continue
             with _failing_as(f'error deleting "{link}"'):
-                if fsops.remove(self._join(link)):
+                if fsops.remove(host):
                     log.info("removed stale symlink %s", link)
                     changed.append(link)
         return changed

@@ -9,9 +9,11 @@ on the node (or in a MachineConfig) could make a write land in the pod's own fil
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from collections import deque
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
 # Same limit as the kernel's MAXSYMLINKS: bounds the work for loops and very long chains.
@@ -25,7 +27,7 @@ class PathEscapeError(ValueError):
 class HostRoot:
     """A directory playing the role of `/` for every host path mcd reads or writes."""
 
-    __slots__ = ("prefix",)
+    __slots__ = ("_dir_cache", "prefix")
 
     prefix: Path
 
@@ -33,6 +35,24 @@ class HostRoot:
         # Resolved once, so symlinks in the prefix itself (e.g. /tmp on some systems) are not
         # mistaken for links inside the root.
         self.prefix = Path(prefix).resolve()
+        self._dir_cache: dict[str, Path] | None = None
+
+    @contextlib.contextmanager
+    def caching_dirs(self) -> Iterator[None]:
+        """Within the block, remember how each parent directory resolved.
+
+        An update joins thousands of paths in a few directories; resolving each parent once
+        saves an lstat per path component per path. Only for a span in which nothing but the
+        caller changes the tree's directories and links (one update).
+        """
+        outer = self._dir_cache
+        if outer is None:
+            self._dir_cache = {}
+        try:
+            yield
+        finally:
+            if outer is None:
+                self._dir_cache = None
 
     @property
     def is_live(self) -> bool:
@@ -56,6 +76,23 @@ class HostRoot:
         Components that do not exist are joined literally. Raises PathEscapeError when `path` is
         not absolute, contains `..`, loops, or would resolve above the root.
         """
+        cache = self._dir_cache
+        if cache is not None and not follow_final:
+            parent, _, name = path.rpartition("/")
+            if parent and name not in ("", ".", "..") and "\0" not in name:
+                host_parent = cache.get(parent)
+                if host_parent is None:
+                    # the parent with every link followed, then the final component literally:
+                    # the same result as the walk below
+                    try:
+                        host_parent = self._join(parent, follow_final=True)
+                    except PathEscapeError:
+                        return self._join(path, follow_final=False)  # refused: name the full path
+                    cache[parent] = host_parent
+                return host_parent / name
+        return self._join(path, follow_final=follow_final)
+
+    def _join(self, path: str, *, follow_final: bool) -> Path:
         if not path.startswith("/"):
             raise PathEscapeError(f"refusing {path!r}: not an absolute path")
         if "\0" in path:

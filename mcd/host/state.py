@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from mcd import failpoints
 from mcd.host import fsops
 from mcd.host.root import HostRoot
 
@@ -25,6 +27,7 @@ STATE_DIR = "/etc/machine-config-daemon"
 CURRENT_CONFIG = f"{STATE_DIR}/currentconfig"
 CURRENT_IMAGE = f"{STATE_DIR}/currentimage"
 TRANSACTION = f"{STATE_DIR}/txn.json"
+PENDING_CONFIG = f"{STATE_DIR}/pendingconfig"
 FORCEFILE = "/run/machine-config-daemon-force"
 ENCAPSULATED_CONFIG = "/etc/ignition-machine-config-encapsulated.json"
 
@@ -44,7 +47,8 @@ class Transaction:
 
 
 def _dump(obj: Any) -> bytes:
-    return (json.dumps(obj, sort_keys=True, separators=(",", ":")) + "\n").encode()
+    # compact and unsorted: rendered configs are megabytes and this is on the update path
+    return (json.dumps(obj, separators=(",", ":")) + "\n").encode()
 
 
 def _load_json(root: HostRoot, path: str) -> Any:
@@ -78,28 +82,54 @@ def write_current(root: HostRoot, config: Mapping[str, Any], image: str = "") ->
 
 
 def begin(root: HostRoot, txn: Transaction) -> None:
-    """Record the update before the first host change."""
-    record = {"old": txn.old, "new": txn.new, "phase": txn.phase, "mode": txn.mode, "version": 1}
+    """Record the update before the first host change.
+
+    The new config goes to `pendingconfig` (so the commit is one rename onto `currentconfig`),
+    the small `txn.json` says an update is under way; the old config is `currentconfig`, which
+    does not change before the commit. A rollback only rewrites `txn.json`.
+    """
+    if txn.phase == "apply":
+        fsops.atomic_write(root.join(PENDING_CONFIG), _dump(txn.new), 0o644)
+    record = {"phase": txn.phase, "mode": txn.mode, "version": 2}
     fsops.atomic_write(root.join(TRANSACTION), _dump(record), 0o600)
 
 
 def pending(root: HostRoot) -> Transaction | None:
-    """The interrupted update, if any."""
+    """The interrupted update, if any (None also when it was interrupted after its commit)."""
     obj = _load_json(root, TRANSACTION)
     if obj is None:
         return None
-    if not isinstance(obj, Mapping) or not isinstance(obj.get("new"), Mapping):
+    if not isinstance(obj, Mapping):
         raise StateError(f"{TRANSACTION} is not a valid transaction record")
+    new = _load_json(root, PENDING_CONFIG)
+    if new is None:
+        # killed between the commit's rename and the removal of the record: it is done
+        fsops.remove(root.join(TRANSACTION))
+        return None
+    if not isinstance(new, Mapping):
+        raise StateError(f"{PENDING_CONFIG} does not hold a MachineConfig object")
     return Transaction(
-        old=obj.get("old"),
-        new=obj["new"],
+        old=read_current_config(root),
+        new=new,
         phase=str(obj.get("phase", "apply")),
         mode=str(obj.get("mode", "legacy")),
     )
 
 
+def commit(root: HostRoot, image: str = "") -> None:
+    """The update is applied: `pendingconfig` becomes `currentconfig` (one rename), record dropped."""
+    fsops.atomic_write(root.join(CURRENT_IMAGE), image.encode(), 0o644)
+    pending_path, current_path = root.join(PENDING_CONFIG), root.join(CURRENT_CONFIG)
+    failpoints.hit("before the commit rename")
+    os.rename(pending_path, current_path)
+    fsops.fsync_dir(current_path.parent)
+    failpoints.hit("committed, record not removed")
+    fsops.remove(root.join(TRANSACTION))
+
+
 def finish(root: HostRoot) -> None:
-    """The update is complete (or fully rolled back): drop the record."""
+    """The update was rolled back completely: drop the pending config, then the record."""
+    fsops.remove(root.join(PENDING_CONFIG))
     fsops.remove(root.join(TRANSACTION))
 
 

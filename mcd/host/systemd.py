@@ -21,20 +21,14 @@ from typing import Protocol
 
 from mcd.config.ignition import Unit
 from mcd.host import fsops
-from mcd.host.root import HostRoot
+from mcd.host.files import LEAKED_SYMLINKS, UNIT_DIR, UNIT_FILE_MODE, dropin_path, unit_path
+from mcd.host.root import HostRoot, PathEscapeError
 from mcd.host.runner import CommandResult, Runner
 from mcd.host.systemd_dbus import BusUnavailable, DbusSystemd, SystemdError
 
 log = logging.getLogger(__name__)
 
-UNIT_DIR = "/etc/systemd/system"
 DEV_NULL = "/dev/null"
-UNIT_FILE_MODE = 0o644
-# Enablement links leaked by older daemons (OCPBUGS-33694); removed on every stale-data pass.
-LEAKED_SYMLINKS = (
-    "/etc/systemd/system/network-online.target.requires/node-valid-hostname.service",
-    "/etc/systemd/system/network-online.target.wants/ovs-configuration.service",
-)
 
 __all__ = [
     "DEV_NULL",
@@ -53,16 +47,6 @@ __all__ = [
     "make_manager",
     "unit_path",
 ]
-
-
-def unit_path(name: str) -> str:
-    """Config path of unit `name`'s file."""
-    return f"{UNIT_DIR}/{name}"
-
-
-def dropin_path(unit: str, dropin: str) -> str:
-    """Config path of dropin `dropin` of unit `unit`."""
-    return f"{UNIT_DIR}/{unit}.d/{dropin}"
 
 
 class SystemdManager(Protocol):
@@ -99,6 +83,16 @@ class SystemdManager(Protocol):
     def unit_file_known(self, name: str) -> bool:
         """Whether systemd has a unit file of that name anywhere on its search path."""
         ...
+
+
+# where systemd looks for unit files (system instance), most specific first
+UNIT_SEARCH_PATH = (
+    "/etc/systemd/system",
+    "/run/systemd/system",
+    "/usr/local/lib/systemd/system",
+    "/usr/lib/systemd/system",
+    "/lib/systemd/system",
+)
 
 
 def _output(result: CommandResult) -> str:
@@ -177,6 +171,26 @@ class OfflineSystemctl(_Systemctl):
     def __init__(self, root: HostRoot, runner: Runner) -> None:
         super().__init__(runner, (f"--root={root.prefix}",))
         self._root = root
+
+    def is_enabled(self, names: Sequence[str]) -> dict[str, str]:
+        """As systemctl answers, but names with no unit file on the root's search path are
+        `not-found` without asking: offline systemctl stops at each of them, so asking about many
+        new units would cost one process per unit."""
+        known = [n for n in names if self._has_unit_file(n)]
+        states = super().is_enabled(known) if known else {}
+        return {n: states.get(n, "not-found") for n in names}
+
+    def _has_unit_file(self, name: str) -> bool:
+        base, at, rest = name.partition("@")
+        candidates = [name] if not at else [name, f"{base}@{rest[rest.rfind('.') :]}"]
+        for directory in UNIT_SEARCH_PATH:
+            for candidate in candidates:
+                try:
+                    if fsops.lstat_or_none(self._root.join(f"{directory}/{candidate}")) is not None:
+                        return True
+                except PathEscapeError:
+                    return True  # let systemctl itself judge an odd layout
+        return False
 
     # Nothing runs under an offline root: there is no manager to reload and no unit to
     # (re)start. The files are in place, so the next boot of that root picks them up.
@@ -440,10 +454,7 @@ class UnitWriter:
             if fsops.lstat_or_none(self._root.join(path)) is not None:
                 self._preset(name, "Did not restore preset for restored unit %s: %s")
 
-        for path in LEAKED_SYMLINKS:
-            if fsops.remove(self._root.join(path)):
-                log.info("Removed stale symlink %s", path)
-                removed.append(path)
+        # the leaked enablement links (LEAKED_SYMLINKS) are removed by FileWriter.delete_stale
         return UnitResult(
             removed=tuple(removed),
             disabled=tuple(owned),

@@ -256,3 +256,38 @@ def test_join_never_resolves_outside_the_root(links: dict[str, str], query: str,
         # Every component but a final unfollowed one is resolved: the host agrees on the parent.
         resolved = result if follow_final else result.parent
         assert os.path.realpath(resolved) == str(resolved)
+
+
+def test_caching_dirs_gives_the_same_answers(tmp_path: Path) -> None:
+    """Within caching_dirs() joins resolve as without it, for links, missing parts and refusals."""
+    import itertools
+
+    root_dir = tmp_path / "r"
+    (root_dir / "etc" / "real").mkdir(parents=True)
+    (root_dir / "usr" / "lib").mkdir(parents=True)
+    os.symlink("/usr/lib", root_dir / "etc" / "abs")
+    os.symlink("real", root_dir / "etc" / "rel")
+    os.symlink("../../../..", root_dir / "etc" / "escape")
+    root = HostRoot(root_dir)
+    paths = [
+        "/etc/abs/x",
+        "/etc/rel/y",
+        "/etc/missing/z",
+        "/etc/real/f",
+        "/top",
+        "/etc/escape/x",
+        "/etc/../x",
+        "/etc/abs",
+        "/etc/a\0b",
+    ]
+
+    def outcome(p: str, follow: bool) -> object:
+        try:
+            return root.join(p, follow_final=follow)
+        except PathEscapeError as exc:
+            return type(exc)
+
+    plain = {(p, f): outcome(p, f) for p, f in itertools.product(paths, (False, True))}
+    with root.caching_dirs():
+        cached = {(p, f): outcome(p, f) for p, f in itertools.product(paths * 2, (False, True))}
+    assert cached == plain

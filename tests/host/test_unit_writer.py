@@ -11,7 +11,7 @@ import pytest
 
 from mcd.config.ignition import Dropin, Unit
 from mcd.host.root import HostRoot
-from mcd.host.systemd import LEAKED_SYMLINKS, SystemdError, UnitWriter
+from mcd.host.systemd import SystemdError, UnitWriter
 
 SERVICE = "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"
 UNIT_DIR = "etc/systemd/system"
@@ -432,14 +432,3 @@ def test_remove_units_disable_failure_reports_upstream_text(root: HostRoot) -> N
     manager.fail[("disable", "gone.service")] = "nope"
     with pytest.raises(SystemdError, match=r"^error disabling unit: nope$"):
         UnitWriter(root, manager).remove_units([Unit("gone.service", contents=SERVICE)], [])
-
-
-def test_remove_units_removes_the_known_leaked_symlinks(root: HostRoot) -> None:
-    for path in LEAKED_SYMLINKS:
-        link = root.prefix / path.lstrip("/")
-        link.parent.mkdir(parents=True, exist_ok=True)
-        os.symlink("/etc/systemd/system/whatever.service", link)
-    result = UnitWriter(root, FakeManager(root.prefix)).remove_units([], [])
-    assert result.removed == LEAKED_SYMLINKS
-    assert not any(os.path.lexists(root.prefix / p.lstrip("/")) for p in LEAKED_SYMLINKS)
-    assert UnitWriter(root, FakeManager(root.prefix)).remove_units([], []).removed == ()
