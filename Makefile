@@ -19,9 +19,16 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-# The main job on the embedded default: plan the update between two shipped rendered configs.
+# The main job on the embedded default: a sandbox root stands in for a node. It applies the
+# shipped rendered config, explains the next one, applies it and verifies the disk.
+DEMO_ROOT := .demo/root
 demo: setup
+	@rm -rf .demo
+	$(BIN)/mcd sandbox $(DEMO_ROOT)
+	$(BIN)/mcd start --once-from examples/old.yaml --root-mount $(DEMO_ROOT) --skip-reboot
 	$(BIN)/mcd plan examples/old.yaml examples/new.yaml -o text
+	$(BIN)/mcd start --once-from examples/new.yaml --root-mount $(DEMO_ROOT) --skip-reboot
+	$(BIN)/mcd check-disk --root-mount $(DEMO_ROOT)
 
 bench: setup
 	@set -e; found=""; for f in bench/*.py; do \
@@ -31,5 +38,5 @@ bench: setup
 
 # Caches and build leftovers; keeps .venv (rm -rf .venv to rebuild it from scratch).
 clean:
-	rm -rf .pytest_cache .mypy_cache .ruff_cache .hypothesis build dist *.egg-info
+	rm -rf .pytest_cache .mypy_cache .ruff_cache .hypothesis build dist *.egg-info .demo
 	find . -path ./.venv -prune -o -name __pycache__ -type d -exec rm -rf {} +

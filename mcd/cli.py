@@ -219,6 +219,16 @@ def cmd_check_disk(args: argparse.Namespace) -> int:
     return EXIT_OK if result.clean else EXIT_UNRECONCILABLE
 
 
+def cmd_sandbox(args: argparse.Namespace) -> int:
+    from mcd.sim.sandbox import make_sandbox_root
+
+    root = make_sandbox_root(args.dir, coreos=args.coreos)
+    sys.stdout.write(
+        f"sandbox root ready at {root} (try: mcd start --once-from FILE --root-mount {root} --skip-reboot)\n"
+    )
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     from mcd import __version__
 
@@ -317,6 +327,18 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("-v", "--verbose", action="count", default=0)
     c.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
     c.set_defaults(func=cmd_check_disk)
+
+    x = sub.add_parser(
+        "sandbox",
+        help="create a minimal root directory to try mcd on",
+        description="Create DIR (or complete it) as a minimal node root: /etc/passwd and /etc/group with "
+        "root and core, and /home/core. Use it as --root-mount.",
+    )
+    x.add_argument("dir", metavar="DIR")
+    x.add_argument(
+        "--coreos", action="store_true", help="mark it as an rpm-ostree system (/run/ostree-booted)"
+    )
+    x.set_defaults(func=cmd_sandbox)
     return parser
 
 

@@ -197,9 +197,16 @@ def _update(
         # upstream deletes the forcefile when it computes the actions: it forces one update only
         state.remove_forcefile(host.root)
     # everything the host could refuse is checked before anything is recorded or written
+    changed_units = {c.name for c in p.diff.unit_changes}
     try:
-        host.files.check(new_ign.files, new_ign.units, skip=(KUBELET_CA,) if skip_certificate_write else ())
-        host.files.check((), old_ign.units)  # pruning touches the old config's units
+        host.files.check(
+            new_ign.files,
+            [u for u in new_ign.units if u.name in changed_units or facts.forcefile],
+            skip=(KUBELET_CA,) if skip_certificate_write else (),
+            unchanged=_unchanged_paths(old_ign, new_ign),
+        )
+        # pruning touches the old config's units that go away
+        host.files.check((), [u for u in old_ign.units if u.name in changed_units])
     except HostError as exc:
         raise UpdateError(f"update to {new.name} refused, nothing was changed: {exc}") from exc
     old_json, new_json = mc_json(old), mc_json(new)
@@ -296,12 +303,16 @@ def _apply_files_units(
     units: Sequence[Unit],
     skip: Sequence[str] = (),
 ) -> None:
-    before = {f.path: f for f in old_ign.files}
-    unchanged = {f.path for f in new_ign.files if before.get(f.path) == f}
-    host.files.write_files(new_ign.files, skip=skip, unchanged=unchanged)
+    host.files.write_files(new_ign.files, skip=skip, unchanged=_unchanged_paths(old_ign, new_ign))
     host.units.write_units(units)
     host.units.remove_units(old_ign.units, new_ign.units)
     host.files.delete_stale(old_ign, new_ign)
+
+
+def _unchanged_paths(old_ign: IgnitionConfig, new_ign: IgnitionConfig) -> set[str]:
+    """Files declared in `new` exactly as in `old` (the config already applied)."""
+    before = {f.path: f for f in old_ign.files}
+    return {f.path for f in new_ign.files if before.get(f.path) == f}
 
 
 def _undo_files_units(host: Host, new_ign: IgnitionConfig, old_ign: IgnitionConfig) -> None:
@@ -376,6 +387,9 @@ def _post_actions(host: Host, p: Plan, new: MachineConfig, *, skip_reboot: bool)
         elif kind == "DaemonReload":
             host.systemd.daemon_reload()
             run.append("daemon-reload")
+    if not host.root.is_live:
+        # nothing runs under a root directory: the services pick the change up when it boots
+        run = [f"{r} (skipped: not the live root)" for r in run]
     return Outcome(p, reboot=False, rebooted=False, actions_run=tuple(run))
 
 

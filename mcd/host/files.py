@@ -355,17 +355,26 @@ class FileWriter:
             owners.append((f, uid, gid))
         return owners
 
-    def check(self, files: Sequence[File], units: Sequence[Unit], skip: Collection[str] = ()) -> None:
+    def check(
+        self,
+        files: Sequence[File],
+        units: Sequence[Unit],
+        skip: Collection[str] = (),
+        unchanged: Collection[str] = (),
+    ) -> None:
         """Every check `write_files` and the unit writes make before writing, without writing.
 
         Owners resolvable in the root, no append, every file, unit file and dropin path (and its
         bookkeeping paths) inside the root with no directory or file in the way: run before an
-        update records anything, so a config the host cannot take changes nothing at all.
+        update records anything, so a config the host cannot take changes nothing at all. Paths in
+        `unchanged` (declared as in the config already applied) only get the owner check.
         """
         owners = self._owners(files, skip)
         paths = {f.path for f, _, _ in owners}
         for f, _, _ in owners:
-            self._check_target(f.path, paths)
+            # a path declared as in the applied config passed these checks when it was applied
+            if f.path not in unchanged:
+                self._check_target(f.path, paths)
         for u in units:
             unit_paths = [unit_path(u.name), *(dropin_path(u.name, d.name) for d in u.dropins)]
             for path in unit_paths:

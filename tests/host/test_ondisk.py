@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import logging
 import os
 import stat
 import urllib.parse
@@ -116,6 +117,7 @@ def test_size_mismatch_is_found_without_reading(tmp_path: Path, monkeypatch: pyt
 
 
 def test_contents_never_logged(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="mcd.host.ondisk")
     put(tmp_path, "/etc/secret", "hunter2-on-disk")
     assert check_file(HostRoot(tmp_path), f("/etc/secret", "hunter3-wanted!")) is not None
     assert "hunter" not in caplog.text
