@@ -12,9 +12,7 @@ same config is a no-op.
 
 from __future__ import annotations
 
-import json
 import logging
-import posixpath
 import urllib.request
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -173,11 +171,3 @@ def describe(outcome: Outcome) -> dict[str, object]:
         "actionsRun": list(outcome.actions_run),
         "changes": len(p.changes),
     }
-
-
-def dump(obj: object) -> str:
-    return json.dumps(obj, indent=2)
-
-
-def config_basename(path: str) -> str:
-    return posixpath.basename(path)

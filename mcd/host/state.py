@@ -1,11 +1,12 @@
 """The daemon's own records on the node: the applied config and the update in progress.
 
 `/etc/machine-config-daemon/currentconfig` holds the MachineConfig last applied (JSON, as
-upstream) and `currentimage` its layered OS image; they are written just before a reboot, so
-after it the node knows which config it must be in. `/etc/machine-config-daemon/txn.json` is
-mcd's own write-ahead record of an update in progress: it is on disk before the first host
-change and removed after the last, so a process killed in between finds it on restart and
-re-runs the same update, which converges (every step is idempotent).
+upstream) and `currentimage` its layered OS image; they are in place before a reboot, so after
+it the node knows which config it must be in. An update in progress is mcd's own write-ahead
+record: the new config in `pendingconfig` and a small `txn.json`, both on disk before the first
+host change. The commit is one rename of `pendingconfig` onto `currentconfig`; then the record
+goes. A process killed in between finds the record on restart and re-runs the same update,
+which converges (every step is idempotent).
 """
 
 from __future__ import annotations
@@ -68,17 +69,6 @@ def read_current_config(root: HostRoot) -> Mapping[str, Any] | None:
         raise StateError(f"{CURRENT_CONFIG} does not hold a MachineConfig object")
     return obj
 
-
-def read_current_image(root: HostRoot) -> str:
-    data = fsops.read_bytes_nofollow(root.join(CURRENT_IMAGE))
-    return data.decode().strip() if data else ""
-
-
-def write_current(root: HostRoot, config: Mapping[str, Any], image: str = "") -> bool:
-    """Persist the applied config (and image) atomically; False when already on disk as is."""
-    changed = fsops.atomic_write(root.join(CURRENT_CONFIG), _dump(config), 0o644)
-    changed = fsops.atomic_write(root.join(CURRENT_IMAGE), image.encode(), 0o644) or changed
-    return changed
 
 
 def begin(root: HostRoot, txn: Transaction) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from builders import data_url, mc_object
+from trees import Tree, walk
 
 from mcd.cli import main
 from mcd.sim.sandbox import make_sandbox_root
@@ -24,23 +25,6 @@ commands = pytest.mark.allow_commands
 
 TXN = "/etc/machine-config-daemon/txn.json"
 UNIT = "[Unit]\nDescription=u\n[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"
-
-Tree = dict[str, tuple[Any, ...]]
-
-
-def walk(root: Path) -> Tree:
-    """Files and links under `root` with type, mode, owner and content or target (no directories)."""
-    out: Tree = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            full = os.path.join(dirpath, name)
-            st = os.lstat(full)
-            key = "/" + os.path.relpath(full, root)
-            if stat.S_ISLNK(st.st_mode):
-                out[key] = ("link", os.readlink(full))
-            elif not stat.S_ISDIR(st.st_mode):
-                out[key] = ("file", stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid, Path(full).read_bytes())
-    return out
 
 
 def stamps(root: Path) -> dict[str, tuple[int, int]]:
@@ -214,7 +198,7 @@ def _host_refusal_params(strict: bool) -> list[Any]:
 def test_host_refusal_leaves_the_root_as_it_was(box: Sandbox, case: str) -> None:
     prepare, config, message = HOST_REFUSALS[case]
     prepare(box)
-    before = walk(box.root)
+    before = walk_files(box.root)
     code, out, err = box.start(config)
     assert (code, out) == (1, "")
     # `*`: the refused path may be named as given or as far as it was resolved
@@ -222,7 +206,7 @@ def test_host_refusal_leaves_the_root_as_it_was(box: Sandbox, case: str) -> None
     last = err.splitlines()[-1] + "\n"
     assert last.startswith(head) and last.endswith(tail), last
     assert list(box.outside.iterdir()) == []
-    after = walk(box.root)
+    after = walk_files(box.root)
     assert TXN not in after
     assert after == before  # every file and link as it was
     # and the node is not stuck: another config applies
@@ -345,3 +329,7 @@ def test_a_100_mib_file_is_written_correctly(box: Sandbox) -> None:
     code, peak = _in_child(["check-disk", "--root-mount", str(box.root)], log)
     assert (code, log.read_text()) == (0, "on-disk state matches big\n")
     assert peak < 12 * BIG, f"peak RSS {peak >> 20} MiB"
+
+
+def walk_files(root: Path) -> Tree:
+    return walk(root, dirs=False)

@@ -11,12 +11,12 @@ import functools
 import json
 import os
 import shutil
-import stat
 from pathlib import Path
 from typing import Any
 
 import pytest
 from builders import data_url, mc_object
+from trees import Tree, walk
 
 import mcd.update
 from mcd.cli import main
@@ -90,26 +90,6 @@ def config_b(extra_units: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         osImageURL=IMAGE_B,
         kernelArguments=["b=2", "nosmt"],
     )
-
-
-Tree = dict[str, tuple[Any, ...]]
-
-
-def walk(root: Path) -> Tree:
-    """Every entry under `root`: type, mode, owner, and content or link target."""
-    out: Tree = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            full = os.path.join(dirpath, name)
-            st = os.lstat(full)
-            key = "/" + os.path.relpath(full, root)
-            if stat.S_ISLNK(st.st_mode):
-                out[key] = ("link", os.readlink(full))
-            elif stat.S_ISDIR(st.st_mode):
-                out[key] = ("dir", stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid)
-            else:
-                out[key] = ("file", stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid, Path(full).read_bytes())
-    return out
 
 
 def _diff(got: Tree, want: Tree) -> str:
