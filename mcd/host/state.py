@@ -70,7 +70,6 @@ def read_current_config(root: HostRoot) -> Mapping[str, Any] | None:
     return obj
 
 
-
 def begin(root: HostRoot, txn: Transaction) -> None:
     """Record the update before the first host change.
 

@@ -6,6 +6,10 @@ when the root is a directory (systemd's install logic works offline), the D-Bus 
 live host, and plain `systemctl` on the live host when the bus is unreachable. A UnitWriter
 applies an Ignition unit list on top of one, in the order upstream's writeUnits uses.
 
+Offline, each systemctl call is a process; the offline manager reads the root's links (see
+mcd.host.unitlinks) to skip the `is-enabled` questions and the `disable` runs whose answer or
+effect the files already settle, and hands everything else to systemctl unchanged.
+
 Masking is done by hand (remove the path, link it to /dev/null) as upstream does:
 `systemctl mask` refuses when a unit file already exists in /etc/systemd/system.
 """
@@ -25,6 +29,7 @@ from mcd.host.files import LEAKED_SYMLINKS, UNIT_DIR, UNIT_FILE_MODE, dropin_pat
 from mcd.host.root import HostRoot, PathEscapeError
 from mcd.host.runner import CommandResult, Runner
 from mcd.host.systemd_dbus import BusUnavailable, DbusSystemd, SystemdError
+from mcd.host.unitlinks import UnitLinks, enabled_from_links
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +49,7 @@ __all__ = [
     "UnitWriter",
     "WriteFile",
     "dropin_path",
+    "enabled_among",
     "make_manager",
     "unit_path",
 ]
@@ -180,6 +186,28 @@ class OfflineSystemctl(_Systemctl):
         states = super().is_enabled(known) if known else {}
         return {n: states.get(n, "not-found") for n in names}
 
+    def enabled_among(self, names: Sequence[str]) -> frozenset[str]:
+        """The names whose state `is-enabled` reports as `enabled`, read from the root's links
+        where they settle it; systemctl is asked about the rest only."""
+        enabled, unsure = enabled_from_links(self._root, names)
+        if unsure:
+            states = self.is_enabled(unsure)
+            enabled |= {name for name in unsure if states[name] == "enabled"}
+        return enabled
+
+    def disable(self, names: Sequence[str]) -> None:
+        """`systemctl disable <names…>`, leaving out the names it would provably do nothing for.
+
+        Disabling a unit removes links named after it or leading to it (and those of the units
+        its [Install] `Also=` names). A unit whose only file is a plain one in /etc/systemd/system
+        with no `Also=`, and that no link under /etc/systemd/system names or leads to, has nothing
+        to remove; leaving it out saves a process and changes nothing on disk.
+        """
+        if names:
+            rest = UnitLinks(self._root).needing_disable(names)
+            if rest:
+                super().disable(rest)
+
     def _has_unit_file(self, name: str) -> bool:
         base, at, rest = name.partition("@")
         candidates = [name] if not at else [name, f"{base}@{rest[rest.rfind('.') :]}"]
@@ -224,6 +252,15 @@ class LiveSystemctl(_Systemctl):
     def restart(self, unit: str) -> None:
         """`systemctl restart <unit>`."""
         self._checked("restart", unit)
+
+
+def enabled_among(manager: SystemdManager, names: Sequence[str]) -> frozenset[str]:
+    """The names whose unit-file state is exactly `enabled` (offline mostly read from the links;
+    other managers answer through is_enabled, which is cheap over D-Bus)."""
+    if isinstance(manager, OfflineSystemctl):
+        return manager.enabled_among(names)
+    states = manager.is_enabled(names)
+    return frozenset(name for name in names if states.get(name) == "enabled")
 
 
 def make_manager(
@@ -314,11 +351,12 @@ class UnitWriter:
         # its old [Install] section do not outlive it; the final enable recreates the right
         # ones. Upstream asks for every unit with contents; asking only for units whose file
         # actually changes gives the same end state and leaves an unchanged unit's links alone.
+        # (Offline the answer mostly comes from the links, without a systemctl process.)
         changing = [u.name for u in units if not u.mask and u.contents and self._content_differs(u)]
         disabled_first: list[str] = []
         if changing:
-            states = self._manager.is_enabled(changing)
-            disabled_first = [name for name in changing if states.get(name) == "enabled"]
+            enabled_now = enabled_among(self._manager, changing)
+            disabled_first = [name for name in changing if name in enabled_now]
         if disabled_first:
             log.info("Disabling systemd units %s before re-writing them", " ".join(disabled_first))
             try:

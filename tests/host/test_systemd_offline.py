@@ -115,6 +115,35 @@ def test_unit_file_known_matches_the_exact_name_and_escapes_globs() -> None:
     assert runner.commands[0][-1] == "foo\\[1].service"
 
 
+def test_a_unit_pass_on_a_directory_root_asks_nothing_the_links_settle(tmp_path: Path) -> None:
+    """A changed enabled unit and a changed disabled one: one disable before writing, one enable.
+
+    The enabled unit's link says it is enabled (no is-enabled), and the disabled unit has no link
+    for a disable to remove (no disable after writing).
+    """
+    units = tmp_path / "etc/systemd/system"
+    (units / "multi-user.target.wants").mkdir(parents=True)
+    (units / "on.service").write_text("old\n")
+    (units / "multi-user.target.wants/on.service").symlink_to("/etc/systemd/system/on.service")
+    (units / "off.service").write_text("old\n")
+    root = HostRoot(tmp_path)
+    runner = RecordingRunner().expect(["systemctl"])
+    result = UnitWriter(root, OfflineSystemctl(root, runner)).write_units(
+        [
+            Unit("on.service", enabled=True, contents="[Install]\nWantedBy=multi-user.target\n"),
+            Unit("off.service", enabled=False, contents="[Install]\nWantedBy=multi-user.target\n"),
+            Unit("new.service", enabled=False, contents="[Install]\nWantedBy=multi-user.target\n"),
+        ]
+    )
+    flag = f"--root={tmp_path.resolve()}"
+    assert runner.commands == [
+        ("systemctl", flag, "disable", "on.service"),
+        ("systemctl", flag, "enable", "on.service"),
+    ]
+    assert result.disabled_before_write == ("on.service",)
+    assert result.disabled == ("off.service", "new.service")
+
+
 def test_make_manager_is_offline_for_a_directory_root(tmp_path: Path) -> None:
     assert isinstance(make_manager(HostRoot(tmp_path), RecordingRunner()), OfflineSystemctl)
 

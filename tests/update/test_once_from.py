@@ -659,13 +659,13 @@ def test_recorded_commands_of_a_then_a_again_then_b(root: Path, tmp_path: Path) 
     """No real process runs here (no allow_commands): every command goes through the RecordingRunner."""
     a, b = write_config(tmp_path, config_a()), write_config(tmp_path, config_b())
 
-    # offline, a unit with no file on the root is "not-found" without asking systemctl
+    # offline, nothing is asked about units whose files the links settle: new units have no
+    # link, so none is enabled now, and disabling quiet.service (no link to remove) runs nothing
     runner, expected = scripted(
         root,
         (("preset", "masked.service"), 0, "", ""),
         (("preset", "chronyd.service"), 1, "", NO_CHRONYD),  # a failed preset is only logged
         (("enable", "hello.service"), 0, "", ""),
-        (("disable", "quiet.service"), 0, "", ""),
     )
     outcome = run_once_from(Host.for_root(HostRoot(root), runner), a, skip_reboot=True)
     assert runner.commands == expected
@@ -673,6 +673,10 @@ def test_recorded_commands_of_a_then_a_again_then_b(root: Path, tmp_path: Path) 
     assert outcome.reboot and not outcome.rebooted
     assert (root / "etc" / "app" / "secret.conf").read_text() == "token=s3cret\n"
     assert os.readlink(root / "etc" / "systemd" / "system" / "masked.service") == "/dev/null"
+    # what the recorded `enable hello.service` would have linked
+    wants = root / "etc" / "systemd" / "system" / "multi-user.target.wants"
+    wants.mkdir()
+    (wants / "hello.service").symlink_to("/etc/systemd/system/hello.service")
 
     # the same config again: one read-only drift check, nothing else
     runner, expected = scripted(
@@ -683,6 +687,7 @@ def test_recorded_commands_of_a_then_a_again_then_b(root: Path, tmp_path: Path) 
     assert outcome.notes == ("already in the desired config",)
 
     # B: only the changed units are written; A's dropped units are preset, then disabled if theirs
+    # (hello.service has a link to remove; quiet.service is unchanged and has none)
     runner, expected = scripted(
         root,
         (("enable", "other.service"), 0, "", ""),

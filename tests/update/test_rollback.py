@@ -281,6 +281,11 @@ def _failing_rollback(tmp_path: Path) -> tuple[Path, str, UpdateError]:
     config = tmp_path / "b.json"
     config.write_text(json.dumps(obj))
     flag = f"--root={root.resolve()}"
+    # the link a half-done enable leaves: without one, the rollback's disable would have nothing
+    # to remove and would not run at all
+    wants = root / UNITS.lstrip("/") / "multi-user.target.wants"
+    wants.mkdir(parents=True, exist_ok=True)
+    (wants / "u.service").symlink_to(f"{UNITS}/u.service")
     runner = RecordingRunner()
     runner.expect(("systemctl", flag, "enable", "u.service"), 1, "", "Failed to enable unit: boom\n", times=1)
     runner.expect(("systemctl", flag, "preset", "u.service"), times=1)
