@@ -7,7 +7,6 @@ import functools
 import gzip
 import os
 import re
-import signal
 import stat
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 
 import pytest
 from casefiles import case_params, load_cases
+from killing import killed_at
 
 from mcd import failpoints
 from mcd.config.ignition import Dropin, File, IgnitionConfig, NodeRef, Unit, parse_ignition
@@ -772,26 +772,6 @@ def test_path_in_dropins_refuses_non_dropin_paths(path: str) -> None:
 
 
 # --- crash safety: SIGKILL at every failpoint, then re-run the same call -----------------------------
-
-
-def killed_at(n: int, op: Callable[[], object]) -> bool:
-    """Run `op` in a child killed at failpoint `n`; True when it was killed, False when it finished."""
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - child
-        code = 0
-        try:
-            failpoints.arm(n)
-            op()
-        except BaseException:
-            code = 1
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    if os.WIFSIGNALED(status):
-        assert os.WTERMSIG(status) == signal.SIGKILL
-        return True
-    assert os.WEXITSTATUS(status) == 0, "the operation failed in the child"
-    return False
 
 
 def assert_converges_after_any_kill(

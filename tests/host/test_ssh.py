@@ -5,13 +5,12 @@ from __future__ import annotations
 import functools
 import os
 import re
-import signal
 import stat
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from killing import killed_at
 
 from mcd import failpoints
 from mcd.config.ignition import User
@@ -167,25 +166,6 @@ def snapshot(base: Path) -> dict[str, tuple[Any, ...]]:
         body = p.read_bytes() if stat.S_ISREG(st.st_mode) else None
         out[str(p.relative_to(base))] = (stat.S_IFMT(st.st_mode), stat.S_IMODE(st.st_mode), st.st_uid, body)
     return out
-
-
-def killed_at(n: int, op: Callable[[], object]) -> bool:
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - child
-        code = 0
-        try:
-            failpoints.arm(n)
-            op()
-        except BaseException:
-            code = 1
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    if os.WIFSIGNALED(status):
-        assert os.WTERMSIG(status) == signal.SIGKILL
-        return True
-    assert os.WEXITSTATUS(status) == 0
-    return False
 
 
 def test_apply_converges_after_a_kill_anywhere(tmp_path: Path) -> None:

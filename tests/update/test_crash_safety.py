@@ -10,8 +10,6 @@ failpoint (every atomic write, rename, removal and step boundary is one). Then:
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import json
 import os
 import random
@@ -26,6 +24,7 @@ from typing import Any
 
 import pytest
 from builders import data_url, mc_object
+from killing import in_child
 
 from mcd import failpoints
 from mcd.host.root import HostRoot
@@ -162,45 +161,6 @@ class Scenario:
             (d.get("container-image-reference"), d.get("booted"), d.get("staged"))
             for d in state.get("deployments", [])
         ]
-
-
-def _become_subreaper() -> None:
-    """Orphans of our children (a systemctl or rpm-ostree the killed child had started) become ours."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    pr_set_child_subreaper = 36
-    libc.prctl(pr_set_child_subreaper, 1, 0, 0, 0)
-
-
-def in_child(fn: Callable[[], None], kill_at: int | None) -> int | None:
-    """Run `fn` in a forked child armed to die at failpoint `kill_at`; the signal that ended it, or None.
-
-    The child leads its own process group. When it is killed, the commands it was running are
-    killed too and reaped before this returns, so nothing changes the tree while it is inspected
-    (a real node's cgroup would take them down with the daemon as well).
-    """
-    _become_subreaper()
-    pid = os.fork()
-    if pid == 0:  # child
-        code = 0
-        try:
-            os.setpgid(0, 0)
-            failpoints.arm(kill_at)
-            fn()
-        except BaseException:  # report through the exit code only: the parent asserts
-            code = 3
-        os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
-    while True:  # reap the group's orphans (reparented to us): returns once none is left
-        try:
-            os.waitpid(-pid, 0)
-        except ChildProcessError:
-            break
-    if os.WIFSIGNALED(status):
-        return os.WTERMSIG(status)
-    assert os.WEXITSTATUS(status) == 0, f"child failed (exit {os.WEXITSTATUS(status)}) with kill_at={kill_at}"
-    return None
 
 
 def _clone(src: Path, dst: Path) -> Path:
