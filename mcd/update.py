@@ -154,8 +154,9 @@ def update(
     facts: Facts | None = None,
 ) -> Outcome:
     """Apply `new` over `old` on the host; on failure roll back and raise UpdateError."""
+    # an update joins thousands of paths in a few directories: resolve each directory once
     with host.root.caching_dirs():
-        return _update(
+        return _apply(
             host,
             old,
             new,
@@ -167,18 +168,17 @@ def update(
         )
 
 
-def _update(
+def _apply(
     host: Host,
     old: MachineConfig,
     new: MachineConfig,
     *,
     legacy: bool,
-    policies: policy.ClusterPolicies = policy.DEFAULT_POLICIES,
-    skip_reboot: bool = False,
-    skip_certificate_write: bool = False,
-    facts: Facts | None = None,
+    policies: policy.ClusterPolicies,
+    skip_reboot: bool,
+    skip_certificate_write: bool,
+    facts: Facts | None,
 ) -> Outcome:
-    """Apply `new` over `old` on the host; on failure roll back and raise UpdateError."""
     facts = facts if facts is not None else facts_for(host)
     old_ign = old.config or EMPTY_IGNITION
     new_ign = new.config or EMPTY_IGNITION

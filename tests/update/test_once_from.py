@@ -12,13 +12,13 @@ from __future__ import annotations
 import http.server
 import json
 import os
-import stat
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 from builders import data_url, mc_object
+from trees import Tree, walk
 
 from mcd.cli import main
 from mcd.host.root import HostRoot
@@ -43,7 +43,6 @@ HELLO_ENV = "[Service]\nEnvironment=HELLO=1\n"
 CHRONY_DROPIN = "[Service]\nNice=5\n"
 
 Entry = tuple[Any, ...]
-Tree = dict[str, Entry]
 
 
 def config_a() -> dict[str, Any]:
@@ -95,23 +94,6 @@ def config_b() -> dict[str, Any]:
 
 
 # --- helpers ------------------------------------------------------------------------------------
-
-
-def walk(root: Path) -> Tree:
-    """Every entry under `root` (the root itself aside): type, mode, owner, and content or link target."""
-    out: Tree = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            full = os.path.join(dirpath, name)
-            st = os.lstat(full)
-            key = "/" + os.path.relpath(full, root)
-            if stat.S_ISLNK(st.st_mode):
-                out[key] = ("link", os.readlink(full))
-            elif stat.S_ISDIR(st.st_mode):
-                out[key] = ("dir", stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid)
-            else:
-                out[key] = ("file", stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid, Path(full).read_bytes())
-    return out
 
 
 def stamps(root: Path) -> dict[str, tuple[int, int]]:
