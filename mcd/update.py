@@ -84,7 +84,7 @@ class Host:
         files = FileWriter(root, accounts, coreos=coreos)
         systemd = make_manager(root, runner)
         units = UnitWriter(
-            root, systemd, write_file=files.write_unit_file, remove_file=files.remove_unit_path
+            root, systemd, write_files=files.write_unit_files, remove_file=files.remove_unit_path
         )
         return cls(
             root=root,
@@ -277,7 +277,8 @@ def _run_steps(
     undo.append(("files and units", lambda: _undo_files_units(host, new_ign, old_ign)))
     changed = {c.name for c in p.diff.unit_changes}
     units = new_ign.units if facts.forcefile else tuple(u for u in new_ign.units if u.name in changed)
-    _apply_files_units(host, old_ign, new_ign, units, skip=(KUBELET_CA,) if skip_certs else ())
+    # update() ran the host checks on exactly these files before recording the transaction
+    _apply_files_units(host, old_ign, new_ign, units, skip=(KUBELET_CA,) if skip_certs else (), checked=True)
     failpoints.hit("files and units written")
     # upstream makes the kubelet's kubeconfig private on every update; only a regular file is
     # touched (chmod would follow a symlink, possibly out of the root)
@@ -302,8 +303,12 @@ def _apply_files_units(
     new_ign: IgnitionConfig,
     units: Sequence[Unit],
     skip: Sequence[str] = (),
+    *,
+    checked: bool = False,
 ) -> None:
-    host.files.write_files(new_ign.files, skip=skip, unchanged=_unchanged_paths(old_ign, new_ign))
+    host.files.write_files(
+        new_ign.files, skip=skip, unchanged=_unchanged_paths(old_ign, new_ign), checked=checked
+    )
     host.units.write_units(units)
     host.units.remove_units(old_ign.units, new_ign.units)
     host.files.delete_stale(old_ign, new_ign)

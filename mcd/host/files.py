@@ -314,34 +314,42 @@ class FileWriter:
         self._join(noorig_path(path))
 
     def write_files(
-        self, files: Sequence[File], skip: Collection[str] = (), unchanged: Collection[str] = ()
+        self,
+        files: Sequence[File],
+        skip: Collection[str] = (),
+        unchanged: Collection[str] = (),
+        *,
+        checked: bool = False,
     ) -> list[str]:
         """Write `files` (minus `skip`) with exact mode and owner; return the paths actually changed.
 
         `unchanged` names paths declared exactly as in the config already applied: when such a
         file is still exactly right on disk it is not looked at further (no record, no write).
         Everything is validated first (no append, owners known, paths inside the root, no
-        directory in the way), so bad input writes nothing at all. The originals' records
-        (backups, stamps) are all durable before the first file is replaced.
+        directory in the way), so bad input writes nothing at all; `checked` says `check` already
+        did that for this config. The originals' records (backups, stamps) are all durable before
+        the first file is replaced; the files themselves are one `fsops.atomic_write_many` batch.
         """
         owners = self._owners(files, skip)
         if unchanged:
             owners = [o for o in owners if o[0].path not in unchanged or not self._on_disk(*o)]
-        paths = {f.path for f, _, _ in owners}
-        for f, _, _ in owners:
-            self._check_target(f.path, paths)
+        if not checked:
+            paths = {f.path for f, _, _ in owners}
+            for f, _, _ in owners:
+                self._check_target(f.path, paths)
         for f, _, _ in owners:
             self.backup_original(f.path)
-        written: list[str] = []
-        for f, uid, gid in owners:
-            host = self._join(f.path)
-            with _failing_as(f'writing file "{f.path}"'):
-                changed = fsops.atomic_write(
-                    host, f.data, f.effective_mode, uid=uid, gid=gid, dir_mode=FILE_DIR_MODE
-                )
-            if changed:
-                log.info("wrote %s", f.path)
-                written.append(f.path)
+        writes = [
+            fsops.Write(self._join(f.path), f.data, f.effective_mode, uid, gid, FILE_DIR_MODE)
+            for f, uid, gid in owners
+        ]
+        try:
+            changed = fsops.atomic_write_many(writes)
+        except fsops.BatchWriteError as exc:
+            raise HostError(f'writing file "{owners[exc.index][0].path}": {exc}') from exc
+        written = [f.path for (f, _, _), done in zip(owners, changed, strict=True) if done]
+        for path in written:
+            log.info("wrote %s", path)
         return written
 
     def _owners(self, files: Sequence[File], skip: Collection[str]) -> list[tuple[File, int, int]]:
@@ -401,21 +409,33 @@ class FileWriter:
     # --- unit files -------------------------------------------------------------------------
 
     def write_unit_file(self, path: str, contents: str | bytes, mode: int = UNIT_FILE_MODE) -> bool:
-        """Write a unit file or dropin (0644, dirs 0755); back up a CoreOS /usr/etc original first.
+        """`write_unit_files` for one path; False when it already had exactly these contents."""
+        return self.write_unit_files([(path, contents, mode)])[0]
 
-        Returns False when the file already had exactly these contents. The signature fits the
-        systemd module's `write_file` hook.
+    def write_unit_files(self, items: Sequence[tuple[str, str | bytes, int]]) -> list[bool]:
+        """Write unit files and dropins (path, contents, mode; dirs 0755), backing up originals first.
+
+        Element i of the result is False when item i already had exactly these contents. Any
+        unit file already there is backed up (from the CoreOS /usr/etc copy when there is one);
+        every backup is durable before the first file is replaced. The systemd module's
+        `write_files` hook.
         """
-        host = self._join(path)
-        st = fsops.lstat_or_none(host)
-        if st is not None and stat.S_ISDIR(st.st_mode):
-            raise HostError(f'cannot write unit file "{path}": it is a directory')
-        # any unit file already there is an original too (upstream: only CoreOS /usr/etc copies)
-        source = "/usr" + path if self.coreos and self._exists("/usr" + path) else None
-        self.backup_original(path, source)
-        data = contents.encode() if isinstance(contents, str) else contents
-        with _failing_as(f'failed to write systemd unit file "{path}"'):
-            return fsops.atomic_write(host, data, mode, dir_mode=FILE_DIR_MODE)
+        writes: list[fsops.Write] = []
+        for path, contents, mode in items:
+            host = self._join(path)
+            st = fsops.lstat_or_none(host)
+            if st is not None and stat.S_ISDIR(st.st_mode):
+                raise HostError(f'cannot write unit file "{path}": it is a directory')
+            data = contents.encode() if isinstance(contents, str) else contents
+            writes.append(fsops.Write(host, data, mode, dir_mode=FILE_DIR_MODE))
+        for path, _, _ in items:
+            # any unit file already there is an original too (upstream: only CoreOS /usr/etc copies)
+            source = "/usr" + path if self.coreos and self._exists("/usr" + path) else None
+            self.backup_original(path, source)
+        try:
+            return fsops.atomic_write_many(writes)
+        except fsops.BatchWriteError as exc:
+            raise HostError(f'failed to write systemd unit file "{items[exc.index][0]}": {exc}') from exc
 
     def remove_unit_path(self, path: str) -> bool:
         """Remove a unit file or dropin the config no longer wants, with backup semantics.

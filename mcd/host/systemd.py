@@ -17,6 +17,7 @@ Masking is done by hand (remove the path, link it to /dev/null) as upstream does
 from __future__ import annotations
 
 import logging
+import os
 import re
 import stat
 from collections.abc import Callable, Sequence
@@ -47,7 +48,7 @@ __all__ = [
     "SystemdManager",
     "UnitResult",
     "UnitWriter",
-    "WriteFile",
+    "WriteFiles",
     "dropin_path",
     "enabled_among",
     "make_manager",
@@ -279,8 +280,32 @@ def make_manager(
         return LiveSystemctl(runner)
 
 
-WriteFile = Callable[[str, bytes, int], bool]
-"""Write a config path with data and mode; True when something was written."""
+INSTALL_HEADER = b"[Install]"
+
+
+def install_section(text: bytes) -> tuple[bytes, ...]:
+    """The lines of a unit file's [Install] section(s), stripped, without comments.
+
+    Equal results mean the same [Install] semantics (the comparison is on text, so equivalent
+    but differently written sections compare unequal: that only costs a disable). Blank lines
+    are kept: one can end a continued line.
+    """
+    lines: list[bytes] = []
+    inside = False
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith(b"[") and line.endswith(b"]"):
+            inside = line == INSTALL_HEADER
+            if inside:
+                lines.append(line)  # two [Install] headers are not one
+            continue
+        if inside and not line.startswith((b"#", b";")):
+            lines.append(line)
+    return tuple(lines)
+
+
+WriteFiles = Callable[[Sequence[tuple[str, bytes, int]]], list[bool]]
+"""Write config paths with data and mode, as one batch; element i True when path i was written."""
 RemoveFile = Callable[[str], bool]
 """Remove a config path; True when something was removed."""
 
@@ -308,7 +333,7 @@ class UnitResult:
 class UnitWriter:
     """Applies Ignition units to a root (upstream's writeUnits) and cleans up removed ones.
 
-    Unit files and dropins go through `write_file`/`remove_file` (config paths), so a
+    Unit files and dropins go through `write_files`/`remove_file` (config paths), so a
     backup-aware file writer can be plugged in; the defaults are plain crash-safe fsops.
     """
 
@@ -316,16 +341,16 @@ class UnitWriter:
         self,
         root: HostRoot,
         manager: SystemdManager,
-        write_file: WriteFile | None = None,
+        write_files: WriteFiles | None = None,
         remove_file: RemoveFile | None = None,
     ) -> None:
         self._root = root
         self._manager = manager
-        self._write_file: WriteFile = write_file or self._plain_write
+        self._write_files: WriteFiles = write_files or self._plain_write
         self._remove_file: RemoveFile = remove_file or self._plain_remove
 
-    def _plain_write(self, path: str, data: bytes, mode: int) -> bool:
-        return fsops.atomic_write(self._root.join(path), data, mode)
+    def _plain_write(self, items: Sequence[tuple[str, bytes, int]]) -> list[bool]:
+        return fsops.atomic_write_many([fsops.Write(self._root.join(p), d, m) for p, d, m in items])
 
     def _plain_remove(self, path: str) -> bool:
         return fsops.remove(self._root.join(path))
@@ -334,12 +359,43 @@ class UnitWriter:
         st = fsops.lstat_or_none(self._root.join(path))
         return st is not None and stat.S_ISREG(st.st_mode)
 
-    def _content_differs(self, unit: Unit) -> bool:
-        if not self._is_regular_file(unit_path(unit.name)):
+    def _install_may_change(self, unit: Unit) -> bool:
+        """Whether rewriting `unit`'s file could change the links its enablement makes.
+
+        False when the file already holds the new contents, or when its [Install] section is
+        the same text as the new one and no dropin of the unit in /etc/systemd/system (on disk
+        or in the config) has an [Install] section: then `enable` makes the same links from the
+        new file as from the old one, and no link of the old can leak.
+        """
+        path = unit_path(unit.name)
+        if not self._is_regular_file(path):
             return True
-        return (
-            fsops.read_bytes_nofollow(self._root.join(unit_path(unit.name))) != (unit.contents or "").encode()
-        )
+        new = (unit.contents or "").encode()
+        old = fsops.read_bytes_nofollow(self._root.join(path))
+        if old == new:
+            return False
+        if old is None or install_section(old) != install_section(new):
+            return True
+        if any(d.contents and INSTALL_HEADER in d.contents.encode() for d in unit.dropins):
+            return True
+        return self._dropins_on_disk_mention_install(unit.name)
+
+    def _dropins_on_disk_mention_install(self, name: str) -> bool:
+        try:
+            directory = self._root.join(f"{UNIT_DIR}/{name}.d", follow_final=True)
+            entries = os.listdir(directory)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        except (OSError, PathEscapeError):
+            return True  # cannot tell: keep the disable
+        for entry in entries:
+            try:
+                data = fsops.read_bytes_nofollow(directory / entry)
+            except OSError:
+                return True
+            if data is not None and INSTALL_HEADER in data:
+                return True
+        return False
 
     def write_units(self, units: Sequence[Unit]) -> UnitResult:
         """Write dropins, masks and unit files, then apply enablement (spec §4.4).
@@ -347,12 +403,13 @@ class UnitWriter:
         Raises SystemdError (`error enabling units: …` / `error disabling unit: …`) when the
         final enable or disable fails; a failed preset is only logged.
         """
-        # An enabled unit whose file is about to change is disabled first, so links made from
-        # its old [Install] section do not outlive it; the final enable recreates the right
-        # ones. Upstream asks for every unit with contents; asking only for units whose file
-        # actually changes gives the same end state and leaves an unchanged unit's links alone.
-        # (Offline the answer mostly comes from the links, without a systemctl process.)
-        changing = [u.name for u in units if not u.mask and u.contents and self._content_differs(u)]
+        # An enabled unit whose [Install] section is about to change is disabled first, so links
+        # made from the old section do not outlive it; the final enable recreates the right
+        # ones. Upstream asks for every unit with contents; asking only for units whose
+        # [Install] may change gives the same links (enable makes the same ones from the same
+        # section) and leaves the other units' links alone. (Offline the answer mostly comes
+        # from the links, without a systemctl process.)
+        changing = [u.name for u in units if not u.mask and u.contents and self._install_may_change(u)]
         disabled_first: list[str] = []
         if changing:
             enabled_now = enabled_among(self._manager, changing)
@@ -366,28 +423,33 @@ class UnitWriter:
                     f"disabling {' '.join(disabled_first)} failed: {e.output}", dbus_name=e.dbus_name
                 ) from e
 
+        # every file first (one batch of writes), then enablement: a preset or enable reads them
         written: list[str] = []
         removed: list[str] = []
         masked: list[str] = []
+        writes: list[tuple[str, bytes, int]] = []
+        for unit in units:
+            self._dropins(unit, writes, removed)
+            path = unit_path(unit.name)
+            if unit.mask:
+                if self._mask(path):
+                    masked.append(unit.name)
+            elif unit.contents:
+                writes.append((path, unit.contents.encode(), UNIT_FILE_MODE))
+            elif unit.mask is False and fsops.remove_tree(self._root.join(path)):
+                # An explicit `mask: false` without contents clears an earlier mask.
+                log.info("Removed %s to unmask %s", path, unit.name)
+                removed.append(path)
+        if writes:
+            done = self._write_files(writes)
+            written = [path for (path, _, _), changed in zip(writes, done, strict=True) if changed]
+
         to_enable: list[str] = []
         to_disable: list[str] = []
         preset: list[str] = []
         preset_failed: list[str] = []
         skipped: list[str] = []
         for unit in units:
-            self._write_dropins(unit, written, removed)
-            path = unit_path(unit.name)
-            if unit.mask:
-                if self._mask(path):
-                    masked.append(unit.name)
-            elif unit.contents:
-                if self._write_file(path, unit.contents.encode(), UNIT_FILE_MODE):
-                    written.append(path)
-            elif unit.mask is False and fsops.remove_tree(self._root.join(path)):
-                # An explicit `mask: false` without contents clears an earlier mask.
-                log.info("Removed %s to unmask %s", path, unit.name)
-                removed.append(path)
-
             if unit.enabled is None:
                 # Presets one by one: one failing (e.g. a dropin for a unit that does not exist)
                 # must not stop the others.
@@ -426,7 +488,8 @@ class UnitWriter:
             skipped=tuple(skipped),
         )
 
-    def _write_dropins(self, unit: Unit, written: list[str], removed: list[str]) -> None:
+    def _dropins(self, unit: Unit, writes: list[tuple[str, bytes, int]], removed: list[str]) -> None:
+        """Queue the writes of `unit`'s dropins; remove the ones declared empty."""
         for dropin in unit.dropins:
             path = dropin_path(unit.name, dropin.name)
             if not dropin.contents:
@@ -434,8 +497,8 @@ class UnitWriter:
                 if self._remove_file(path):
                     log.info("Removed %s: the dropin has no contents", path)
                     removed.append(path)
-            elif self._write_file(path, dropin.contents.encode(), UNIT_FILE_MODE):
-                written.append(path)
+            else:
+                writes.append((path, dropin.contents.encode(), UNIT_FILE_MODE))
 
     def _mask(self, path: str) -> bool:
         host = self._root.join(path)

@@ -259,6 +259,115 @@ def test_temp_file_is_created_private_and_exclusive(tmp_path: Path, monkeypatch:
         assert flags & flag
 
 
+# --- atomic_write_many: a batch with the same guarantees -------------------------------------------
+
+
+def batch(tmp_path: Path, n: int, data: bytes = b"new") -> list[fsops.Write]:
+    return [
+        fsops.Write(tmp_path / f"d{i % 3}" / f"f{i}", data + b"%d" % i, 0o640, dir_mode=0o750)
+        for i in range(n)
+    ]
+
+
+def test_many_writes_each_file_like_atomic_write(tmp_path: Path) -> None:
+    writes = batch(tmp_path, 20)
+    assert fsops.atomic_write_many(writes) == [True] * 20
+    for w in writes:
+        assert w.path.read_bytes() == w.data
+        assert mode_of(w.path) == 0o640
+        assert mode_of(w.path.parent) == 0o750
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.name.endswith(".tmp")) == []
+
+
+def test_many_skips_what_is_already_exact_and_reports_per_write(tmp_path: Path) -> None:
+    writes = batch(tmp_path, 6)
+    fsops.atomic_write_many(writes)
+    writes[2].path.write_bytes(b"drifted")
+    inodes = [os.lstat(w.path).st_ino for w in writes]
+    assert fsops.atomic_write_many(writes) == [False, False, True, False, False, False]
+    assert [os.lstat(w.path).st_ino == ino for w, ino in zip(writes, inodes, strict=True)] == [
+        True,
+        True,
+        False,
+        True,
+        True,
+        True,
+    ]
+
+
+def test_many_renames_in_order_after_every_temp_file_is_durable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events: list[str] = []
+    real_fsync, real_rename = os.fsync, os.rename
+
+    def fsync(fd: int) -> None:
+        if not stat.S_ISDIR(os.fstat(fd).st_mode):
+            events.append("fsync-file")
+        real_fsync(fd)
+
+    def rename(src: Any, dst: Any) -> None:
+        events.append(f"rename {os.path.basename(dst)}")
+        real_rename(src, dst)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "rename", rename)
+    writes = batch(tmp_path, 10)
+    fsops.atomic_write_many(writes)
+    assert events == ["fsync-file"] * 10 + [f"rename f{i}" for i in range(10)]
+
+
+def test_many_failing_temp_file_renames_nothing_and_leaves_no_temp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writes = batch(tmp_path, 8)
+    for w in writes:
+        w.path.parent.mkdir(exist_ok=True)
+        w.path.write_bytes(b"old")
+    real_fsync = os.fsync
+    failing = writes[5].path.name
+
+    def fsync(fd: int) -> None:
+        if os.readlink(f"/proc/self/fd/{fd}").rsplit("/", 1)[1].startswith(f".{failing}."):
+            raise OSError(errno.EIO, "injected fsync failure")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.raises(fsops.BatchWriteError, match="injected fsync failure") as info:
+        fsops.atomic_write_many(writes)
+    assert info.value.index == 5
+    assert [w.path.read_bytes() for w in writes] == [b"old"] * 8
+    assert [p.name for p in tmp_path.rglob(".*.tmp")] == []
+
+
+def test_many_failing_rename_keeps_the_earlier_writes_and_no_temp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writes = batch(tmp_path, 6)
+    real_rename = os.rename
+
+    def rename(src: Any, dst: Any) -> None:
+        if os.path.basename(dst) == "f3":
+            raise OSError(errno.EIO, "injected rename failure")
+        real_rename(src, dst)
+
+    monkeypatch.setattr(os, "rename", rename)
+    with pytest.raises(fsops.BatchWriteError) as info:
+        fsops.atomic_write_many(writes)
+    assert info.value.index == 3
+    assert [w.path.exists() for w in writes] == [True, True, True, False, False, False]
+    assert [p.name for p in tmp_path.rglob(".*.tmp")] == []
+
+
+def test_many_refuses_a_directory_before_writing_anything(tmp_path: Path) -> None:
+    writes = batch(tmp_path, 4)
+    writes[2].path.mkdir(parents=True)
+    with pytest.raises(fsops.BatchWriteError, match="refusing to replace a directory") as info:
+        fsops.atomic_write_many(writes)
+    assert info.value.index == 2
+    assert not writes[0].path.exists()
+
+
 # --- atomic_symlink -------------------------------------------------------------------------------
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from mcd.config.ignition import Dropin, Unit
 from mcd.host.root import HostRoot
-from mcd.host.systemd import SystemdError, UnitWriter
+from mcd.host.systemd import SystemdError, UnitWriter, install_section
 
 SERVICE = "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"
 UNIT_DIR = "etc/systemd/system"
@@ -318,16 +318,16 @@ def test_writes_and_removals_go_through_the_injected_callables(root: HostRoot) -
     writes: list[tuple[str, bytes, int]] = []
     removals: list[str] = []
 
-    def write_file(path: str, data: bytes, mode: int) -> bool:
-        writes.append((path, data, mode))
-        return True
+    def write_files(items: Sequence[tuple[str, bytes, int]]) -> list[bool]:
+        writes.extend(items)  # one batch for the whole unit list
+        return [True] * len(items)
 
     def remove_file(path: str) -> bool:
         removals.append(path)
         return False
 
     unit = Unit("a.service", contents=SERVICE, dropins=(Dropin("a.conf", "x"), Dropin("b.conf")))
-    UnitWriter(root, FakeManager(root.prefix), write_file, remove_file).write_units([unit])
+    UnitWriter(root, FakeManager(root.prefix), write_files, remove_file).write_units([unit])
     assert writes == [
         ("/etc/systemd/system/a.service.d/a.conf", b"x", 0o644),
         ("/etc/systemd/system/a.service", SERVICE.encode(), 0o644),
@@ -432,3 +432,58 @@ def test_remove_units_disable_failure_reports_upstream_text(root: HostRoot) -> N
     manager.fail[("disable", "gone.service")] = "nope"
     with pytest.raises(SystemdError, match=r"^error disabling unit: nope$"):
         UnitWriter(root, manager).remove_units([Unit("gone.service", contents=SERVICE)], [])
+
+
+# --- the disable before a rewrite: only when the [Install] section may change ---------------------
+
+INSTALL_A = (
+    "[Unit]\nDescription=a {tag}\n[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"
+)
+
+
+def test_a_rewrite_keeping_the_install_section_needs_no_disable_first(root: HostRoot) -> None:
+    put(root, f"{UNIT_DIR}/a.service", INSTALL_A.format(tag="old"))
+    manager = FakeManager(root.prefix, states={"a.service": "enabled"})
+    result = UnitWriter(root, manager).write_units(
+        [Unit("a.service", enabled=True, contents=INSTALL_A.format(tag="new"))]
+    )
+    assert manager.calls == [("enable", ("a.service",))]
+    assert result.disabled_before_write == ()
+    assert result.written == (f"/{UNIT_DIR}/a.service",)
+
+
+@pytest.mark.parametrize(
+    ("old", "dropins", "on_disk_dropin"),
+    [
+        # a changed [Install] line
+        (INSTALL_A.replace("multi-user", "graphical").format(tag="old"), (), None),
+        # a second [Install] header is not the same section
+        (INSTALL_A.format(tag="old") + "[Install]\n", (), None),
+        # a dropin of the new config could add links
+        (INSTALL_A.format(tag="old"), (Dropin("10.conf", "[Install]\nAlias=b.service\n"),), None),
+        # a dropin on disk (about to be dropped or kept) could have made links
+        (INSTALL_A.format(tag="old"), (), "[Install]\nAlso=c.service\n"),
+    ],
+    ids=["changed-line", "two-headers", "new-dropin", "dropin-on-disk"],
+)
+def test_the_disable_first_stays_when_the_links_may_change(
+    root: HostRoot, old: str, dropins: tuple[Dropin, ...], on_disk_dropin: str | None
+) -> None:
+    put(root, f"{UNIT_DIR}/a.service", old)
+    if on_disk_dropin is not None:
+        put(root, f"{UNIT_DIR}/a.service.d/50-old.conf", on_disk_dropin)
+    manager = FakeManager(root.prefix, states={"a.service": "enabled"})
+    result = UnitWriter(root, manager).write_units(
+        [Unit("a.service", enabled=True, contents=INSTALL_A.format(tag="new"), dropins=dropins)]
+    )
+    assert result.disabled_before_write == ("a.service",)
+
+
+def test_install_section_ignores_comments_and_other_sections_only() -> None:
+    base = b"[Unit]\nA=1\n[Install]\nWantedBy=x.target\n"
+    assert install_section(base) == (b"[Install]", b"WantedBy=x.target")
+    assert install_section(base.replace(b"A=1", b"A=2")) == install_section(base)
+    assert install_section(base + b"# note\n; other\n") == install_section(base)
+    assert install_section(base + b"\n") != install_section(base)  # a blank can end a continuation
+    assert install_section(b"[Service]\nX=1\n") == ()
+    assert install_section(base.replace(b"x.target", b"y.target")) != install_section(base)
