@@ -84,7 +84,12 @@ class Host:
         files = FileWriter(root, accounts, coreos=coreos)
         systemd = make_manager(root, runner)
         units = UnitWriter(
-            root, systemd, write_files=files.write_unit_files, remove_file=files.remove_unit_path
+            root,
+            systemd,
+            write_files=files.write_unit_files,
+            remove_file=files.remove_unit_path,
+            mask_file=files.mask_unit_path,
+            unmask_file=files.unmask_unit_path,
         )
         return cls(
             root=root,
@@ -306,10 +311,11 @@ def _apply_files_units(
     *,
     checked: bool = False,
 ) -> None:
-    host.files.write_files(
-        new_ign.files, skip=skip, unchanged=_unchanged_paths(old_ign, new_ign), checked=checked
-    )
-    host.units.write_units(units)
+    with host.files.replacing(old_ign):
+        host.files.write_files(
+            new_ign.files, skip=skip, unchanged=_unchanged_paths(old_ign, new_ign), checked=checked
+        )
+        host.units.write_units(units)
     host.units.remove_units(old_ign.units, new_ign.units)
     host.files.delete_stale(old_ign, new_ign)
 

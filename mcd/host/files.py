@@ -13,21 +13,27 @@ half-done deletion is still recognised as "ours" when re-run; a restore leaves i
 re-run restores again (nothing to do when the file already is the backup).
 
 Deliberate differences from upstream (product rule: nothing is ever lost):
-* every pre-existing file or symlink (dangling too) is backed up, OS-shipped or not, and a
-  dropped path with a backup is always restored. Upstream backs up only OS-shipped files
-  (rpm-owned or with a /usr/etc copy) and stamps anything else, so an admin's own file is
+* every pre-existing file, unit file, dropin or symlink (dangling too) is backed up, OS-shipped
+  or not, and a dropped path with a backup is always restored. Upstream backs up only OS-shipped
+  files (rpm-owned or with a /usr/etc copy) and stamps anything else, so an admin's own file is
   deleted when the config that replaced it is dropped; it also restores only while the file is
   still OS-shipped. Nothing here asks rpm. Accepted consequence: a bogus backup of daemon-written
   content left by very old upstream daemons (BZ 1814397) is restored rather than deleted.
+* the one exception, on CoreOS: an unrecorded path holding exactly what the new config, or the
+  config it replaces, declares was written from a config by Ignition at install time. It gets a
+  stamp, as upstream gives it, so a later drop deletes it (with a /usr/etc copy, that copy is the
+  original backed up).
+* a mask keeps the unit file it replaces (upstream removes it without a copy); the file comes
+  back when the mask is dropped or explicitly undone (`mask: false`).
 * a restore keeps the backup (upstream deletes it). An interrupted update is re-run whole; the
   re-run must find the backup again, or it would see an unrecorded file and delete the original
   it had just put back. `collect_restored` drops such backups once no re-run can follow.
 * an existing stamp always wins. Upstream takes a backup of an OS-shipped path even when a
   stamp exists, but then the "original" it saves is content the daemon wrote itself; the stamp
   already says the file was not there before the daemon.
-Unchanged from upstream: unit files and dropins are recorded only on CoreOS when /usr/etc ships
-a copy (backed up from that copy), and a dropped path with neither backup nor stamp (e.g. a file
-Ignition wrote at first boot) is deleted.
+Unchanged from upstream: a unit file's CoreOS /usr/etc copy is what its backup is taken from,
+and a dropped path with neither backup nor stamp (e.g. a file Ignition wrote at first boot that
+no update has touched since) is deleted.
 """
 
 from __future__ import annotations
@@ -36,7 +42,8 @@ import contextlib
 import logging
 import os
 import stat
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
+from functools import partial
 from pathlib import Path
 
 from mcd.config.ignition import File, IgnitionConfig, Unit
@@ -52,6 +59,7 @@ NOORIG_DIR = "/etc/machine-config-daemon/noorig"
 UNIT_DIR = "/etc/systemd/system"
 FILE_DIR_MODE = 0o755
 UNIT_FILE_MODE = 0o644
+DEV_NULL = "/dev/null"
 
 APPEND_UNSUPPORTED = "found an append section when writing files. Append is not supported"
 
@@ -141,6 +149,42 @@ class FileWriter:
         # by the failed update (every write records first), so it must stay as it is.
         self.delete_unrecorded = True
         self._stamp: Path | None = None
+        # what the config being replaced declared, per path (see `replacing`)
+        self._previous: dict[str, File | bytes | None] = {}
+
+    @contextlib.contextmanager
+    def replacing(self, old: IgnitionConfig) -> Iterator[None]:
+        """Within the block, writes replace `old`: an unrecorded path holding exactly what `old`
+        declared for it came from that config too (see `backup_original`)."""
+        previous: dict[str, File | bytes | None] = {f.path: f for f in old.files}
+        for u in old.units:
+            for d in u.dropins:
+                if d.contents:
+                    previous[dropin_path(u.name, d.name)] = d.contents.encode()
+            if u.mask:
+                previous[unit_path(u.name)] = None  # a link to /dev/null
+            elif u.contents:
+                previous[unit_path(u.name)] = u.contents.encode()
+        saved, self._previous = self._previous, previous
+        try:
+            yield
+        finally:
+            self._previous = saved
+
+    def _as_previously_declared(self, path: str) -> bool:
+        if path not in self._previous:
+            return False
+        declared = self._previous[path]
+        host = self._join(path)
+        if declared is None:
+            return fsops.is_link_to(host, DEV_NULL)
+        if isinstance(declared, bytes):
+            return fsops.is_exactly(host, declared, UNIT_FILE_MODE)
+        try:
+            uid, gid = self.owner_of(declared)
+        except HostError:  # its owner is gone: what is there cannot be that file
+            return False
+        return self._on_disk(declared, uid, gid)
 
     # --- paths ------------------------------------------------------------------------------
 
@@ -178,12 +222,20 @@ class FileWriter:
 
     # --- backups ----------------------------------------------------------------------------
 
-    def backup_original(self, path: str, source: str | None = None) -> None:
+    def backup_original(
+        self, path: str, source: str | None = None, *, declared: Callable[[], bool] | None = None
+    ) -> None:
         """Record what is at `path` before the daemon first replaces it (upstream createOrigFile).
 
         Nothing to do when a stamp exists. Any entry at `path` (file or symlink, dangling too) is
         copied (from `source`, default `path`) to its `.mcdorig` unless a backup already exists;
         an absent path gets an empty `.mcdnoorig` stamp and loses a stale backup. Idempotent.
+
+        On CoreOS, an unrecorded entry that already is exactly what the new config declares
+        (`declared()` says so) or what the config being replaced declared (`replacing`) was put
+        there from a config, by Ignition at install time: it is no original to keep, so it gets
+        a stamp (and goes when a later config drops it, as upstream does for every file the OS
+        does not ship), unless the OS ships a copy in /usr/etc, which is then the original.
         """
         orig = self._join(orig_path(path))
         stamp = self._join(noorig_path(path))
@@ -192,11 +244,21 @@ class FileWriter:
         if self._lexists(path):
             # An existing backup (even a dangling symlink) is the real original: the daemon has
             # replaced the path before, so what is there now may be its own content.
-            if fsops.lstat_or_none(orig) is None:
-                with _failing_as(f'creating orig file for "{path}"'):
-                    fsops.copy_preserving(self._join(source or path), orig, FILE_DIR_MODE)
-                log.info("backed up original %s", path)
+            if fsops.lstat_or_none(orig) is not None:
+                return
+            if self.coreos and (self._as_previously_declared(path) or (declared is not None and declared())):
+                shipped = "/usr" + path
+                if not self._exists(shipped):
+                    self._stamp_absent(path, orig, stamp)
+                    return
+                source = shipped
+            with _failing_as(f'creating orig file for "{path}"'):
+                fsops.copy_preserving(self._join(source or path), orig, FILE_DIR_MODE)
+            log.info("backed up original %s", path)
             return
+        self._stamp_absent(path, orig, stamp)
+
+    def _stamp_absent(self, path: str, orig: Path, stamp: Path) -> None:
         with _failing_as(f'creating noorig stamp for "{path}"'):
             if fsops.lstat_or_none(orig) is not None and fsops.remove(orig):
                 log.info("removed stale backup of absent %s", path)
@@ -337,8 +399,8 @@ class FileWriter:
             paths = {f.path for f, _, _ in owners}
             for f, _, _ in owners:
                 self._check_target(f.path, paths)
-        for f, _, _ in owners:
-            self.backup_original(f.path)
+        for f, uid, gid in owners:
+            self.backup_original(f.path, declared=partial(self._on_disk, f, uid, gid))
         writes = [
             fsops.Write(self._join(f.path), f.data, f.effective_mode, uid, gid, FILE_DIR_MODE)
             for f, uid, gid in owners
@@ -428,14 +490,50 @@ class FileWriter:
                 raise HostError(f'cannot write unit file "{path}": it is a directory')
             data = contents.encode() if isinstance(contents, str) else contents
             writes.append(fsops.Write(host, data, mode, dir_mode=FILE_DIR_MODE))
-        for path, _, _ in items:
+        for (path, _, _), w in zip(items, writes, strict=True):
             # any unit file already there is an original too (upstream: only CoreOS /usr/etc copies)
             source = "/usr" + path if self.coreos and self._exists("/usr" + path) else None
-            self.backup_original(path, source)
+            self.backup_original(path, source, declared=partial(fsops.is_exactly, w.path, w.data, w.mode))
         try:
             return fsops.atomic_write_many(writes)
         except fsops.BatchWriteError as exc:
             raise HostError(f'failed to write systemd unit file "{items[exc.index][0]}": {exc}') from exc
+
+    def mask_unit_path(self, path: str) -> bool:
+        """Mask a unit: `path` becomes a link to /dev/null, what was there kept as its original.
+
+        The unit file replaced by the mask is backed up like any other (upstream removes it with
+        no copy) and comes back when the config drops the mask. A directory in the way cannot be
+        kept: it is removed, as upstream does. True when the path changed. The systemd module's
+        `mask_file` hook.
+        """
+        host = self._join(path)
+        st = fsops.lstat_or_none(host)
+        removed_dir = False
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            with _failing_as(f'removing directory "{path}" to mask the unit'):
+                removed_dir = fsops.remove_tree(host)
+        source = "/usr" + path if self.coreos and self._exists("/usr" + path) else None
+        self.backup_original(path, source, declared=partial(fsops.is_link_to, host, DEV_NULL))
+        with _failing_as(f'masking "{path}"'):
+            return fsops.atomic_symlink(host, DEV_NULL) or removed_dir
+
+    def unmask_unit_path(self, path: str) -> bool:
+        """Undo a mask (`mask: false` and no contents): the original comes back, or the link goes.
+
+        With a backup the original is restored; with a stamp, or with no record at all (a mask
+        made by Ignition or by hand), the path is removed as upstream does. True when it changed.
+        The systemd module's `unmask_file` hook.
+        """
+        if fsops.lstat_or_none(self._join(noorig_path(path))) is None and self._lexists(orig_path(path)):
+            return self._restore(path)
+        host = self._join(path)
+        with _failing_as(f'unmasking "{path}"'):
+            removed = fsops.remove_tree(host)
+            fsops.remove(self._join(noorig_path(path)))
+        if removed:
+            log.info("Removed %s to unmask it", path)
+        return removed
 
     def remove_unit_path(self, path: str) -> bool:
         """Remove a unit file or dropin the config no longer wants, with backup semantics.

@@ -182,6 +182,17 @@ def _is_identical(
     return read_bytes_nofollow(path) == data
 
 
+def is_exactly(path: Path, data: bytes, mode: int, uid: int = -1, gid: int = -1) -> bool:
+    """Whether `path` is a regular file (not a link) holding `data` with exactly `mode` and owner."""
+    return _is_identical(path, lstat_or_none(path), data, mode=mode, uid=uid, gid=gid)
+
+
+def is_link_to(path: Path, target: str) -> bool:
+    """Whether `path` is a symlink whose target is exactly `target`."""
+    st = lstat_or_none(path)
+    return st is not None and stat.S_ISLNK(st.st_mode) and os.readlink(path) == target
+
+
 def _replace_via_temp(path: Path, fill: Callable[[int], None], *, sync_now: bool = False) -> None:
     """Create a temp file beside `path`, let `fill` write it, make it durable and rename it over `path`.
 

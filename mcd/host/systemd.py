@@ -26,7 +26,7 @@ from typing import Protocol
 
 from mcd.config.ignition import Unit
 from mcd.host import fsops
-from mcd.host.files import LEAKED_SYMLINKS, UNIT_DIR, UNIT_FILE_MODE, dropin_path, unit_path
+from mcd.host.files import DEV_NULL, LEAKED_SYMLINKS, UNIT_DIR, UNIT_FILE_MODE, dropin_path, unit_path
 from mcd.host.root import HostRoot, PathEscapeError
 from mcd.host.runner import CommandResult, Runner
 from mcd.host.systemd_dbus import BusUnavailable, DbusSystemd, SystemdError
@@ -34,7 +34,6 @@ from mcd.host.unitlinks import UnitLinks, enabled_from_links
 
 log = logging.getLogger(__name__)
 
-DEV_NULL = "/dev/null"
 
 __all__ = [
     "DEV_NULL",
@@ -42,6 +41,7 @@ __all__ = [
     "UNIT_DIR",
     "BusUnavailable",
     "LiveSystemctl",
+    "MaskFile",
     "OfflineSystemctl",
     "RemoveFile",
     "SystemdError",
@@ -308,6 +308,8 @@ WriteFiles = Callable[[Sequence[tuple[str, bytes, int]]], list[bool]]
 """Write config paths with data and mode, as one batch; element i True when path i was written."""
 RemoveFile = Callable[[str], bool]
 """Remove a config path; True when something was removed."""
+MaskFile = Callable[[str], bool]
+"""Make a unit's config path a link to /dev/null, or (unmask) undo that; True when it changed."""
 
 
 @dataclass(frozen=True)
@@ -333,21 +335,27 @@ class UnitResult:
 class UnitWriter:
     """Applies Ignition units to a root (upstream's writeUnits) and cleans up removed ones.
 
-    Unit files and dropins go through `write_files`/`remove_file` (config paths), so a
-    backup-aware file writer can be plugged in; the defaults are plain crash-safe fsops.
+    Unit files, dropins and masks go through `write_files`/`remove_file`/`mask_file`/
+    `unmask_file` (config paths), so a backup-aware file writer can be plugged in; the defaults
+    are plain crash-safe fsops.
     """
 
     def __init__(
         self,
         root: HostRoot,
         manager: SystemdManager,
+        *,
         write_files: WriteFiles | None = None,
         remove_file: RemoveFile | None = None,
+        mask_file: MaskFile | None = None,
+        unmask_file: MaskFile | None = None,
     ) -> None:
         self._root = root
         self._manager = manager
         self._write_files: WriteFiles = write_files or self._plain_write
         self._remove_file: RemoveFile = remove_file or self._plain_remove
+        self._mask_file: MaskFile = mask_file or self._plain_mask
+        self._unmask_file: MaskFile = unmask_file or self._plain_unmask
 
     def _plain_write(self, items: Sequence[tuple[str, bytes, int]]) -> list[bool]:
         return fsops.atomic_write_many([fsops.Write(self._root.join(p), d, m) for p, d, m in items])
@@ -432,13 +440,13 @@ class UnitWriter:
             self._dropins(unit, writes, removed)
             path = unit_path(unit.name)
             if unit.mask:
-                if self._mask(path):
+                if self._mask_file(path):
                     masked.append(unit.name)
             elif unit.contents:
                 writes.append((path, unit.contents.encode(), UNIT_FILE_MODE))
-            elif unit.mask is False and fsops.remove_tree(self._root.join(path)):
+            elif unit.mask is False and self._unmask_file(path):
                 # An explicit `mask: false` without contents clears an earlier mask.
-                log.info("Removed %s to unmask %s", path, unit.name)
+                log.info("Unmasked %s (%s)", unit.name, path)
                 removed.append(path)
         if writes:
             done = self._write_files(writes)
@@ -500,12 +508,15 @@ class UnitWriter:
             else:
                 writes.append((path, dropin.contents.encode(), UNIT_FILE_MODE))
 
-    def _mask(self, path: str) -> bool:
+    def _plain_mask(self, path: str) -> bool:
         host = self._root.join(path)
         st = fsops.lstat_or_none(host)
         # atomic_symlink replaces a file or link by rename; only a directory must go first.
         removed_dir = st is not None and stat.S_ISDIR(st.st_mode) and fsops.remove_tree(host)
         return fsops.atomic_symlink(host, DEV_NULL) or removed_dir
+
+    def _plain_unmask(self, path: str) -> bool:
+        return fsops.remove_tree(self._root.join(path))
 
     def _preset(self, name: str, failure_message: str) -> bool:
         try:

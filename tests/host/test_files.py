@@ -904,3 +904,149 @@ def test_dropped_mask_of_a_shipped_unit_is_removed(tmp_path: Path) -> None:
     os.symlink("/dev/null", base / UNIT.lstrip("/"))
     assert writer(base).delete_stale(cfg(units=(Unit("foo.service", mask=True),)), cfg()) == [UNIT]
     assert not os.path.lexists(base / UNIT.lstrip("/"))
+
+
+# --- what Ignition wrote from the config is no original (CoreOS) -----------------------------------
+
+
+def test_coreos_file_already_as_declared_is_stamped_and_deleted_when_dropped(tmp_path: Path) -> None:
+    """Ignition wrote it at install from this config: upstream stamps it, so a later drop deletes it."""
+    base = make_base(tmp_path)
+    put(base, "/etc/ign.conf", "from the config\n")
+    config_a = cfg((ign("/etc/ign.conf", "from the config\n"),))
+    w = writer(base)
+    assert w.write_files(config_a.files) == []  # nothing to write either
+    assert at(base, noorig_path("/etc/ign.conf")).exists()
+    assert not at(base, orig_path("/etc/ign.conf")).exists()
+    assert w.delete_stale(config_a, cfg()) == ["/etc/ign.conf"]
+    assert not (base / "etc/ign.conf").exists()
+
+
+def test_coreos_file_already_as_declared_is_backed_up_from_the_os_copy(tmp_path: Path) -> None:
+    base = make_base(tmp_path)
+    put(base, "/usr/etc/chrony.conf", "pool default\n")
+    put(base, "/etc/chrony.conf", "server mine\n")
+    config_a = cfg((ign("/etc/chrony.conf", "server mine\n"),))
+    w = writer(base)
+    w.write_files(config_a.files)
+    assert at(base, orig_path("/etc/chrony.conf")).read_text() == "pool default\n"
+    assert w.delete_stale(config_a, cfg()) == ["/etc/chrony.conf"]
+    assert (base / "etc/chrony.conf").read_text() == "pool default\n"
+
+
+@pytest.mark.parametrize(
+    ("existing", "mode"),
+    [("other text\n", 0o644), ("from the config\n", 0o600)],
+    ids=["other-contents", "other-mode"],
+)
+def test_coreos_file_differing_from_the_declaration_is_still_an_original(
+    tmp_path: Path, existing: str, mode: int
+) -> None:
+    base = make_base(tmp_path)
+    put(base, "/etc/ign.conf", existing, mode)
+    writer(base).write_files((ign("/etc/ign.conf", "from the config\n"),))
+    assert at(base, orig_path("/etc/ign.conf")).read_text() == existing
+
+
+def test_elsewhere_a_file_already_as_declared_is_kept_as_an_original(tmp_path: Path) -> None:
+    """Off CoreOS no installer wrote it from the config: nothing is lost, it comes back on drop."""
+    base = make_base(tmp_path)
+    put(base, "/etc/same.conf", "same\n")
+    config_a = cfg((ign("/etc/same.conf", "same\n"),))
+    w = writer(base, coreos=False)
+    w.write_files(config_a.files)
+    assert at(base, orig_path("/etc/same.conf")).read_text() == "same\n"
+    assert w.delete_stale(config_a, cfg()) == []  # restored: it already is the original
+    assert (base / "etc/same.conf").read_text() == "same\n"
+
+
+def test_coreos_unit_file_already_as_declared_is_stamped(tmp_path: Path) -> None:
+    base = make_base(tmp_path)
+    put(base, "/etc/systemd/system/ign.service", "[Unit]\n")
+    w = writer(base)
+    assert w.write_unit_file("/etc/systemd/system/ign.service", "[Unit]\n") is False
+    assert at(base, noorig_path("/etc/systemd/system/ign.service")).exists()
+    old = cfg(units=(Unit("ign.service", contents="[Unit]\n"),))
+    assert w.delete_stale(old, cfg()) == ["/etc/systemd/system/ign.service"]
+    assert not (base / "etc/systemd/system/ign.service").exists()
+
+
+# --- masks keep what they replace ------------------------------------------------------------------
+
+MASKED = "/etc/systemd/system/m.service"
+
+
+@pytest.mark.parametrize("coreos", [True, False])
+def test_mask_backs_up_the_unit_file_it_replaces_and_a_drop_restores_it(tmp_path: Path, coreos: bool) -> None:
+    base = make_base(tmp_path)
+    put(base, MASKED, "[Unit]\nDescription=admin's\n", 0o640)
+    w = writer(base, coreos=coreos)
+    assert w.mask_unit_path(MASKED) is True
+    assert os.readlink(at(base, MASKED)) == "/dev/null"
+    assert at(base, orig_path(MASKED)).read_text() == "[Unit]\nDescription=admin's\n"
+    assert w.mask_unit_path(MASKED) is False
+    old = cfg(units=(Unit("m.service", mask=True),))
+    assert w.delete_stale(old, cfg()) == [MASKED]
+    assert at(base, MASKED).read_text() == "[Unit]\nDescription=admin's\n"
+    assert mode_of(at(base, MASKED)) == 0o640
+
+
+def test_mask_of_nothing_is_stamped_and_a_drop_removes_the_link(tmp_path: Path) -> None:
+    base = make_base(tmp_path)
+    w = writer(base)
+    assert w.mask_unit_path(MASKED) is True
+    assert at(base, noorig_path(MASKED)).exists()
+    assert w.delete_stale(cfg(units=(Unit("m.service", mask=True),)), cfg()) == [MASKED]
+    assert not os.path.lexists(at(base, MASKED))
+    assert not at(base, noorig_path(MASKED)).exists()
+
+
+def test_explicit_unmask_restores_the_original_or_removes_the_link(tmp_path: Path) -> None:
+    base = make_base(tmp_path)
+    put(base, MASKED, "[Unit]\n")
+    w = writer(base)
+    w.mask_unit_path(MASKED)
+    assert w.unmask_unit_path(MASKED) is True
+    assert at(base, MASKED).read_text() == "[Unit]\n"
+    os.unlink(at(base, MASKED))
+    os.unlink(at(base, orig_path(MASKED)))
+    w.mask_unit_path(MASKED)  # over nothing: a stamp
+    assert w.unmask_unit_path(MASKED) is True
+    assert not os.path.lexists(at(base, MASKED))
+    assert not at(base, noorig_path(MASKED)).exists()
+    assert w.unmask_unit_path(MASKED) is False
+
+
+def test_coreos_mask_already_in_place_is_stamped(tmp_path: Path) -> None:
+    """Ignition masked it at install: dropping the mask later removes the link, as upstream."""
+    base = make_base(tmp_path)
+    at(base, MASKED).parent.mkdir(parents=True)
+    os.symlink("/dev/null", at(base, MASKED))
+    w = writer(base)
+    assert w.mask_unit_path(MASKED) is False
+    assert at(base, noorig_path(MASKED)).exists()
+    assert w.delete_stale(cfg(units=(Unit("m.service", mask=True),)), cfg()) == [MASKED]
+    assert not os.path.lexists(at(base, MASKED))
+
+
+def test_coreos_file_as_the_replaced_config_declared_it_is_stamped(tmp_path: Path) -> None:
+    """The first update after install: Ignition wrote config A's files, B changes them."""
+    base = make_base(tmp_path)
+    put(base, "/etc/a.conf", "A\n")
+    put(base, "/etc/systemd/system/a.service", "[Unit]\nA\n")
+    put(base, "/etc/admin.conf", "admin\n")
+    old = cfg(
+        (ign("/etc/a.conf", "A\n"), ign("/etc/admin.conf", "not what is there\n")),
+        (Unit("a.service", contents="[Unit]\nA\n"),),
+    )
+    w = writer(base)
+    with w.replacing(old):
+        w.write_files((ign("/etc/a.conf", "B\n"), ign("/etc/admin.conf", "B\n")))
+        w.write_unit_file("/etc/systemd/system/a.service", "[Unit]\nB\n")
+    assert at(base, noorig_path("/etc/a.conf")).exists()
+    assert at(base, noorig_path("/etc/systemd/system/a.service")).exists()
+    assert at(base, orig_path("/etc/admin.conf")).read_text() == "admin\n"  # not from a config
+    # outside the block the replaced config is forgotten: the same situation keeps an original
+    put(base, "/etc/c.conf", "A\n")
+    w.write_files((ign("/etc/c.conf", "B\n"),))
+    assert at(base, orig_path("/etc/c.conf")).read_text() == "A\n"

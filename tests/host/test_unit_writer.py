@@ -327,7 +327,9 @@ def test_writes_and_removals_go_through_the_injected_callables(root: HostRoot) -
         return False
 
     unit = Unit("a.service", contents=SERVICE, dropins=(Dropin("a.conf", "x"), Dropin("b.conf")))
-    UnitWriter(root, FakeManager(root.prefix), write_files, remove_file).write_units([unit])
+    UnitWriter(root, FakeManager(root.prefix), write_files=write_files, remove_file=remove_file).write_units(
+        [unit]
+    )
     assert writes == [
         ("/etc/systemd/system/a.service.d/a.conf", b"x", 0o644),
         ("/etc/systemd/system/a.service", SERVICE.encode(), 0o644),

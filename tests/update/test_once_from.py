@@ -203,8 +203,9 @@ A_TREE: Tree = {
         "ssh-ed25519 AAAA a@example\nssh-rsa BBBB b@ex\n", 0o600, CORE_UID, CORE_GID
     ),
 }
-# every path the daemon wrote over nothing gets a stamp; a mask link is not a written file
+# every path the daemon wrote over nothing gets a stamp, the mask link too
 A_STAMPED = [
+    f"{UNITS}/masked.service",
     "/etc/x",
     "/etc/app/secret.conf",
     "/etc/app/run.sh",
