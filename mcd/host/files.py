@@ -459,14 +459,14 @@ class FileWriter:
         """Whether `f` is exactly on disk already (type, mode, owner, bytes)."""
         try:
             host = self._join(f.path)
-        except PathEscapeError:
+        except HostError:
             return False  # let the full path report it
         st = fsops.lstat_or_none(host)
         if st is None or not stat.S_ISREG(st.st_mode) or st.st_size != len(f.data):
             return False
         if stat.S_IMODE(st.st_mode) != f.effective_mode or (st.st_uid, st.st_gid) != (uid, gid):
             return False
-        return fsops.read_bytes_nofollow(host) == f.data
+        return fsops.holds_bytes(host, st, f.data)
 
     # --- unit files -------------------------------------------------------------------------
 

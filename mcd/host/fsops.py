@@ -102,6 +102,30 @@ def read_bytes_nofollow(path: Path) -> bytes | None:
         os.close(fd)
 
 
+def holds_bytes(path: Path, st: os.stat_result, data: bytes) -> bool:
+    """Whether regular file `path`, whose lstat is `st`, holds exactly `data` (one read when it does).
+
+    Refuses (False) anything that is no longer that regular file by the time it is opened.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        now = os.fstat(fd)
+        if (now.st_ino, now.st_dev) != (st.st_ino, st.st_dev) or now.st_size != len(data):
+            return False
+        # one byte more than expected: a file that grew since the fstat does not compare equal
+        head = os.read(fd, len(data) + 1)
+        if len(head) > len(data) or not data.startswith(head):
+            return False
+        if len(head) == len(data):
+            return True
+        return read_bytes_nofollow(path) == data  # a short read: compare the whole file
+    finally:
+        os.close(fd)
+
+
 def make_dirs(path: Path, mode: int = 0o755) -> None:
     """Create `path` and its missing parents with exactly `mode`; existing directories are untouched.
 
@@ -179,7 +203,7 @@ def _is_identical(
         return False
     if (st.st_uid, st.st_gid) != _effective_owner(uid, gid):
         return False
-    return read_bytes_nofollow(path) == data
+    return holds_bytes(path, st, data)
 
 
 def is_exactly(path: Path, data: bytes, mode: int, uid: int = -1, gid: int = -1) -> bool:

@@ -368,6 +368,24 @@ def test_many_refuses_a_directory_before_writing_anything(tmp_path: Path) -> Non
     assert not writes[0].path.exists()
 
 
+def test_holds_bytes_compares_the_file_the_lstat_saw(tmp_path: Path) -> None:
+    target = tmp_path / "f"
+    target.write_bytes(b"same")
+    st = os.lstat(target)
+    assert fsops.holds_bytes(target, st, b"same") is True
+    assert fsops.holds_bytes(target, st, b"diff") is False
+    assert fsops.holds_bytes(target, st, b"same, longer") is False
+    target.write_bytes(b"same plus more")  # grew after the lstat
+    assert fsops.holds_bytes(target, st, b"same") is False
+    target.write_bytes(b"same")
+    os.link(target, tmp_path / "keep")  # keeps the inode busy: the replacement gets another one
+    (tmp_path / "other").write_bytes(b"same")
+    os.rename(tmp_path / "other", target)  # another file now, same bytes
+    assert fsops.holds_bytes(target, st, b"same") is False
+    os.unlink(target)
+    assert fsops.holds_bytes(target, st, b"same") is False
+
+
 # --- atomic_symlink -------------------------------------------------------------------------------
 
 
