@@ -24,7 +24,7 @@ from mcd.config.machineconfig import MachineConfig, empty_machineconfig
 from mcd.diff import diff
 from mcd.host import fsops, ondisk, state
 from mcd.host.root import HostRoot
-from mcd.update import Host, Outcome, facts_for, load_mc, recover, update
+from mcd.update import Host, Outcome, facts_for, load_mc, recover, request_reboot, update
 
 LOG = logging.getLogger(__name__)
 
@@ -94,8 +94,7 @@ def firstboot(host: Host, mc_file: str, *, default_path: bool, skip_reboot: bool
         bak = host.root.join(mc_file + ".bak")
         fsops.copy_preserving(path, bak)
         fsops.remove(path)
-    if not skip_reboot:
-        host.rebooter.reboot(f"Completing firstboot provisioning to {new.name}")
+    if not skip_reboot and request_reboot(host, f"Completing firstboot provisioning to {new.name}"):
         outcome = replace(outcome, rebooted=True)
     return FirstbootResult(True, outcome)
 
@@ -170,4 +169,5 @@ def describe(outcome: Outcome) -> dict[str, object]:
         "reboot": {"required": outcome.reboot, "done": outcome.rebooted},
         "actionsRun": list(outcome.actions_run),
         "changes": len(p.changes),
+        "notes": list(outcome.notes),
     }

@@ -112,6 +112,40 @@ def kernel_override_reset_command(
     return cmd
 
 
+def kernel_swap_revert_command(
+    old_type: str,
+    requested_base_removals: Sequence[str] | None = None,
+    requested_packages: Sequence[str] | None = None,
+) -> list[str] | None:
+    """The `override reset` undoing a realtime/64k kernel swap before the OS changes again.
+
+    Upstream reads the swap from the booted deployment's package requests, which is what the
+    node really runs; pass them when known. Without them (no node to ask, e.g. `mcd plan`) the
+    swap is the one `old_type` implies. None when there is no swap to undo.
+    """
+    if requested_base_removals is None and requested_packages is None:
+        implied = _SWAP_PACKAGES.get(canonical_kernel_type(old_type), ())
+        return kernel_override_reset_command(DEFAULT_KERNEL_PACKAGES if implied else (), implied)
+    return kernel_override_reset_command(requested_base_removals or (), requested_packages or ())
+
+
+def kernel_switch_command(new_type: str, arch: str = "x86_64") -> list[str] | None:
+    """The `override remove … --install …` that puts the realtime or 64k kernel in; None for default.
+
+    `arch` is the node's machine (uname -m or GOARCH). Raises KernelTypeError for 64k-pages on
+    anything but aarch64.
+    """
+    new = canonical_kernel_type(new_type)
+    if new == KERNEL_TYPE_64K_PAGES and arch not in _ARM64:
+        raise KernelTypeError("64k-pages is only supported for aarch64 architecture")
+    if new not in _SWAP_PACKAGES:
+        return None
+    switch = ["rpm-ostree", "override", "remove", *DEFAULT_KERNEL_PACKAGES]
+    for pkg in _SWAP_PACKAGES[new]:
+        switch += ["--install", pkg]
+    return switch
+
+
 def kernel_type_commands(
     old_type: str,
     new_type: str,
@@ -121,37 +155,43 @@ def kernel_type_commands(
     requested_base_removals: Sequence[str] | None = None,
     requested_packages: Sequence[str] | None = None,
 ) -> list[list[str]]:
-    """The rpm-ostree runs that move the node from `old_type` to `new_type` kernels.
+    """The rpm-ostree runs that move the node from `old_type` to `new_type` kernels, back to back.
 
     Nothing happens unless the kernel type changes or `os_update` (a new OS image) is set; then
-    any previous realtime/64k swap is reset and, for a non-default target, the swap is applied
-    again on the new base. The reset is computed from the booted deployment's package requests
-    when given (as upstream does); otherwise it is the swap `old_type` implies. `arch` is the
-    node's machine (uname -m or GOARCH). Switching kernels is EL-only: the caller gates on that.
+    any previous realtime/64k swap is reset (see `kernel_swap_revert_command`) and, for a
+    non-default target, the swap is applied again (see `kernel_switch_command`). In an OS update
+    the two run apart, with the rebase and kargs between them: the planner builds them one by
+    one. Switching kernels is EL-only: the caller gates on that.
 
     Raises KernelTypeError for 64k-pages on anything but aarch64.
     """
     old, new = canonical_kernel_type(old_type), canonical_kernel_type(new_type)
     if old == new and not os_update:
         return []
-    if new == KERNEL_TYPE_64K_PAGES and arch not in _ARM64:
-        raise KernelTypeError("64k-pages is only supported for aarch64 architecture")
-    if requested_base_removals is None and requested_packages is None:
-        implied = _SWAP_PACKAGES.get(old, ())
-        removals: Sequence[str] = DEFAULT_KERNEL_PACKAGES if implied else ()
-        packages: Sequence[str] = implied
-    else:
-        removals, packages = requested_base_removals or (), requested_packages or ()
-    commands: list[list[str]] = []
-    reset = kernel_override_reset_command(removals, packages)
-    if reset is not None:
-        commands.append(reset)
-    if new in _SWAP_PACKAGES:
-        switch = ["rpm-ostree", "override", "remove", *DEFAULT_KERNEL_PACKAGES]
-        for pkg in _SWAP_PACKAGES[new]:
-            switch += ["--install", pkg]
-        commands.append(switch)
-    return commands
+    switch = kernel_switch_command(new, arch)
+    reset = kernel_swap_revert_command(old, requested_base_removals, requested_packages)
+    return [c for c in (reset, switch) if c is not None]
+
+
+def missing_extension_packages(requested_packages: Sequence[str], expected: Sequence[str]) -> list[str]:
+    """The `expected` extension packages a deployment's `requested-packages` lack, sorted."""
+    requested = set(requested_packages)
+    return sorted({p for p in expected if p not in requested})
+
+
+def missing_extensions_error(missing: Sequence[str]) -> str:
+    """Upstream's error when the staged deployment does not request every extension package."""
+    return f"the following extension packages are missing from the staged deployment: {go_list(missing)}"
+
+
+# GOARCH and Debian spellings of the machines upstream runs on
+_ARCH_NAMES = {"amd64": "x86_64", "arm64": "aarch64", "ppc64el": "ppc64le"}
+
+
+def node_arch(machine: str) -> str:
+    """A machine name (`uname -m` or GOARCH) as the daemon names it: x86_64, aarch64, s390x, ppc64le."""
+    name = machine.strip().lower()
+    return _ARCH_NAMES.get(name, name)
 
 
 def rebase_command(os_image_url: str) -> list[str]:

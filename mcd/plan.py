@@ -4,7 +4,8 @@
 reconcilability verdict, the same post-config actions (NodeDisruptionPolicy, or the legacy
 table used for firstboot and once-from), the same drain decision, and the host commands the
 update runs in order. Beyond upstream, every changed thing carries its own actions and the
-rule that produced them. Node facts (forcefile, FIPS, topology) are arguments, never read.
+rule that produced them. Node facts (forcefile, FIPS, topology, the booted deployment) are
+arguments, never read.
 """
 
 from __future__ import annotations
@@ -37,9 +38,12 @@ class Facts:
     node_fips: bool | None = None
     topology: str = "HighlyAvailable"
     coreos: bool = True
-    arch: str = "x86_64"
-    # packages requested on the booted deployment; None: assume the old config's extensions
-    installed_packages: tuple[str, ...] | None = None
+    arch: str = "x86_64"  # x86_64, aarch64, s390x or ppc64le (osupdate.node_arch)
+    # The booted deployment (CoreOS, from `rpm-ostree status`); None when unknown, e.g. `mcd plan`
+    # without a node: the OS step then assumes the node runs what the old config says.
+    booted_image: str | None = None
+    requested_packages: tuple[str, ...] | None = None
+    requested_base_removals: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,11 @@ class Plan:
     changes: tuple[PlannedChange, ...] = ()
     commands: tuple[tuple[str, ...], ...] = ()
     warnings: tuple[str, ...] = field(default=())
+    # OS fields the node cannot apply (unknown extension, 64k-pages off aarch64): the update must
+    # fail before it changes anything; `warnings` says the same for `mcd plan`
+    os_errors: tuple[str, ...] = ()
+    # extension packages the staged deployment must request once the OS step ran (spec §5.6)
+    extension_packages: tuple[str, ...] = ()
 
     @property
     def reason(self) -> str:
@@ -104,6 +113,7 @@ class Plan:
             ],
             "commands": [list(c) for c in self.commands],
             "warnings": list(self.warnings),
+            "osErrors": list(self.os_errors),
         }
 
 
@@ -154,13 +164,21 @@ def plan(
     drain_rule = _drain_rule(drain, actions, d)
     if facts.topology == SINGLE_REPLICA:
         drain, drain_rule = False, "single-node topology (SingleReplica): drain skipped"
-    warnings: list[str] = []
-    try:
-        commands = _commands(old, new, old_ign, new_ign, d, facts=facts, actions=actions, legacy=legacy)
-    except (osupdate.ExtensionError, osupdate.KernelTypeError) as exc:
-        # upstream fails such an update on the node (Degraded); say so before the rollout
-        warnings.append(f"the update would fail on the node: {exc}")
-        commands = []
+    os_step = _os_step(old, new, d, facts)
+    commands: list[tuple[str, ...]] = []
+    if not os_step.errors:
+        commands = _commands(
+            old_ign,
+            new_ign,
+            d,
+            os_step.commands,
+            new_name=new.name,
+            facts=facts,
+            actions=actions,
+            legacy=legacy,
+        )
+    # upstream fails such an update on the node (Degraded); say so before the rollout
+    warnings = [f"the update would fail on the node: {e}" for e in os_step.errors]
     return Plan(
         old.name,
         new.name,
@@ -175,6 +193,8 @@ def plan(
         tuple(changes),
         tuple(commands),
         tuple(warnings),
+        os_step.errors,
+        os_step.extension_packages,
     )
 
 
@@ -333,12 +353,12 @@ def _unit_commands(
 
 
 def _commands(
-    old: MachineConfig,
-    new: MachineConfig,
     old_ign: IgnitionConfig,
     new_ign: IgnitionConfig,
     d: ConfigDiff,
+    os_commands: Sequence[tuple[str, ...]],
     *,
+    new_name: str,
     facts: Facts,
     actions: Sequence[Any],
     legacy: bool,
@@ -353,30 +373,76 @@ def _commands(
     ):
         # the hash itself is not shown: plans are printed and logged
         out.append(("usermod", "-p", "<passwordHash>", "core"))
+    out.extend(os_commands)
+    out.extend(_action_commands(actions, new_name, facts.coreos, legacy))
+    return out
+
+
+@dataclass(frozen=True)
+class _OsStep:
+    commands: tuple[tuple[str, ...], ...] = ()
+    extension_packages: tuple[str, ...] = ()
+    errors: tuple[str, ...] = ()
+
+
+def _os_step(old: MachineConfig, new: MachineConfig, d: ConfigDiff, facts: Facts) -> _OsStep:
+    """The rpm-ostree runs of the OS step, in upstream's order (spec §5.1), or why it must fail.
+
+    Discard any pending deployment; undo a realtime/64k kernel swap the booted deployment
+    carries; rebase (unless the node already boots the target image, OCPBUGS-2757); kernel
+    arguments; put the realtime/64k kernel in; bring the extension packages to the new set,
+    counted against the booted deployment's requests.
+    """
     new_type = canonical_kernel_type(new.kernel_type)
-    if facts.coreos and (d.os_update or d.extensions or d.kernel_type or d.kargs or new_type != "default"):
-        out.append(tuple(osupdate.cleanup_pending_command()))
-        if d.os_update and new.os_image_url:
-            out.append(tuple(osupdate.rebase_command(new.ocl_image or new.os_image_url)))
-        if d.kargs:
-            cmd = kargs_mod.kargs_command(list(old.kernel_arguments), list(new.kernel_arguments))
-            if cmd:
-                out.append(tuple(cmd))
-        if not d.ocl_enabled and (d.os_update or d.kernel_type):
-            old_type = canonical_kernel_type(old.kernel_type)
-            out.extend(
-                tuple(c)
-                for c in osupdate.kernel_type_commands(old_type, new_type, facts.arch, os_update=d.os_update)
-            )
-        if not d.ocl_enabled and (d.extensions or d.os_update) and (old.extensions or new.extensions):
-            installed = facts.installed_packages
+    if not facts.coreos or not (
+        d.os_update or d.extensions or d.kernel_type or d.kargs or new_type != osupdate.KERNEL_TYPE_DEFAULT
+    ):
+        return _OsStep()
+    target = new.ocl_image or new.os_image_url
+    os_update = d.os_update and not (facts.booted_image is not None and facts.booted_image == target)
+    kernel_swap = not d.ocl_enabled and (os_update or d.kernel_type)
+    out: list[tuple[str, ...]] = [tuple(osupdate.cleanup_pending_command())]
+    errors: list[str] = []
+    if kernel_swap:
+        revert = osupdate.kernel_swap_revert_command(
+            old.kernel_type, facts.requested_base_removals, facts.requested_packages
+        )
+        if revert is not None:
+            out.append(tuple(revert))
+    if os_update and target:
+        out.append(tuple(osupdate.rebase_command(target)))
+    if d.kargs:
+        cmd = kargs_mod.kargs_command(list(old.kernel_arguments), list(new.kernel_arguments))
+        if cmd:
+            out.append(tuple(cmd))
+    if d.ocl_enabled:
+        # a layered image carries its kernel and extensions itself
+        return _OsStep(tuple(out))
+    if kernel_swap:
+        try:
+            switch = osupdate.kernel_switch_command(new_type, facts.arch)
+        except osupdate.KernelTypeError as exc:
+            errors.append(str(exc))
+        else:
+            if switch is not None:
+                out.append(tuple(switch))
+    expected: tuple[str, ...] = ()
+    if (d.extensions or old.os_image_url != new.os_image_url) and (old.extensions or new.extensions):
+        try:
+            expected = tuple(osupdate.extension_packages(list(new.extensions)))
+        except osupdate.ExtensionError as exc:
+            errors.append(str(exc))
+        else:
+            installed = facts.requested_packages
             if installed is None:
-                installed = tuple(osupdate.extension_packages(list(old.extensions)))
+                known = [e for e in old.extensions if e in osupdate.SUPPORTED_EXTENSIONS]
+                installed = tuple(osupdate.extension_packages(known))
             cmd = osupdate.extensions_command(list(installed), list(new.extensions))
             if cmd:
                 out.append(tuple(cmd))
-    out.extend(_action_commands(actions, new.name, facts.coreos, legacy))
-    return out
+    if errors:
+        return _OsStep(errors=tuple(errors))
+    return _OsStep(tuple(out), expected)
 
 
 def _action_commands(

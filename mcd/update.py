@@ -16,7 +16,8 @@ import os
 import posixpath
 import stat
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from mcd import failpoints, policy
@@ -26,12 +27,13 @@ from mcd.host import fsops, ondisk, state
 from mcd.host.accounts import Accounts
 from mcd.host.errors import HostError
 from mcd.host.files import UNIT_DIR, FileWriter, dropin_path, noorig_path, orig_path, unit_path
-from mcd.host.reboot import Rebooter
+from mcd.host.reboot import Rebooter, Reboots
 from mcd.host.root import HostRoot, PathEscapeError
-from mcd.host.rpmostree import RpmOstree
-from mcd.host.runner import Runner
+from mcd.host.rpmostree import RpmOstree, RpmOstreeError, booted_image
+from mcd.host.runner import ChrootRunner, Runner
 from mcd.host.ssh import SshKeyWriter
 from mcd.host.systemd import SystemdManager, UnitWriter, make_manager
+from mcd.osupdate import node_arch
 from mcd.plan import Facts, Plan, plan
 
 LOG = logging.getLogger(__name__)
@@ -67,7 +69,9 @@ class Host:
     units: UnitWriter
     ssh: SshKeyWriter
     rpmostree: RpmOstree | None
-    rebooter: Rebooter
+    rebooter: Reboots
+    # a running system (the live `/`): services can be reloaded and the machine rebooted
+    live: bool = False
 
     @classmethod
     def for_root(
@@ -82,7 +86,14 @@ class Host:
             coreos = root.join(OSTREE_BOOTED).exists()
         accounts = Accounts.load(root)
         files = FileWriter(root, accounts, coreos=coreos)
-        systemd = make_manager(root, runner)
+        live = root.runs_systemd
+        # the node mounted in the pod: systemd over the node's bus, host commands inside its root
+        host_runner: Runner = runner
+        if live and not root.is_live:
+            host_runner = ChrootRunner(runner, str(root.prefix))
+            systemd = make_manager(root, host_runner, live=True, bus_address=_bus_address(root))
+        else:
+            systemd = make_manager(root, runner)
         units = UnitWriter(
             root,
             systemd,
@@ -100,9 +111,15 @@ class Host:
             systemd=systemd,
             units=units,
             ssh=SshKeyWriter(root, accounts, runner),
-            rpmostree=RpmOstree(runner, binary=rpmostree_binary) if coreos else None,
-            rebooter=Rebooter(runner, coreos=coreos),
+            rpmostree=RpmOstree(host_runner, binary=rpmostree_binary) if coreos else None,
+            rebooter=Rebooter(host_runner, coreos=coreos),
+            live=live,
         )
+
+
+def _bus_address(root: HostRoot) -> str:
+    """The D-Bus system bus of the system mounted at `root` (its socket, through the mount)."""
+    return f"unix:path={root.prefix}/run/dbus/system_bus_socket"
 
 
 @dataclass(frozen=True)
@@ -144,7 +161,26 @@ def facts_for(host: Host) -> Facts:
         node_fips = fips_path.read_text().strip() == "1"
     except OSError:
         node_fips = None
-    return Facts(forcefile=state.forcefile_present(host.root), node_fips=node_fips, coreos=host.coreos)
+    arch = node_arch(os.uname().machine)
+    if host.rpmostree is None:
+        return Facts(
+            forcefile=state.forcefile_present(host.root), node_fips=node_fips, coreos=host.coreos, arch=arch
+        )
+    # the OS step works from what the node boots, not from what the old config says (spec §5.1)
+    try:
+        status = host.rpmostree.status()
+        image = booted_image(status)
+    except RpmOstreeError as exc:
+        raise UpdateError(f"cannot read the booted deployment: {exc}") from exc
+    return Facts(
+        forcefile=state.forcefile_present(host.root),
+        node_fips=node_fips,
+        coreos=host.coreos,
+        arch=arch,
+        booted_image=image,
+        requested_packages=status.booted.requested_packages,
+        requested_base_removals=status.booted.requested_base_removals,
+    )
 
 
 def update(
@@ -191,13 +227,18 @@ def _apply(
     p = plan(old, new, facts, policies, legacy=legacy)
     if not p.reconcilable:
         raise Unreconcilable(p)
+    _refuse_bad_os_fields(p)
     if p.diff.is_empty and not facts.forcefile and state.pending(host.root) is None:
         drift = ondisk.first_error(host.root, new.config or EMPTY_IGNITION, host.systemd.is_enabled)
         if drift is None and state.read_current_config(host.root) == mc_json(new):
             # already there: no transaction record, no write, no action (re-runs are no-ops);
             # only backups of restored originals left by an interrupted commit are collected
             host.files.collect_restored(None, new_ign)
-            return Outcome(p, reboot=False, rebooted=False, notes=("already in the desired config",))
+            owed = state.pending_reboot(host.root)
+            if owed is None:
+                return Outcome(p, reboot=False, rebooted=False, notes=("already in the desired config",))
+            # applied, but the reboot it needs failed, was skipped or was cut short: ask again
+            return _reboot(host, p, owed.reason, skip_reboot=skip_reboot, notes=("reboot still pending",))
     if facts.forcefile:
         # upstream deletes the forcefile when it computes the actions: it forces one update only
         state.remove_forcefile(host.root)
@@ -218,15 +259,21 @@ def _apply(
     state.begin(host.root, state.Transaction(old_json, new_json, "apply", "legacy" if legacy else "policy"))
     failpoints.hit("transaction recorded")
     undo: list[tuple[str, Callable[[], None]]] = []
+    reboot = _needs_reboot(p)
     try:
         # directory entries are made durable once per directory, before the commit
         with fsops.deferred_dir_sync():
             _run_steps(host, p, old_ign, new_ign, undo, facts=facts, skip_certs=skip_certificate_write)
+        # reloads and restarts run before the commit: when one fails the update is rolled back
+        # (as upstream); a reboot is requested once the new config is committed
+        actions_run = () if reboot else _run_actions(host, p)
+        if reboot:
+            state.mark_reboot(host.root, new.name, f"Node will reboot into config {new.name}")
         state.commit(host.root, new.ocl_image)
         failpoints.hit("transaction committed")
     except Exception as exc:
         try:
-            _roll_back(host, old_ign, undo)
+            _roll_back(host, old_ign, undo, failed=new.name)
         except UpdateError as rollback_exc:
             # both matter: why the update failed, and why the node could not be put back
             raise UpdateError(f"update to {new.name} failed: {exc}; {rollback_exc}") from exc
@@ -235,7 +282,9 @@ def _apply(
         raise UpdateError(f"update to {new.name} failed and was rolled back: {exc}") from exc
     # committed: no re-run can follow, so the backups of restored originals can go
     host.files.collect_restored(None, new_ign)
-    return _post_actions(host, p, new, skip_reboot=skip_reboot)
+    if reboot:
+        return _reboot(host, p, f"Node will reboot into config {new.name}", skip_reboot=skip_reboot)
+    return Outcome(p, reboot=False, rebooted=False, actions_run=actions_run)
 
 
 def _sweep_temp_files(host: Host, old_ign: IgnitionConfig, new_ign: IgnitionConfig) -> None:
@@ -344,17 +393,32 @@ def _apply_passwd(host: Host, old_ign: IgnitionConfig, new_ign: IgnitionConfig) 
 
 
 def _os_commands(p: Plan) -> list[tuple[str, ...]]:
+    """The plan's rpm-ostree commands; UpdateError when the plan found OS fields the node cannot apply."""
+    _refuse_bad_os_fields(p)
     return [c for c in p.commands if c and c[0] == "rpm-ostree"]
 
 
 def _apply_os(host: Host, rpm: RpmOstree, p: Plan) -> None:
-    """Run the plan's rpm-ostree commands (the plan already encodes upstream's order)."""
+    """Run the plan's rpm-ostree commands (the plan already encodes upstream's order), then check
+    that the staged deployment requests every extension package."""
     for cmd in _os_commands(p):
         rpm.run_planned(list(cmd))
         failpoints.hit("rpm-ostree command done")
+    rpm.verify_extensions(p.extension_packages)
 
 
-def _roll_back(host: Host, old_ign: IgnitionConfig, undo: list[tuple[str, Callable[[], None]]]) -> None:
+def _refuse_bad_os_fields(p: Plan) -> None:
+    """UpdateError when the new config names OS changes this node cannot make (nothing is run)."""
+    if p.os_errors:
+        raise UpdateError(f"update to {p.new_name} refused: {'; '.join(p.os_errors)}")
+
+
+def _roll_back(
+    host: Host, old_ign: IgnitionConfig, undo: list[tuple[str, Callable[[], None]]], *, failed: str
+) -> None:
+    owed = state.pending_reboot(host.root)
+    if owed is not None and owed.config == failed:
+        state.clear_reboot(host.root)  # the failed config will not be booted into
     new_record = state.pending(host.root)
     if new_record is not None:
         state.begin(host.root, state.Transaction(new_record.old, new_record.new, "rollback", new_record.mode))
@@ -371,37 +435,80 @@ def _roll_back(host: Host, old_ign: IgnitionConfig, undo: list[tuple[str, Callab
     host.files.collect_restored(None, old_ign)
 
 
-def _post_actions(host: Host, p: Plan, new: MachineConfig, *, skip_reboot: bool) -> Outcome:
-    actions = [a if isinstance(a, str) else a.type for a in p.actions]
-    if any(a in ("reboot", "Reboot") for a in actions):
-        if skip_reboot:
-            LOG.info("reboot required for config %s, skipped (--skip-reboot)", new.name)
-            return Outcome(p, reboot=True, rebooted=False)
-        host.rebooter.reboot(f"Node will reboot into config {new.name}")
-        return Outcome(p, reboot=True, rebooted=True)
-    run: list[str] = []
+def _needs_reboot(p: Plan) -> bool:
+    return any((a if isinstance(a, str) else a.type) in ("reboot", "Reboot") for a in p.actions)
+
+
+def _reboot(host: Host, p: Plan, reason: str, *, skip_reboot: bool, notes: tuple[str, ...] = ()) -> Outcome:
+    """Request the reboot the committed config needs (it stays recorded until the node has rebooted).
+
+    A failed request raises RebootError (upstream's message); the record makes the next run ask
+    again instead of taking the node as done.
+    """
+    if skip_reboot:
+        LOG.info("reboot required (%s), skipped (--skip-reboot)", reason)
+        return Outcome(p, reboot=True, rebooted=False, notes=notes)
+    if not request_reboot(host, reason):
+        return Outcome(p, reboot=True, rebooted=False, notes=(*notes, "reboot skipped: not a running system"))
+    return Outcome(p, reboot=True, rebooted=True, notes=notes)
+
+
+def request_reboot(host: Host, reason: str) -> bool:
+    """Reboot the node; False (nothing done) under a root that is not a running system.
+
+    Raises RebootError when the reboot could not be requested.
+    """
+    if not host.live:
+        LOG.info("reboot required (%s), skipped: %s is not a running system", reason, host.root.prefix)
+        return False
+    host.rebooter.reboot(reason)
+    return True
+
+
+def _run_actions(host: Host, p: Plan) -> tuple[str, ...]:
+    """Run the plan's post-config actions other than a reboot; a failure raises (the update rolls back).
+
+    Under a root that is not a running system nothing runs: the services pick the change up
+    when that root boots, and the actions are reported as skipped.
+    """
+    todo: list[tuple[str, Callable[[], None]]] = []
     for a in p.actions:
         kind = a if isinstance(a, str) else a.type
         if kind in {"reload crio", "Special"}:
-            host.systemd.reload("crio.service")
-            run.append("reload crio.service")
+            todo.append(("reload crio.service", partial(host.systemd.reload, "crio.service")))
         elif kind == "restart crio":
-            host.runner.run(["update-ca-trust"], check=False)
-            host.systemd.restart("crio.service")
-            run.append("restart crio.service")
+            todo.append(("restart crio.service", partial(_update_ca_trust_then_restart_crio, host)))
         elif kind == "Reload":
-            host.systemd.reload(a.service)
-            run.append(f"reload {a.service}")
+            todo.append((f"reload {a.service}", partial(host.systemd.reload, a.service)))
         elif kind == "Restart":
-            host.systemd.restart(a.service)
-            run.append(f"restart {a.service}")
+            todo.append((f"restart {a.service}", partial(_restart, host, a.service)))
         elif kind == "DaemonReload":
-            host.systemd.daemon_reload()
-            run.append("daemon-reload")
-    if not host.root.is_live:
-        # nothing runs under a root directory: the services pick the change up when it boots
-        run = [f"{r} (skipped: not the live root)" for r in run]
-    return Outcome(p, reboot=False, rebooted=False, actions_run=tuple(run))
+            todo.append(("daemon-reload", host.systemd.daemon_reload))
+    if not host.live:
+        return tuple(f"{label} (skipped: not the live root)" for label, _ in todo)
+    for _, action in todo:
+        action()
+        failpoints.hit("post-config action done")
+    return tuple(label for label, _ in todo)
+
+
+def _update_ca_trust_then_restart_crio(host: Host) -> None:
+    host.runner.run(["update-ca-trust"], check=False)
+    host.systemd.restart("crio.service")
+
+
+CA_TRUST_SERVICE = "coreos-update-ca-trust.service"
+
+
+def _restart(host: Host, service: str) -> None:
+    try:
+        host.systemd.restart(service)
+    except Exception:
+        if service != CA_TRUST_SERVICE:
+            raise
+        # the unit may be missing on older images: run what it runs (upstream's fallback)
+        LOG.warning("restarting %s failed; running update-ca-trust directly", service)
+        host.runner.run(["update-ca-trust"])
 
 
 def recover(host: Host, *, skip_reboot: bool = True) -> Outcome | None:
@@ -424,7 +531,8 @@ def recover(host: Host, *, skip_reboot: bool = True) -> Outcome | None:
             new,
             legacy=txn.mode == "legacy",
             skip_reboot=skip_reboot,
-            facts=Facts(coreos=host.coreos),
+            # the recorded update ran with the forcefile's effect already decided; not again
+            facts=replace(facts_for(host), forcefile=False),
         )
     except HostError as exc:
         raise UpdateError(str(exc)) from exc

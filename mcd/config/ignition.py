@@ -351,10 +351,15 @@ class _Checker:
         dropins = []
         for i, d in enumerate(raw.get("dropins") or ()):
             dname: str = d["name"]
-            if not dname.endswith(".conf") or "/" in dname:
+            if not dname.endswith(".conf"):
                 self.error(
                     (*path, "dropins", i, "name"),
                     f'invalid systemd unit dropin name "{dname}": must end in .conf',
+                )
+            elif "/" in dname:
+                self.error(
+                    (*path, "dropins", i, "name"),
+                    f'invalid systemd unit dropin name "{dname}": must be a file name, without "/"',
                 )
             dropins.append(Dropin(name=dname, contents=d.get("contents")))
         self.check_unique([d.name for d in dropins], (*path, "dropins"), "name", "dropin")

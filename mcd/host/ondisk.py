@@ -211,13 +211,15 @@ def iter_errors(root: HostRoot, config: IgnitionConfig, is_enabled: IsEnabled | 
         for d in u.dropins:
             if (err := _check_dropin(resolver, dropin_path(u.name, d.name), d.contents)) is not None:
                 yield err
-        if not u.contents:
-            continue  # nothing of the unit file to check, and (as upstream) not its enablement
         path = unit_path(u.name)
         if u.mask:
+            # upstream checks a mask only when the unit also has contents (a quirk of its loop);
+            # a mask is on-disk state like any other, so it is always checked here
             if (err := _check_mask(resolver, path)) is not None:
                 yield err
             continue
+        if not u.contents:
+            continue  # nothing of the unit file to check, and (as upstream) not its enablement
         err = _check_contents_and_mode(resolver, path, u.contents.encode(), UNIT_FILE_MODE)
         if err is None and is_enabled is not None and u.enabled is not None:
             err = _enablement_error(u, states.get(u.name, "not-found"))

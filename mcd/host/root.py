@@ -59,6 +59,20 @@ class HostRoot:
         """True when the root is the running system's `/` (enables D-Bus, live systemd calls)."""
         return self.prefix == Path("/")
 
+    @property
+    def runs_systemd(self) -> bool:
+        """True when the root is a running system's `/` mounted here (the node at `/rootfs` in the pod).
+
+        systemd's own test (sd_booted): `/run/systemd/system` exists while systemd is PID 1 of
+        that system; a directory prepared as a root (a sandbox, an image) has no such thing.
+        """
+        if self.is_live:
+            return True
+        try:
+            return stat.S_ISDIR(os.lstat(self.prefix / "run" / "systemd" / "system").st_mode)
+        except OSError:
+            return False
+
     def __repr__(self) -> str:
         return f"HostRoot({str(self.prefix)!r})"
 

@@ -25,6 +25,8 @@ from mcd.osupdate import (
     kernel_override_reset_command,
     kernel_type_commands,
     local_rebase_command,
+    missing_extension_packages,
+    missing_extensions_error,
     rebase_command,
 )
 
@@ -420,6 +422,20 @@ class RpmOstree:
             return False
         self._run(cmd, "failed to reset kernel overrides")
         return True
+
+    def verify_extensions(self, expected: Sequence[str]) -> None:
+        """Check that the next boot requests every `expected` extension package (spec §5.6).
+
+        The next boot is the staged deployment, or the booted one when nothing is staged (every
+        change was a no-op). RpmOstreeError with upstream's message naming the missing packages.
+        """
+        if not expected:
+            return
+        status = self.status()
+        deployment = status.staged or status.booted
+        missing = missing_extension_packages(deployment.requested_packages, expected)
+        if missing:
+            raise RpmOstreeError(missing_extensions_error(missing))
 
     def cleanup_pending(self) -> None:
         """Discard the staged deployment (`cleanup -p`); fine when there is none."""

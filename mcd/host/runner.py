@@ -113,6 +113,33 @@ class SubprocessRunner:
         return result
 
 
+class ChrootRunner:
+    """Runs every command inside `root` (`chroot <root> …`): the host's own binaries and config.
+
+    The daemon runs in a pod with the node's `/` mounted at a directory; upstream chroots its
+    whole process there. Here only the commands that must act as the host (systemctl, rpm-ostree,
+    systemd-run) go through this runner; files are already reached through HostRoot.
+    """
+
+    def __init__(self, inner: Runner, root: str) -> None:
+        self.inner = inner
+        self.root = root
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        check: bool = True,
+        input: bytes | None = None,
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> CommandResult:
+        """Run `argv` under `chroot <root>`; same contract as the inner runner."""
+        return self.inner.run(
+            ["chroot", self.root, *argv], check=check, input=input, timeout=timeout, env=env
+        )
+
+
 class UnexpectedCommand(AssertionError):
     """A RecordingRunner was asked to run a command that no expectation covers."""
 

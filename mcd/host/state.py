@@ -29,6 +29,8 @@ CURRENT_CONFIG = f"{STATE_DIR}/currentconfig"
 CURRENT_IMAGE = f"{STATE_DIR}/currentimage"
 TRANSACTION = f"{STATE_DIR}/txn.json"
 PENDING_CONFIG = f"{STATE_DIR}/pendingconfig"
+REBOOT_PENDING = f"{STATE_DIR}/reboot-pending"
+BOOT_ID = "/proc/sys/kernel/random/boot_id"
 FORCEFILE = "/run/machine-config-daemon-force"
 ENCAPSULATED_CONFIG = "/etc/ignition-machine-config-encapsulated.json"
 
@@ -120,6 +122,53 @@ def finish(root: HostRoot) -> None:
     """The update was rolled back completely: drop the pending config, then the record."""
     fsops.remove(root.join(PENDING_CONFIG))
     fsops.remove(root.join(TRANSACTION))
+
+
+@dataclass(frozen=True)
+class PendingReboot:
+    """A config applied that only takes full effect after a reboot which has not happened yet."""
+
+    config: str
+    reason: str
+
+
+def _boot_id(root: HostRoot) -> str | None:
+    try:
+        data = fsops.read_bytes_nofollow(root.join(BOOT_ID, follow_final=True))
+    except (OSError, ValueError):
+        return None
+    if data is None:
+        return None
+    return data.decode(errors="replace").strip() or None
+
+
+def mark_reboot(root: HostRoot, config: str, reason: str) -> None:
+    """Record that `config` needs a reboot (part of the commit): cleared once the node has booted again.
+
+    The boot id of the running kernel says when that happened; a root without one (a directory,
+    not a running system) keeps the record until a later update replaces or clears it.
+    """
+    record = {"config": config, "reason": reason, "bootID": _boot_id(root)}
+    fsops.atomic_write(root.join(REBOOT_PENDING), _dump(record), 0o644)
+
+
+def clear_reboot(root: HostRoot) -> None:
+    fsops.remove(root.join(REBOOT_PENDING))
+
+
+def pending_reboot(root: HostRoot) -> PendingReboot | None:
+    """The reboot still owed to the applied config, or None (none needed, or the node rebooted since)."""
+    obj = _load_json(root, REBOOT_PENDING)
+    if obj is None:
+        return None
+    if not isinstance(obj, Mapping):
+        raise StateError(f"{REBOOT_PENDING} is not a valid reboot record")
+    recorded, now = obj.get("bootID"), _boot_id(root)
+    if recorded is not None and now is not None and recorded != now:
+        LOG.info("node rebooted since %s was applied: the pending reboot is done", obj.get("config"))
+        clear_reboot(root)
+        return None
+    return PendingReboot(config=str(obj.get("config", "")), reason=str(obj.get("reason", "")))
 
 
 def forcefile_present(root: HostRoot) -> bool:

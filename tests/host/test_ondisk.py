@@ -204,9 +204,11 @@ def test_unit_without_contents_is_not_checked(tmp_path: Path) -> None:
     assert check_config(HostRoot(tmp_path), cfg(units=(unit,)), never) == []
 
 
-def test_masked_unit(tmp_path: Path) -> None:
+@pytest.mark.parametrize("contents", ["[Unit]\n", None], ids=["with-contents", "mask-only"])
+def test_masked_unit(tmp_path: Path, contents: str | None) -> None:
+    """Checked with or without contents (upstream skips a mask-only unit; mcd does not)."""
     root = HostRoot(tmp_path)
-    unit = Unit("m.service", mask=True, contents="[Unit]\n")
+    unit = Unit("m.service", mask=True, contents=contents)
     path = f"{SYSD}/m.service"
     assert check_config(root, cfg(units=(unit,))) == [
         f'state validation: error while evaluation symlink for path "{path}": '

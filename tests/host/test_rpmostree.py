@@ -402,6 +402,34 @@ def test_override_reset() -> None:
     ]
 
 
+def test_verify_extensions_reads_the_staged_deployment() -> None:
+    staged = {"staged": True, "requested-packages": ["libkadm5", "usbguard"]}
+    booted = {"booted": True, "requested-packages": ["krb5-workstation", "libkadm5", "usbguard"]}
+    runner = RecordingRunner().expect(["rpm-ostree", "status", "--json"], stdout=status_json(staged, booted))
+    rpmostree = client(runner)
+    rpmostree.verify_extensions(["usbguard"])
+    with pytest.raises(RpmOstreeError) as info:
+        rpmostree.verify_extensions(["usbguard", "libkadm5", "krb5-workstation"])
+    assert str(info.value) == (
+        "the following extension packages are missing from the staged deployment: [krb5-workstation]"
+    )
+    assert runner.commands == [("rpm-ostree", "status", "--json")] * 2
+
+
+def test_verify_extensions_without_a_staged_deployment_reads_the_booted_one() -> None:
+    booted = {"booted": True, "requested-packages": ["usbguard"]}
+    runner = RecordingRunner().expect(["rpm-ostree", "status", "--json"], stdout=status_json(booted))
+    client(runner).verify_extensions(["usbguard"])
+    with pytest.raises(RpmOstreeError, match=r"missing from the staged deployment: \[sysstat\]$"):
+        client(runner).verify_extensions(["sysstat", "usbguard"])
+
+
+def test_verify_extensions_with_nothing_expected_runs_nothing() -> None:
+    runner = RecordingRunner()
+    client(runner).verify_extensions([])
+    assert runner.commands == []
+
+
 def test_cleanups() -> None:
     runner = RecordingRunner().expect(["rpm-ostree", "cleanup"])
     rpmostree = client(runner)
@@ -513,7 +541,7 @@ def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("RPMOSTREE_STANDIN_STATE", str(path))
     monkeypatch.setenv("RPMOSTREE_STANDIN_BOOTED_IMAGE", BOOTED_IMAGE)
     monkeypatch.setenv("RPMOSTREE_STANDIN_BOOTED_KARGS", "rw root=UUID=1 console=tty0 console=ttyS0")
-    for name in ("RPMOSTREE_STANDIN_FAIL", "RPMOSTREE_STANDIN_FAIL_TIMES"):
+    for name in ("RPMOSTREE_STANDIN_FAIL", "RPMOSTREE_STANDIN_FAIL_TIMES", "RPMOSTREE_STANDIN_DROP_PACKAGES"):
         monkeypatch.delenv(name, raising=False)
     return path
 
@@ -673,6 +701,35 @@ def test_standin_extensions_and_kernel_swap(standin: RpmOstree) -> None:
     assert staged is not None
     assert staged.requested_packages == () and staged.requested_base_removals == ()
     assert staged.base_checksum is None
+
+
+@pytest.mark.allow_commands
+def test_standin_reset_needs_an_override_on_the_pending_deployment(state: Path) -> None:
+    # nothing was swapped on the booted deployment: rpm-ostree refuses to reset it
+    with pytest.raises(CommandError, match="No overrides for package 'kernel'"):
+        SubprocessRunner().run([str(STANDIN), "override", "reset", "kernel", "--uninstall", "kernel-rt-core"])
+    assert json.loads(state.read_text())["deployments"][0]["staged"] is False
+
+
+@pytest.mark.allow_commands
+def test_standin_records_the_swap_on_the_staged_deployment_only(standin: RpmOstree) -> None:
+    standin.switch_kernel("default", "realtime")
+    status = standin.status()
+    assert status.staged is not None
+    assert status.staged.requested_base_removals == DEFAULT_KERNEL_PACKAGES
+    assert (status.booted.requested_packages, status.booted.requested_base_removals) == ((), ())
+    run_standin("standin-reboot")
+    assert standin.status().booted.requested_packages == REALTIME_KERNEL_PACKAGES
+
+
+@pytest.mark.allow_commands
+def test_standin_can_drop_installed_packages(standin: RpmOstree, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RPMOSTREE_STANDIN_DROP_PACKAGES", "libkadm5")
+    assert standin.update_extensions([], ["kerberos"]) is True
+    staged = standin.status().staged
+    assert staged is not None and staged.requested_packages == ("krb5-workstation",)
+    with pytest.raises(RpmOstreeError, match=r"missing from the staged deployment: \[libkadm5\]"):
+        standin.verify_extensions(["krb5-workstation", "libkadm5"])
 
 
 @pytest.mark.allow_commands

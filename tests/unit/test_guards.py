@@ -132,3 +132,34 @@ def test_running_a_command_raises(start: Callable[[], object]) -> None:
 def test_allow_commands_marker_lifts_the_guard() -> None:
     result = subprocess.run([sys.executable, "-c", "print('ran')"], capture_output=True, check=True)
     assert result.stdout == b"ran\n"
+
+
+# Exactly one module may run commands and exactly one may talk to Kubernetes (the brief's rule).
+SOLE_IMPORTERS = {"subprocess": "mcd.host.runner", "kubernetes": "mcd.kube.client"}
+
+
+def _imported_roots(source: str) -> set[str]:
+    roots: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            roots.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            roots.add(node.module.split(".")[0])
+    return roots
+
+
+@pytest.mark.parametrize(("library", "owner"), sorted(SOLE_IMPORTERS.items()))
+def test_only_one_module_imports(library: str, owner: str) -> None:
+    importers = []
+    for path in sorted((REPO / "mcd").rglob("*.py")):
+        module = ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
+        if library in _imported_roots(path.read_text()):
+            importers.append(module)
+    assert set(importers) <= {owner}, f"{library} imported outside {owner}: {importers}"
+
+
+def test_the_sole_importer_check_sees_imports() -> None:
+    assert _imported_roots("import subprocess as sp\nfrom kubernetes import client\n") == {
+        "subprocess",
+        "kubernetes",
+    }

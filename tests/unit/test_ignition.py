@@ -491,13 +491,15 @@ def test_bad_unit_name(name: str) -> None:
     assert only_error(result) == ("systemd.units[0].name", f'invalid systemd unit name "{name}"')
 
 
-def test_bad_dropin_name() -> None:
-    result = parse_ignition(
-        ign(systemd={"units": [{"name": "a.service", "dropins": [{"name": "10-x.txt"}]}]})
-    )
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [("10-x.txt", "must end in .conf"), ("../../../x.conf", 'must be a file name, without "/"')],
+)
+def test_bad_dropin_name(name: str, why: str) -> None:
+    result = parse_ignition(ign(systemd={"units": [{"name": "a.service", "dropins": [{"name": name}]}]}))
     assert only_error(result) == (
         "systemd.units[0].dropins[0].name",
-        'invalid systemd unit dropin name "10-x.txt": must end in .conf',
+        f'invalid systemd unit dropin name "{name}": {why}',
     )
 
 

@@ -15,8 +15,13 @@ from mcd.osupdate import (
     extension_packages,
     extensions_command,
     kernel_override_reset_command,
+    kernel_swap_revert_command,
+    kernel_switch_command,
     kernel_type_commands,
     local_rebase_command,
+    missing_extension_packages,
+    missing_extensions_error,
+    node_arch,
     rebase_command,
 )
 
@@ -155,6 +160,58 @@ def test_reset_follows_the_booted_deployment_when_given() -> None:
 )
 def test_no_reset_without_both_halves_of_a_swap(removals: list[str], packages: list[str]) -> None:
     assert kernel_override_reset_command(removals, packages) is None
+
+
+def test_switch_command_alone() -> None:
+    assert kernel_switch_command("realtime") == RT_SWITCH
+    assert kernel_switch_command("64k-pages", "aarch64") == K64_SWITCH
+    assert kernel_switch_command("default") is None
+    assert kernel_switch_command("bogus", "s390x") is None
+    with pytest.raises(KernelTypeError):
+        kernel_switch_command("64k-pages", "x86_64")
+
+
+def test_revert_follows_the_booted_deployment_over_the_old_type() -> None:
+    # the old config says realtime, the booted deployment carries no swap: nothing to reset
+    assert kernel_swap_revert_command("realtime", (), ()) is None
+    # the old config says default, the booted deployment runs the realtime kernel
+    assert kernel_swap_revert_command("default", DEFAULT_KERNEL_PACKAGES, ("kernel-rt-core", "usbguard")) == [
+        "rpm-ostree", "override", "reset", *DEFAULT_KERNEL_PACKAGES, "--uninstall", "kernel-rt-core",
+    ]  # fmt: skip
+
+
+def test_revert_without_a_booted_deployment_is_what_the_old_type_implies() -> None:
+    assert kernel_swap_revert_command("realtime") == RT_RESET
+    assert kernel_swap_revert_command("default") is None
+    assert kernel_swap_revert_command("") is None
+
+
+def test_missing_extension_packages() -> None:
+    assert missing_extension_packages(["usbguard", "htop"], ["usbguard"]) == []
+    assert missing_extension_packages(["usbguard"], ["sysstat", "libkadm5", "usbguard", "sysstat"]) == [
+        "libkadm5",
+        "sysstat",
+    ]
+    assert missing_extensions_error(["libkadm5", "sysstat"]) == (
+        "the following extension packages are missing from the staged deployment: [libkadm5 sysstat]"
+    )
+
+
+@pytest.mark.parametrize(
+    ("machine", "arch"),
+    [
+        ("x86_64", "x86_64"),
+        ("amd64", "x86_64"),
+        ("aarch64", "aarch64"),
+        ("arm64", "aarch64"),
+        ("s390x", "s390x"),
+        ("ppc64le", "ppc64le"),
+        ("ppc64el", "ppc64le"),
+        ("AARCH64\n", "aarch64"),
+    ],
+)
+def test_node_arch(machine: str, arch: str) -> None:
+    assert node_arch(machine) == arch
 
 
 # --- rebase and cleanup ---------------------------------------------------------------------------

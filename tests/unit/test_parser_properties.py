@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from mcd.config.findings import Finding, InputError
@@ -242,7 +242,11 @@ def load_or_input_error(data: bytes) -> list[MachineConfig] | None:
         check_result(mc.ignition)
         for f in mc.located_findings():
             check_finding(f)
-            assert f.path[: len(mc.ignition_path)] == mc.ignition_path
+        # the Ignition findings sit under the config's place in the document; the others (spec
+        # fields such as kernelType) beside it
+        for f in mc.ignition.findings:
+            located = f.located(mc.ignition_path)
+            assert located.path[: len(mc.ignition_path)] == mc.ignition_path
     return configs
 
 
@@ -321,6 +325,7 @@ def test_plausible_configs_load_and_plan(doc: dict[str, Any], as_yaml: bool) -> 
     ),
     st.fixed_dictionaries({}, optional={"name": json_values, "annotations": json_values}),
 )
+@example(spec={"kernelType": "0"}, metadata={})  # a spec finding, located beside the config
 def test_random_machineconfig_fields(spec: dict[str, Any], metadata: dict[str, Any]) -> None:
     obj = machineconfig({"ignition": {"version": "3.5.0"}}, **spec)
     obj["metadata"] = metadata

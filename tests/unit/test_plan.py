@@ -166,8 +166,8 @@ def test_extensions_install_and_uninstall() -> None:
     )
 
 
-def test_installed_packages_fact_is_used_for_extensions() -> None:
-    p = plan(mc("old"), mc("new", extensions=["usbguard"]), Facts(installed_packages=("usbguard",)))
+def test_booted_requested_packages_are_used_for_extensions() -> None:
+    p = plan(mc("old"), mc("new", extensions=["usbguard"]), Facts(requested_packages=("usbguard",)))
     assert not any(c[:2] == ("rpm-ostree", "update") for c in p.commands)
 
 
@@ -186,6 +186,153 @@ def test_several_os_changes_in_upstream_order() -> None:
         ("rpm-ostree", "update"),
         ("systemd-run", "--unit"),
     ]
+
+
+RT_PACKAGES = ("kernel-rt-core", "kernel-rt-modules", "kernel-rt-modules-extra")
+RT_BOOTED = Facts(requested_packages=(*RT_PACKAGES, "usbguard"), requested_base_removals=KERNEL_PACKAGES)
+RT_RESET = (
+    "rpm-ostree",
+    "override",
+    "reset",
+    *KERNEL_PACKAGES,
+    *[x for p in RT_PACKAGES for x in ("--uninstall", p)],
+)
+
+
+def test_os_step_order_follows_upstream_with_the_booted_deployment() -> None:
+    old = mc(
+        "old", osImageURL="quay.io/a", kernelArguments=["x"], kernelType="realtime", extensions=["usbguard"]
+    )
+    new = mc(
+        "new", osImageURL="quay.io/b", kernelArguments=["y"], kernelType="realtime", extensions=["sysstat"]
+    )
+    p = plan(old, new, RT_BOOTED)
+    assert p.commands == (
+        CLEANUP,
+        RT_RESET,  # the swap is undone first, before the rebase
+        ("rpm-ostree", "rebase", "--experimental", "ostree-unverified-registry:quay.io/b"),
+        ("rpm-ostree", "kargs", "--delete-if-present=x", "--append=y"),
+        (
+            "rpm-ostree",
+            "override",
+            "remove",
+            *KERNEL_PACKAGES,
+            *[x for p in RT_PACKAGES for x in ("--install", p)],
+        ),
+        ("rpm-ostree", "update", "--install", "sysstat", "--uninstall", "usbguard"),
+        reboot_into(),
+    )
+    assert p.extension_packages == ("sysstat",)
+    assert p.os_errors == ()
+
+
+def test_revert_comes_from_the_booted_deployment_not_the_old_config() -> None:
+    # realtime was only staged, never booted: the booted deployment has nothing to reset
+    booted_default = Facts(requested_packages=(), requested_base_removals=())
+    p = plan(mc("old", kernelType="realtime"), mc("new"), booted_default)
+    assert p.commands == (CLEANUP, reboot_into())
+    # the old config says default, but the node boots a realtime kernel
+    p = plan(mc("old", osImageURL="quay.io/a"), mc("new", osImageURL="quay.io/b"), RT_BOOTED)
+    assert p.commands[:3] == (
+        CLEANUP,
+        RT_RESET,
+        ("rpm-ostree", "rebase", "--experimental", "ostree-unverified-registry:quay.io/b"),
+    )
+
+
+def test_revert_needs_an_os_update_or_a_kernel_type_change() -> None:
+    p = plan(mc("old", kernelArguments=["x"]), mc("new", kernelArguments=["y"]), RT_BOOTED)
+    assert not any(c[:3] == ("rpm-ostree", "override", "reset") for c in p.commands)
+
+
+def test_rebase_skipped_when_the_node_boots_the_target_image() -> None:
+    old = mc("old", osImageURL="quay.io/a", kernelType="realtime")
+    new = mc("new", osImageURL="quay.io/b", kernelType="realtime")
+    p = plan(old, new, Facts(booted_image="quay.io/b", requested_packages=RT_PACKAGES))
+    assert p.diff.os_update  # still a change, and a reboot
+    # nothing to rebase onto, so the booted realtime kernel is neither reset nor swapped again
+    assert p.commands == (CLEANUP, reboot_into())
+    p = plan(old, new, Facts(booted_image="quay.io/a"))
+    assert ("rpm-ostree", "rebase", "--experimental", "ostree-unverified-registry:quay.io/b") in p.commands
+
+
+def test_forcefile_rebase_skipped_when_the_node_boots_the_image() -> None:
+    same = mc("new", osImageURL="quay.io/a")
+    p = plan(mc("old", osImageURL="quay.io/a"), same, Facts(forcefile=True, booted_image="quay.io/a"))
+    assert p.commands == (CLEANUP, reboot_into())
+
+
+def test_extensions_counted_against_the_booted_requests() -> None:
+    facts = Facts(requested_packages=("htop", "kernel-rt-core", "usbguard", "sysstat"))
+    p = plan(mc("old", extensions=["usbguard"]), mc("new", extensions=["kerberos", "sysstat"]), facts)
+    # installs missing ones, removes managed ones no longer wanted, leaves other layered packages alone
+    assert p.commands == (
+        CLEANUP,
+        (
+            "rpm-ostree",
+            "update",
+            "--install",
+            "krb5-workstation",
+            "--install",
+            "libkadm5",
+            "--uninstall",
+            "usbguard",
+        ),
+        reboot_into(),
+    )
+    assert p.extension_packages == ("krb5-workstation", "libkadm5", "sysstat")
+
+
+def test_extensions_already_requested_need_no_command_but_are_still_checked() -> None:
+    p = plan(mc("old"), mc("new", extensions=["usbguard"]), Facts(requested_packages=("usbguard",)))
+    assert p.commands == (CLEANUP, reboot_into())
+    assert p.extension_packages == ("usbguard",)
+
+
+def test_extension_step_skipped_when_extensions_and_image_are_unchanged() -> None:
+    old = mc("old", kernelArguments=["x"], extensions=["usbguard"])
+    new = mc("new", kernelArguments=["y"], extensions=["usbguard"])
+    p = plan(old, new, Facts(requested_packages=()))
+    assert not any(c[:2] == ("rpm-ostree", "update") for c in p.commands)
+    assert p.extension_packages == ()
+
+
+def test_unknown_old_extensions_are_ignored_without_booted_requests() -> None:
+    p = plan(mc("old", extensions=["bogus", "usbguard"]), mc("new", extensions=["sysstat"]))
+    assert ("rpm-ostree", "update", "--install", "sysstat", "--uninstall", "usbguard") in p.commands
+    assert p.os_errors == ()
+
+
+def test_bad_os_fields_are_os_errors_with_no_commands() -> None:
+    p = plan(
+        mc("old", files=[ign_file("/etc/a", "1")]),
+        mc("new", files=[ign_file("/etc/a", "2")], extensions=["bogus"]),
+    )
+    assert p.reconcilable
+    assert p.os_errors == ("invalid extensions found: [bogus]",)
+    assert p.warnings == ("the update would fail on the node: invalid extensions found: [bogus]",)
+    assert p.commands == ()
+    assert p.to_json()["osErrors"] == ["invalid extensions found: [bogus]"]
+
+
+def test_every_bad_os_field_is_reported() -> None:
+    p = plan(mc("old"), mc("new", kernelType="64k-pages", extensions=["zsh"]), Facts(arch="x86_64"))
+    assert p.os_errors == (
+        "64k-pages is only supported for aarch64 architecture",
+        "invalid extensions found: [zsh]",
+    )
+    p = plan(mc("old"), mc("new", kernelType="64k-pages"), Facts(arch="aarch64"))
+    assert p.os_errors == ()
+    assert any("kernel-64k-core" in c for c in p.commands)
+
+
+def test_bad_os_fields_are_no_error_off_coreos_or_when_the_step_is_skipped() -> None:
+    p = plan(mc("old"), mc("new", extensions=["bogus"]), Facts(coreos=False))
+    assert p.os_errors == ()
+    # extensions and image unchanged: upstream never looks at them again
+    old = mc("old", kernelArguments=["x"], extensions=["bogus"])
+    new = mc("new", kernelArguments=["y"], extensions=["bogus"])
+    assert plan(old, new).os_errors == ()
 
 
 def test_realtime_kernel_is_reapplied_on_every_update() -> None:

@@ -31,6 +31,7 @@ commands = pytest.mark.allow_commands
 
 STATE_DIR = "/etc/machine-config-daemon"
 STAMP_SOURCE = f"{STATE_DIR}/noorig.stamp"
+REBOOT_PENDING = f"{STATE_DIR}/reboot-pending"
 UNITS = "/etc/systemd/system"
 ORIGINAL_CHRONY = b"pool 2.fedora.pool.ntp.org iburst\n"
 GROUP_ID = 4242  # not in /etc/group: numeric ids are used as given
@@ -122,7 +123,8 @@ def split_state(tree: Tree) -> tuple[Tree, Tree]:
 
 
 def bookkeeping(config: dict[str, Any], stamped: list[str], dirs: list[str], got: Tree) -> Tree:
-    """The expected /etc/machine-config-daemon: current config and image, one empty stamp per path.
+    """The expected /etc/machine-config-daemon: current config and image, one empty stamp per path,
+    and the reboot the config needs (skipped, so still owed; a sandbox root has no boot id).
 
     The daemon may keep one empty file the stamps are hard links to (`got` says whether it does).
     """
@@ -133,17 +135,21 @@ def bookkeeping(config: dict[str, Any], stamped: list[str], dirs: list[str], got
     tree |= {f"{STATE_DIR}/noorig{p}.mcdnoorig": f("") for p in stamped}
     tree[f"{STATE_DIR}/currentimage"] = f("")
     tree[f"{STATE_DIR}/currentconfig"] = ("json", config)
+    name = config["metadata"]["name"]
+    reason = f"Node will reboot into config {name}"
+    tree[REBOOT_PENDING] = ("json", {"config": name, "reason": reason, "bootID": None})
     return tree
 
 
 def with_config_parsed(tree: Tree) -> Tree:
-    """currentconfig as its JSON value (its byte layout is an implementation detail)."""
-    key = f"{STATE_DIR}/currentconfig"
-    entry = tree.get(key)
-    if entry is None:
-        return tree
-    assert entry[:4] == ("file", 0o644, 0, 0), entry
-    return {**tree, key: ("json", json.loads(entry[4]))}
+    """currentconfig and the reboot record as JSON values (their byte layout is a detail)."""
+    out = dict(tree)
+    for key in (f"{STATE_DIR}/currentconfig", REBOOT_PENDING):
+        entry = tree.get(key)
+        if entry is not None:
+            assert entry[:4] == ("file", 0o644, 0, 0), entry
+            out[key] = ("json", json.loads(entry[4]))
+    return out
 
 
 def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -259,7 +265,9 @@ def test_second_identical_run_writes_nothing(
     assert stamps(root) == before
     assert summary["from"] == "rendered-a"
     assert summary["changes"] == 0
-    assert summary["reboot"] == {"required": False, "done": False}
+    # the reboot the first run skipped is still owed, and said so
+    assert summary["reboot"] == {"required": True, "done": False}
+    assert summary["notes"] == ["reboot still pending"]
 
 
 @commands
@@ -348,6 +356,7 @@ def test_b_after_a_leaves_exactly_b(
     assert files_in_state == {
         f"{STATE_DIR}/currentconfig",
         f"{STATE_DIR}/currentimage",
+        REBOOT_PENDING,
         f"{STATE_DIR}/noorig/etc/x.mcdnoorig",
         f"{STATE_DIR}/noorig/etc/b.conf.mcdnoorig",
         f"{STATE_DIR}/noorig{UNITS}/quiet.service.mcdnoorig",
@@ -573,6 +582,15 @@ def test_firstboot_stages_the_image_and_kargs(
         STATE_DIR: d(),
         f"{STATE_DIR}/currentconfig": ("json", encapsulated()),
         f"{STATE_DIR}/currentimage": f(""),
+        # --skip-reboot: the reboot into the staged deployment is still owed
+        REBOOT_PENDING: (
+            "json",
+            {
+                "config": "rendered-worker-1",
+                "reason": "Node will reboot into config rendered-worker-1",
+                "bootID": None,
+            },
+        ),
     }
 
     # after the reboot the node is in the config
@@ -667,7 +685,7 @@ def test_recorded_commands_of_a_then_a_again_then_b(root: Path, tmp_path: Path) 
     )
     outcome = run_once_from(Host.for_root(HostRoot(root), runner), a, skip_reboot=True)
     assert runner.commands == expected
-    assert outcome.notes == ("already in the desired config",)
+    assert outcome.notes == ("reboot still pending",)  # the first run skipped it
 
     # B: only the changed units are written; A's dropped units are preset, then disabled if theirs
     # (hello.service has a link to remove; quiet.service is unchanged and has none)
