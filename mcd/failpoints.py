@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 
 _ENV = "MCD_FAILPOINT_KILL_AT"
 
@@ -18,6 +19,8 @@ class _State:
     kill_at: int | None = None
     count = 0
     env_read = False
+    # batched writes pass failpoints from worker threads: each hit gets its own number
+    lock = threading.Lock()
 
 
 def arm(kill_at: int | None) -> None:
@@ -32,10 +35,12 @@ def hits() -> int:
 
 def hit(name: str) -> None:
     """A point where the process may die; `name` documents the point (and shows up in tracebacks)."""
-    if not _State.env_read:
-        _State.env_read = True
-        value = os.environ.get(_ENV)
-        _State.kill_at = int(value) if value and value.isdigit() else None
-    _State.count += 1
-    if _State.kill_at is not None and _State.count == _State.kill_at:
+    with _State.lock:
+        if not _State.env_read:
+            _State.env_read = True
+            value = os.environ.get(_ENV)
+            _State.kill_at = int(value) if value and value.isdigit() else None
+        _State.count += 1
+        kill = _State.kill_at is not None and _State.count == _State.kill_at
+    if kill:
         os.kill(os.getpid(), signal.SIGKILL)

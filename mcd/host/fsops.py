@@ -303,7 +303,25 @@ class BatchWriteError(OSError):
 
 # Temp files filled and fsynced at once: the filesystem's journal commits concurrent fsyncs
 # together (ext4 and XFS both do), so a batch costs a few journal commits instead of one per file.
-BATCH_WRITERS = 32
+BATCH_WRITERS = 8
+
+
+class _Pool:
+    """One pool of writer threads for the process, started on first use and kept.
+
+    Starting threads per batch costs more than a small batch's writes. A forked child has none
+    of its parent's threads, so it starts its own pool.
+    """
+
+    executor: ThreadPoolExecutor | None = None
+    pid = 0
+
+
+def _pool() -> ThreadPoolExecutor:
+    if _Pool.executor is None or _Pool.pid != os.getpid():
+        _Pool.executor = ThreadPoolExecutor(BATCH_WRITERS, thread_name_prefix="mcd-write")
+        _Pool.pid = os.getpid()
+    return _Pool.executor
 
 
 def _fill_temp(w: Write) -> Path:
@@ -327,11 +345,12 @@ def atomic_write_many(writes: Sequence[Write]) -> list[bool]:
 
     The same guarantees, one file at a time: each target is always fully old or fully new. The
     temp files of all changed targets are written and fsynced concurrently first (a pool of
-    threads; fsync waits on the disk, not the interpreter), then renamed over their targets one
-    by one in order, so the renames, the crash points between them and the directory syncs are
-    exactly those of consecutive `atomic_write` calls. A failure before the renames leaves
-    every target untouched; a failure of rename i leaves the writes before i done. Either way it
-    raises BatchWriteError naming the failed write, and no temp file stays behind.
+    threads; fsync waits on the disk, not the interpreter), then renamed over their targets, in
+    order within each directory and directories side by side; each rename is followed by its
+    directory's sync, as in `atomic_write`. A failure before the renames leaves every target
+    untouched; a failed rename leaves that write and the later ones of its directory undone
+    (other directories may have finished). Either way it raises BatchWriteError naming the
+    failed write, and no temp file stays behind.
     """
     changed = [False] * len(writes)
     todo: list[int] = []
@@ -354,7 +373,29 @@ def atomic_write_many(writes: Sequence[Write]) -> list[bool]:
             made.add(parent)
     temps = _fill_temps(writes, todo)
     try:
-        for i in todo:
+        _rename_all(writes, todo, temps, changed)
+    finally:
+        for tmp in temps.values():
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+    return changed
+
+
+def _rename_all(
+    writes: Sequence[Write], todo: Sequence[int], temps: dict[int, Path], changed: list[bool]
+) -> None:
+    """Rename each temp file over its target: in order within a directory, directories side by side.
+
+    Renames in one directory serialise on its lock anyway; different directories proceed at
+    once. A failure stops that directory's renames; the first failure (lowest index) is raised
+    once every started directory has finished.
+    """
+    by_dir: dict[Path, list[int]] = {}
+    for i in todo:
+        by_dir.setdefault(writes[i].path.parent, []).append(i)
+
+    def rename_dir(indexes: list[int]) -> None:
+        for i in indexes:
             failpoints.hit("temp file written, not renamed")
             path = writes[i].path
             try:
@@ -365,11 +406,26 @@ def atomic_write_many(writes: Sequence[Write]) -> list[bool]:
             failpoints.hit("renamed, directory not synced")
             fsync_dir(path.parent)
             changed[i] = True
-    finally:
-        for tmp in temps.values():
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-    return changed
+
+    groups = list(by_dir.values())
+    if len(groups) <= 1:
+        for group in groups:
+            rename_dir(group)
+        return
+    failures: list[BatchWriteError] = []
+    other: BaseException | None = None
+    pool = _pool()
+    for future in [pool.submit(rename_dir, group) for group in groups]:
+        try:
+            future.result()
+        except BatchWriteError as exc:
+            failures.append(exc)
+        except BaseException as exc:  # every directory must have finished first
+            other = other or exc
+    if other is not None:
+        raise other
+    if failures:
+        raise min(failures, key=lambda e: e.index)
 
 
 def _fill_temps(writes: Sequence[Write], todo: Sequence[int]) -> dict[int, Path]:
@@ -382,15 +438,15 @@ def _fill_temps(writes: Sequence[Write], todo: Sequence[int]) -> dict[int, Path]
         except OSError as exc:
             failure = BatchWriteError(todo[0], exc)
     elif todo:
-        with ThreadPoolExecutor(min(BATCH_WRITERS, len(todo)), thread_name_prefix="mcd-write") as pool:
-            futures = [(i, pool.submit(_fill_temp, writes[i])) for i in todo]
-            for i, future in futures:
-                try:
-                    temps[i] = future.result()
-                except OSError as exc:
-                    failure = failure or BatchWriteError(i, exc)
-                except BaseException as exc:  # every temp file must be accounted for first
-                    failure = failure or exc
+        pool = _pool()
+        futures = [(i, pool.submit(_fill_temp, writes[i])) for i in todo]
+        for i, future in futures:
+            try:
+                temps[i] = future.result()
+            except OSError as exc:
+                failure = failure or BatchWriteError(i, exc)
+            except BaseException as exc:  # every temp file must be accounted for first
+                failure = failure or exc
     if failure is not None:
         for tmp in temps.values():
             with contextlib.suppress(FileNotFoundError):

@@ -295,7 +295,7 @@ def test_many_skips_what_is_already_exact_and_reports_per_write(tmp_path: Path) 
     ]
 
 
-def test_many_renames_in_order_after_every_temp_file_is_durable(
+def test_many_renames_in_directory_order_after_every_temp_file_is_durable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     events: list[str] = []
@@ -314,7 +314,12 @@ def test_many_renames_in_order_after_every_temp_file_is_durable(
     monkeypatch.setattr(os, "rename", rename)
     writes = batch(tmp_path, 10)
     fsops.atomic_write_many(writes)
-    assert events == ["fsync-file"] * 10 + [f"rename f{i}" for i in range(10)]
+    assert events[:10] == ["fsync-file"] * 10
+    renames = events[10:]
+    assert sorted(renames) == sorted(f"rename f{i}" for i in range(10))
+    for d in range(3):  # in order within each directory (d0 holds f0, f3, f6, f9 …)
+        mine = [r for r in renames if int(r.removeprefix("rename f")) % 3 == d]
+        assert mine == [f"rename f{i}" for i in range(d, 10, 3)]
 
 
 def test_many_failing_temp_file_renames_nothing_and_leaves_no_temp(
@@ -340,7 +345,7 @@ def test_many_failing_temp_file_renames_nothing_and_leaves_no_temp(
     assert [p.name for p in tmp_path.rglob(".*.tmp")] == []
 
 
-def test_many_failing_rename_keeps_the_earlier_writes_and_no_temp(
+def test_many_failing_rename_stops_its_directory_and_leaves_no_temp(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     writes = batch(tmp_path, 6)
@@ -355,7 +360,8 @@ def test_many_failing_rename_keeps_the_earlier_writes_and_no_temp(
     with pytest.raises(fsops.BatchWriteError) as info:
         fsops.atomic_write_many(writes)
     assert info.value.index == 3
-    assert [w.path.exists() for w in writes] == [True, True, True, False, False, False]
+    # f3 and what follows it in its directory (d0: f0, f3) are not written; other directories are
+    assert [w.path.exists() for w in writes] == [True, True, True, False, True, True]
     assert [p.name for p in tmp_path.rglob(".*.tmp")] == []
 
 
