@@ -73,9 +73,22 @@ def deferred_dir_sync() -> Iterator[None]:
         yield
     finally:
         pending, _Batch.dirs = _Batch.dirs, None
-        for directory in sorted(pending):
-            with contextlib.suppress(FileNotFoundError):
-                fsync_dir(directory)
+        _sync_dirs(sorted(pending))
+
+
+def _sync_dir_if_present(directory: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        fsync_dir(directory, now=True)
+
+
+def _sync_dirs(directories: list[Path]) -> None:
+    """fsync each directory; many at once through the writer pool (their journal commits group)."""
+    if len(directories) <= 1:
+        for directory in directories:
+            _sync_dir_if_present(directory)
+        return
+    # list() waits for all and re-raises the first failure
+    list(_pool().map(_sync_dir_if_present, directories))
 
 
 def read_bytes_nofollow(path: Path) -> bytes | None:
