@@ -147,21 +147,20 @@ def test_switch_back_from_realtime_resets_the_override() -> None:
     assert p.commands[-1] == reboot_into()
 
 
+USBGUARD_TO_KERBEROS = (
+    "rpm-ostree",
+    "update",
+    *("--install", "krb5-workstation", "--install", "libkadm5"),
+    *("--uninstall", "usbguard"),
+)
+
+
 def test_extensions_install_and_uninstall() -> None:
     p = plan(mc("old", extensions=["usbguard"]), mc("new", extensions=["kerberos"]))
     assert p.action_rule == "extensions changed: reboot"
     assert p.commands == (
         CLEANUP,
-        (
-            "rpm-ostree",
-            "update",
-            "--install",
-            "krb5-workstation",
-            "--install",
-            "libkadm5",
-            "--uninstall",
-            "usbguard",
-        ),
+        USBGUARD_TO_KERBEROS,
         reboot_into(),
     )
 
@@ -268,16 +267,7 @@ def test_extensions_counted_against_the_booted_requests() -> None:
     # installs missing ones, removes managed ones no longer wanted, leaves other layered packages alone
     assert p.commands == (
         CLEANUP,
-        (
-            "rpm-ostree",
-            "update",
-            "--install",
-            "krb5-workstation",
-            "--install",
-            "libkadm5",
-            "--uninstall",
-            "usbguard",
-        ),
+        USBGUARD_TO_KERBEROS,
         reboot_into(),
     )
     assert p.extension_packages == ("krb5-workstation", "libkadm5", "sysstat")
