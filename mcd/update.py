@@ -284,6 +284,11 @@ def _apply(
     host.files.collect_restored(None, new_ign)
     if reboot:
         return _reboot(host, p, f"Node will reboot into config {new.name}", skip_reboot=skip_reboot)
+    owed = state.pending_reboot(host.root)
+    if owed is not None:
+        # this change needs none, but an earlier one still does (skipped or failed): say so, ask
+        outcome = _reboot(host, p, owed.reason, skip_reboot=skip_reboot, notes=("reboot still pending",))
+        return replace(outcome, actions_run=actions_run)
     return Outcome(p, reboot=False, rebooted=False, actions_run=actions_run)
 
 

@@ -201,3 +201,14 @@ def test_restart_crio_runs_update_ca_trust_first_on_a_live_host(root: Path) -> N
     outcome = update(dataclasses.replace(h, systemd=Recording(inner)), a, b, legacy=True)
     assert outcome.actions_run == ("restart crio.service",)
     assert restarted == ["crio.service"]
+
+
+def test_a_reboot_owed_by_an_earlier_config_is_still_reported(root: Path) -> None:
+    a = mc("a", files=[ign_file("/etc/app.conf", "a\n"), ign_file(REGISTRIES, REG_A)])
+    b = mc("b", files=[ign_file("/etc/app.conf", "a\n"), ign_file(REGISTRIES, REG_B)])
+    update(host(root, RecordingRunner(), live=False), mc("empty"), a, legacy=True, skip_reboot=True)
+    outcome = update(host(root, RecordingRunner(), live=False), a, b, legacy=True, skip_reboot=True)
+    # b itself only reloads crio, but the node never rebooted into a
+    assert outcome.actions_run == ("reload crio.service (skipped: not the live root)",)
+    assert (outcome.reboot, outcome.rebooted, outcome.notes) == (True, False, ("reboot still pending",))
+    assert owed(root) == {"config": "a", "reason": "Node will reboot into config a", "bootID": "boot-1"}
