@@ -94,9 +94,23 @@ def firstboot(host: Host, mc_file: str, *, default_path: bool, skip_reboot: bool
         bak = host.root.join(mc_file + ".bak")
         fsops.copy_preserving(path, bak)
         fsops.remove(path)
+    _remove_revert_service(host)
     if not skip_reboot and request_reboot(host, f"Completing firstboot provisioning to {new.name}"):
         outcome = replace(outcome, rebooted=True)
     return FirstbootResult(True, outcome)
+
+
+REVERT_SERVICE = "machine-config-daemon-revert.service"
+
+
+def _remove_revert_service(host: Host) -> None:
+    """Drop the unit that reverts a layered (OCL) image once firstboot applied the config (as upstream)."""
+    path = host.root.join(f"/etc/systemd/system/{REVERT_SERVICE}")
+    if fsops.lstat_or_none(path) is None:
+        return
+    host.systemd.disable([REVERT_SERVICE])
+    fsops.remove(path)
+    LOG.info("removed %s", REVERT_SERVICE)
 
 
 def _booted_state(host: Host, new: MachineConfig) -> MachineConfig:

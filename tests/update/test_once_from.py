@@ -622,6 +622,24 @@ def test_firstboot_on_a_node_already_in_the_config_only_deletes_the_file(
 
 
 @commands
+def test_firstboot_disables_and_removes_the_revert_service(
+    coreos_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Left by a layered-image revert, it must not run again once the config is applied."""
+    root = coreos_root
+    (root / ENCAPSULATED.lstrip("/")).write_text(json.dumps(encapsulated()))
+    units = root / UNITS.lstrip("/")
+    (units / "multi-user.target.wants").mkdir(parents=True)
+    (units / "machine-config-daemon-revert.service").write_text(OTHER)
+    link = units / "multi-user.target.wants" / "machine-config-daemon-revert.service"
+    link.symlink_to(f"{UNITS}/machine-config-daemon-revert.service")
+    code, _, err = cli(capsys, "firstboot-complete-machineconfig", "--root-mount", str(root), "--skip-reboot")
+    assert code == 0, err
+    assert not os.path.lexists(link)  # disabled by the real systemctl --root
+    assert not (units / "machine-config-daemon-revert.service").exists()
+
+
+@commands
 def test_firstboot_from_another_path_keeps_the_file(
     coreos_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
