@@ -496,11 +496,19 @@ def create_empty(
         else:
             fsync_dir(path.parent)
             return True
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    # made under a temp name and renamed: the marker never shows with the temp file's 0o600
+    tmp = _temp_name(path)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
-        os.fchmod(fd, mode)
-    finally:
-        os.close(fd)
+        try:
+            os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
+        os.rename(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
     fsync_dir(path.parent)
     return True
 

@@ -392,6 +392,32 @@ def test_holds_bytes_compares_the_file_the_lstat_saw(tmp_path: Path) -> None:
     assert fsops.holds_bytes(target, st, b"same") is False
 
 
+def test_create_empty_never_shows_the_marker_with_another_mode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kill between creating the file and its chmod must not leave a 0600 marker behind."""
+    marker = tmp_path / "d" / "m"
+    seen: list[bool] = []
+    real_fchmod = os.fchmod
+
+    def fchmod(fd: int, mode: int) -> None:
+        seen.append(os.path.lexists(marker))  # the real name is not there while the mode is wrong
+        real_fchmod(fd, mode)
+
+    monkeypatch.setattr(os, "fchmod", fchmod)
+    old_umask = os.umask(0o077)
+    try:
+        assert fsops.create_empty(marker, 0o644) is True
+    finally:
+        os.umask(old_umask)
+    assert seen == [False]
+    assert mode_of(marker) == 0o644 and marker.read_bytes() == b""
+    assert entries(marker.parent) == ["m"]
+    assert fsops.create_empty(marker, 0o644) is False
+    assert fsops.create_empty(tmp_path / "d" / "n", 0o644, link_from=marker) is True
+    assert os.lstat(tmp_path / "d" / "n").st_ino == os.lstat(marker).st_ino
+
+
 # --- atomic_symlink -------------------------------------------------------------------------------
 
 
