@@ -146,33 +146,6 @@ def kernel_switch_command(new_type: str, arch: str = "x86_64") -> list[str] | No
     return switch
 
 
-def kernel_type_commands(
-    old_type: str,
-    new_type: str,
-    arch: str = "x86_64",
-    *,
-    os_update: bool = False,
-    requested_base_removals: Sequence[str] | None = None,
-    requested_packages: Sequence[str] | None = None,
-) -> list[list[str]]:
-    """The rpm-ostree runs that move the node from `old_type` to `new_type` kernels, back to back.
-
-    Nothing happens unless the kernel type changes or `os_update` (a new OS image) is set; then
-    any previous realtime/64k swap is reset (see `kernel_swap_revert_command`) and, for a
-    non-default target, the swap is applied again (see `kernel_switch_command`). In an OS update
-    the two run apart, with the rebase and kargs between them: the planner builds them one by
-    one. Switching kernels is EL-only: the caller gates on that.
-
-    Raises KernelTypeError for 64k-pages on anything but aarch64.
-    """
-    old, new = canonical_kernel_type(old_type), canonical_kernel_type(new_type)
-    if old == new and not os_update:
-        return []
-    switch = kernel_switch_command(new, arch)
-    reset = kernel_swap_revert_command(old, requested_base_removals, requested_packages)
-    return [c for c in (reset, switch) if c is not None]
-
-
 def missing_extension_packages(requested_packages: Sequence[str], expected: Sequence[str]) -> list[str]:
     """The `expected` extension packages a deployment's `requested-packages` lack, sorted."""
     requested = set(requested_packages)

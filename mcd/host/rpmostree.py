@@ -17,13 +17,9 @@ from typing import Any
 import yaml
 
 from mcd.host.runner import CommandError, CommandResult, Runner
-from mcd.kargs import kargs_command
 from mcd.osupdate import (
     cleanup_pending_command,
     cleanup_rollback_command,
-    extensions_command,
-    kernel_override_reset_command,
-    kernel_type_commands,
     local_rebase_command,
     missing_extension_packages,
     missing_extensions_error,
@@ -363,65 +359,9 @@ class RpmOstree:
         """Stage an image already in the node's container storage (no pull, so no retry)."""
         self._run(local_rebase_command(repo_digest), f"failed to rebase to {repo_digest}")
 
-    def kargs(self, old: Sequence[str], new: Sequence[str]) -> bool:
-        """Move the staged kernel arguments from `old` to `new` MachineConfig entries; False if no-op."""
-        cmd = kargs_command(old, new)
-        if cmd is None:
-            return False
-        self._run(cmd, "failed to update kernel arguments")
-        return True
-
     def kargs_output(self) -> str:
         """The pending deployment's kernel arguments as `rpm-ostree kargs` prints them."""
         return self._run(["rpm-ostree", "kargs"], "failed to read kernel arguments").stdout
-
-    def switch_kernel(
-        self,
-        old_type: str,
-        new_type: str,
-        arch: str = "x86_64",
-        *,
-        os_update: bool = False,
-        requested_base_removals: Sequence[str] | None = None,
-        requested_packages: Sequence[str] | None = None,
-    ) -> bool:
-        """Swap the kernel packages for `new_type` (see `kernel_type_commands`); False if no-op.
-
-        KernelTypeError (a ValueError) when the type cannot run on `arch`.
-        """
-        commands = kernel_type_commands(
-            old_type,
-            new_type,
-            arch,
-            os_update=os_update,
-            requested_base_removals=requested_base_removals,
-            requested_packages=requested_packages,
-        )
-        for cmd in commands:
-            self._run(cmd, f"failed to switch kernel type to {new_type}")
-        return bool(commands)
-
-    def update_extensions(self, installed: Sequence[str], extensions: Sequence[str]) -> bool:
-        """Layer the packages `extensions` need and drop unneeded ones; False if no-op.
-
-        `installed` is the booted deployment's `requested-packages`. ExtensionError (a ValueError)
-        for unsupported extensions.
-        """
-        cmd = extensions_command(installed, extensions)
-        if cmd is None:
-            return False
-        self._run(cmd, "failed to update extensions")
-        return True
-
-    def override_reset(
-        self, requested_base_removals: Sequence[str], requested_packages: Sequence[str]
-    ) -> bool:
-        """Undo a recorded realtime/64k kernel swap (from the booted deployment); False if none."""
-        cmd = kernel_override_reset_command(requested_base_removals, requested_packages)
-        if cmd is None:
-            return False
-        self._run(cmd, "failed to reset kernel overrides")
-        return True
 
     def verify_extensions(self, expected: Sequence[str]) -> None:
         """Check that the next boot requests every `expected` extension package (spec §5.6).

@@ -22,7 +22,14 @@ from mcd.host.rpmostree import (
     parse_version,
 )
 from mcd.host.runner import CommandError, RecordingRunner, SubprocessRunner
-from mcd.osupdate import DEFAULT_KERNEL_PACKAGES, REALTIME_KERNEL_PACKAGES, ExtensionError, KernelTypeError
+from mcd.kargs import kargs_command
+from mcd.osupdate import (
+    DEFAULT_KERNEL_PACKAGES,
+    REALTIME_KERNEL_PACKAGES,
+    extensions_command,
+    kernel_override_reset_command,
+    kernel_switch_command,
+)
 
 TESTS = Path(__file__).resolve().parents[1]
 FIXTURES = TESTS / "fixtures" / "rpm-ostree"
@@ -314,92 +321,10 @@ def test_rebase_local_uses_containers_storage_without_retry() -> None:
     assert sleeps.calls == []
 
 
-def test_kargs_deletes_old_and_appends_new() -> None:
-    runner = RecordingRunner().expect(["rpm-ostree", "kargs"])
-    assert client(runner).kargs(["a=1 b"], ["a=2"]) is True
-    assert runner.commands == [
-        ("rpm-ostree", "kargs", "--delete-if-present=a=1", "--delete-if-present=b", "--append=a=2")
-    ]
-
-
-def test_kargs_with_nothing_on_either_side_runs_nothing() -> None:
-    runner = RecordingRunner()
-    assert client(runner).kargs([], [" "]) is False
-    assert runner.commands == []
-
-
 def test_kargs_output_is_returned_verbatim() -> None:
     runner = RecordingRunner().expect(["rpm-ostree", "kargs"], stdout="rw a=1\n")
     assert client(runner).kargs_output() == "rw a=1\n"
     assert runner.commands == [("rpm-ostree", "kargs")]
-
-
-def test_switch_kernel_to_realtime() -> None:
-    runner = RecordingRunner().expect(["rpm-ostree", "override", "remove"])
-    assert client(runner).switch_kernel("default", "realtime") is True
-    install = [x for p in REALTIME_KERNEL_PACKAGES for x in ("--install", p)]
-    assert runner.commands == [("rpm-ostree", "override", "remove", *DEFAULT_KERNEL_PACKAGES, *install)]
-
-
-def test_switch_kernel_back_to_default_resets_the_recorded_swap() -> None:
-    runner = RecordingRunner().expect(["rpm-ostree", "override", "reset"])
-    rpmostree = client(runner)
-    changed = rpmostree.switch_kernel(
-        "realtime",
-        "default",
-        requested_base_removals=DEFAULT_KERNEL_PACKAGES,
-        requested_packages=["kernel-rt-core", "usbguard"],
-    )
-    assert changed is True
-    assert runner.commands == [
-        ("rpm-ostree", "override", "reset", *DEFAULT_KERNEL_PACKAGES, "--uninstall", "kernel-rt-core")
-    ]
-
-
-def test_switch_kernel_unchanged_runs_nothing() -> None:
-    runner = RecordingRunner()
-    assert client(runner).switch_kernel("default", "default") is False
-    assert runner.commands == []
-
-
-def test_switch_kernel_refuses_64k_pages_off_arm() -> None:
-    with pytest.raises(KernelTypeError, match="64k-pages is only supported for aarch64 architecture"):
-        client(RecordingRunner()).switch_kernel("default", "64k-pages", "x86_64")
-
-
-def test_update_extensions_installs_and_uninstalls() -> None:
-    runner = RecordingRunner().expect(["rpm-ostree", "update"])
-    assert client(runner).update_extensions(["usbguard", "strace"], ["kerberos"]) is True
-    assert runner.commands == [
-        (
-            "rpm-ostree",
-            "update",
-            "--install",
-            "krb5-workstation",
-            "--install",
-            "libkadm5",
-            "--uninstall",
-            "usbguard",
-        )
-    ]
-
-
-def test_update_extensions_noop_and_invalid() -> None:
-    runner = RecordingRunner()
-    assert client(runner).update_extensions(["usbguard"], ["usbguard"]) is False
-    with pytest.raises(ExtensionError, match=r"invalid extensions found: \[bogus\]"):
-        client(runner).update_extensions([], ["bogus"])
-    assert runner.commands == []
-
-
-def test_override_reset() -> None:
-    runner = RecordingRunner().expect(["rpm-ostree", "override", "reset"])
-    rpmostree = client(runner)
-    assert rpmostree.override_reset(["kernel", "moby-engine"], ["kernel-64k-core"]) is True
-    assert rpmostree.override_reset(["moby-engine"], ["strace"]) is False
-    assert runner.commands == [
-        ("rpm-ostree", "override", "reset", "kernel", "--uninstall", "kernel-64k-core")
-    ]
 
 
 def test_verify_extensions_reads_the_staged_deployment() -> None:
@@ -443,10 +368,9 @@ def test_failures_are_wrapped_with_the_command_output() -> None:
         ["rpm-ostree", "kargs"], returncode=1, stderr="error: No key 'x' found\n"
     )
     with pytest.raises(RpmOstreeError) as info:
-        client(runner).kargs(["x"], [])
+        client(runner).run_planned(["rpm-ostree", "kargs", "--delete-if-present=x"])
     assert str(info.value) == (
-        "failed to update kernel arguments: command failed: rpm-ostree kargs --delete-if-present=x (exit 1): "
-        "error: No key 'x' found"
+        "command failed: rpm-ostree kargs --delete-if-present=x (exit 1): error: No key 'x' found"
     )
     assert isinstance(info.value.__cause__, CommandError)
     assert info.value.result is not None and info.value.result.returncode == 1
@@ -587,6 +511,25 @@ def test_standin_rebase_stages_the_image(standin: RpmOstree, state: Path) -> Non
     assert {c["client-id"] for c in calls} == {"machine-config-operator"}
 
 
+# The update runs the planner's command lines through `run_planned`; these drive the stand-in the
+# same way (False: the planner would have built no command).
+
+
+def run(rpm: RpmOstree, cmd: list[str] | None) -> bool:
+    if cmd is None:
+        return False
+    rpm.run_planned(cmd)
+    return True
+
+
+def kargs(rpm: RpmOstree, old: list[str], new: list[str]) -> bool:
+    return run(rpm, kargs_command(old, new))
+
+
+def extensions(rpm: RpmOstree, installed: list[str], wanted: list[str]) -> bool:
+    return run(rpm, extensions_command(installed, wanted))
+
+
 @pytest.mark.allow_commands
 def test_standin_local_rebase(standin: RpmOstree) -> None:
     standin.rebase_local(NEW_IMAGE)
@@ -597,7 +540,7 @@ def test_standin_local_rebase(standin: RpmOstree) -> None:
 
 @pytest.mark.allow_commands
 def test_standin_kargs_round_trip(standin: RpmOstree) -> None:
-    assert standin.kargs([], ["a=1", "nosmt"]) is True
+    assert kargs(standin, [], ["a=1", "nosmt"]) is True
     assert standin.kargs_output().split() == [
         "rw",
         "root=UUID=1",
@@ -608,7 +551,7 @@ def test_standin_kargs_round_trip(standin: RpmOstree) -> None:
     ]
     first = standin.status().staged
     assert first is not None
-    assert standin.kargs(["a=1", "nosmt"], ["a=2"]) is True
+    assert kargs(standin, ["a=1", "nosmt"], ["a=2"]) is True
     assert standin.kargs_output().split() == ["rw", "root=UUID=1", "console=tty0", "console=ttyS0", "a=2"]
     status = standin.status()
     assert len(status.deployments) == 2  # the second change amended the staged deployment
@@ -619,16 +562,16 @@ def test_standin_kargs_round_trip(standin: RpmOstree) -> None:
 
 @pytest.mark.allow_commands
 def test_standin_keeps_duplicate_kargs_in_order(standin: RpmOstree) -> None:
-    standin.kargs([], ["y=0", "z=4", "y=1", "z=4"])
+    kargs(standin, [], ["y=0", "z=4", "y=1", "z=4"])
     assert standin.kargs_output().split()[-4:] == ["y=0", "z=4", "y=1", "z=4"]
-    standin.kargs(["y=0", "z=4", "y=1", "z=4"], ["y=0"])
+    kargs(standin, ["y=0", "z=4", "y=1", "z=4"], ["y=0"])
     assert standin.kargs_output().split()[-1:] == ["y=0"]
     assert "z=4" not in standin.kargs_output().split()
 
 
 @pytest.mark.allow_commands
 def test_standin_delete_if_present_tolerates_missing_args(standin: RpmOstree) -> None:
-    standin.kargs(["gone=1"], ["new=1"])
+    kargs(standin, ["gone=1"], ["new=1"])
     assert standin.kargs_output().split()[-1] == "new=1"
 
 
@@ -660,7 +603,7 @@ def test_standin_delete_of_one_value_among_several(state: Path) -> None:
 @pytest.mark.allow_commands
 def test_standin_cleanup_pending_drops_the_staged_deployment(standin: RpmOstree) -> None:
     standin.rebase(NEW_IMAGE)
-    standin.kargs([], ["a=1"])
+    kargs(standin, [], ["a=1"])
     standin.cleanup_pending()
     status = standin.status()
     assert status.staged is None
@@ -682,8 +625,8 @@ def test_standin_cleanup_rollback_after_a_reboot(standin: RpmOstree) -> None:
 
 @pytest.mark.allow_commands
 def test_standin_extensions_and_kernel_swap(standin: RpmOstree) -> None:
-    assert standin.update_extensions([], ["usbguard"]) is True
-    standin.switch_kernel("default", "realtime")
+    assert extensions(standin, [], ["usbguard"]) is True
+    run(standin, kernel_switch_command("realtime"))
     staged = standin.status().staged
     assert staged is not None
     assert staged.requested_packages == (
@@ -695,8 +638,11 @@ def test_standin_extensions_and_kernel_swap(standin: RpmOstree) -> None:
     assert staged.requested_base_removals == DEFAULT_KERNEL_PACKAGES
     assert staged.base_checksum is not None and staged.base_commit != staged.checksum
     # undo both, as a revert to the old config would
-    assert standin.override_reset(staged.requested_base_removals, staged.requested_packages) is True
-    assert standin.update_extensions(["usbguard"], []) is True
+    assert (
+        run(standin, kernel_override_reset_command(staged.requested_base_removals, staged.requested_packages))
+        is True
+    )
+    assert extensions(standin, ["usbguard"], []) is True
     staged = standin.status().staged
     assert staged is not None
     assert staged.requested_packages == () and staged.requested_base_removals == ()
@@ -713,7 +659,7 @@ def test_standin_reset_needs_an_override_on_the_pending_deployment(state: Path) 
 
 @pytest.mark.allow_commands
 def test_standin_records_the_swap_on_the_staged_deployment_only(standin: RpmOstree) -> None:
-    standin.switch_kernel("default", "realtime")
+    run(standin, kernel_switch_command("realtime"))
     status = standin.status()
     assert status.staged is not None
     assert status.staged.requested_base_removals == DEFAULT_KERNEL_PACKAGES
@@ -725,7 +671,7 @@ def test_standin_records_the_swap_on_the_staged_deployment_only(standin: RpmOstr
 @pytest.mark.allow_commands
 def test_standin_can_drop_installed_packages(standin: RpmOstree, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RPMOSTREE_STANDIN_DROP_PACKAGES", "libkadm5")
-    assert standin.update_extensions([], ["kerberos"]) is True
+    assert extensions(standin, [], ["kerberos"]) is True
     staged = standin.status().staged
     assert staged is not None and staged.requested_packages == ("krb5-workstation",)
     with pytest.raises(RpmOstreeError, match=r"missing from the staged deployment: \[libkadm5\]"):

@@ -17,7 +17,6 @@ from mcd.osupdate import (
     kernel_override_reset_command,
     kernel_swap_revert_command,
     kernel_switch_command,
-    kernel_type_commands,
     local_rebase_command,
     missing_extension_packages,
     missing_extensions_error,
@@ -103,52 +102,6 @@ def test_extensions_command_leaves_unmanaged_layered_packages_alone() -> None:
 # --- kernel type ----------------------------------------------------------------------------------
 
 
-def test_default_to_realtime_switches() -> None:
-    assert kernel_type_commands("default", "realtime") == [RT_SWITCH]
-
-
-def test_realtime_to_default_resets_only() -> None:
-    assert kernel_type_commands("realtime", "") == [RT_RESET]
-
-
-def test_realtime_to_64k_resets_then_switches() -> None:
-    assert kernel_type_commands("realtime", "64k-pages", arch="aarch64") == [RT_RESET, K64_SWITCH]
-    assert kernel_type_commands("realtime", "64k-pages", arch="arm64") == [RT_RESET, K64_SWITCH]
-
-
-def test_same_type_without_os_update_does_nothing() -> None:
-    assert kernel_type_commands("realtime", "realtime") == []
-    assert kernel_type_commands("", "bogus") == []
-
-
-def test_os_update_reapplies_the_swap_on_the_new_base() -> None:
-    assert kernel_type_commands("realtime", "realtime", os_update=True) == [RT_RESET, RT_SWITCH]
-    assert kernel_type_commands("default", "default", os_update=True) == []
-
-
-@pytest.mark.parametrize("arch", ["x86_64", "amd64", "ppc64le", "s390x"])
-def test_64k_pages_only_on_aarch64(arch: str) -> None:
-    with pytest.raises(KernelTypeError, match=r"^64k-pages is only supported for aarch64 architecture$"):
-        kernel_type_commands("default", "64k-pages", arch=arch)
-
-
-def test_reset_follows_the_booted_deployment_when_given() -> None:
-    cmds = kernel_type_commands(
-        "default",
-        "default",
-        os_update=True,
-        requested_base_removals=["moby-engine", "kernel", "kernel-core"],
-        requested_packages=["htop", "kernel-64k-core"],
-    )
-    assert cmds == [
-        ["rpm-ostree", "override", "reset", "kernel", "kernel-core", "--uninstall", "kernel-64k-core"]
-    ]
-    # facts saying there is no swap win over what the old type implies
-    assert (
-        kernel_type_commands("realtime", "default", requested_base_removals=[], requested_packages=[]) == []
-    )
-
-
 @pytest.mark.parametrize(
     ("removals", "packages"),
     [
@@ -162,13 +115,31 @@ def test_no_reset_without_both_halves_of_a_swap(removals: list[str], packages: l
     assert kernel_override_reset_command(removals, packages) is None
 
 
+def test_reset_keeps_only_the_kernel_swap_of_the_booted_deployment() -> None:
+    cmd = kernel_override_reset_command(["moby-engine", "kernel", "kernel-core"], ["htop", "kernel-64k-core"])
+    assert cmd == [
+        "rpm-ostree",
+        "override",
+        "reset",
+        "kernel",
+        "kernel-core",
+        "--uninstall",
+        "kernel-64k-core",
+    ]
+
+
 def test_switch_command_alone() -> None:
     assert kernel_switch_command("realtime") == RT_SWITCH
     assert kernel_switch_command("64k-pages", "aarch64") == K64_SWITCH
+    assert kernel_switch_command("64k-pages", "arm64") == K64_SWITCH
     assert kernel_switch_command("default") is None
     assert kernel_switch_command("bogus", "s390x") is None
-    with pytest.raises(KernelTypeError):
-        kernel_switch_command("64k-pages", "x86_64")
+
+
+@pytest.mark.parametrize("arch", ["x86_64", "amd64", "ppc64le", "s390x"])
+def test_64k_pages_only_on_aarch64(arch: str) -> None:
+    with pytest.raises(KernelTypeError, match=r"^64k-pages is only supported for aarch64 architecture$"):
+        kernel_switch_command("64k-pages", arch)
 
 
 def test_revert_follows_the_booted_deployment_over_the_old_type() -> None:
