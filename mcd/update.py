@@ -15,7 +15,7 @@ import logging
 import os
 import posixpath
 import stat
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
@@ -244,12 +244,12 @@ def _apply(
         state.remove_forcefile(host.root)
     # everything the host could refuse is checked before anything is recorded or written
     changed_units = {c.name for c in p.diff.unit_changes}
+    # the units written: the changed ones (all with the forcefile, as upstream)
+    units = new_ign.units if facts.forcefile else tuple(u for u in new_ign.units if u.name in changed_units)
+    unchanged = _unchanged_paths(old_ign, new_ign)
     try:
         host.files.check(
-            new_ign.files,
-            [u for u in new_ign.units if u.name in changed_units or facts.forcefile],
-            skip=(KUBELET_CA,) if skip_certificate_write else (),
-            unchanged=_unchanged_paths(old_ign, new_ign),
+            new_ign.files, units, skip=(KUBELET_CA,) if skip_certificate_write else (), unchanged=unchanged
         )
         # pruning touches the old config's units that go away
         host.files.check((), [u for u in old_ign.units if u.name in changed_units])
@@ -263,7 +263,16 @@ def _apply(
     try:
         # directory entries are made durable once per directory, before the commit
         with fsops.deferred_dir_sync():
-            _run_steps(host, p, old_ign, new_ign, undo, facts=facts, skip_certs=skip_certificate_write)
+            _run_steps(
+                host,
+                p,
+                old_ign,
+                new_ign,
+                undo,
+                units=units,
+                unchanged=unchanged,
+                skip_certs=skip_certificate_write,
+            )
         # reloads and restarts run before the commit: when one fails the update is rolled back
         # (as upstream); a reboot is requested once the new config is committed
         actions_run = () if reboot else _run_actions(host, p)
@@ -329,15 +338,15 @@ def _run_steps(
     new_ign: IgnitionConfig,
     undo: list[tuple[str, Callable[[], None]]],
     *,
-    facts: Facts,
+    units: Sequence[Unit],
+    unchanged: Collection[str],
     skip_certs: bool,
 ) -> None:
     # files, units and stale data are undone together by applying the old config back
     undo.append(("files and units", lambda: _undo_files_units(host, new_ign, old_ign)))
-    changed = {c.name for c in p.diff.unit_changes}
-    units = new_ign.units if facts.forcefile else tuple(u for u in new_ign.units if u.name in changed)
-    # update() ran the host checks on exactly these files before recording the transaction
-    _apply_files_units(host, old_ign, new_ign, units, skip=(KUBELET_CA,) if skip_certs else (), checked=True)
+    # update() ran the host checks on exactly these files and units before recording the update
+    skip = (KUBELET_CA,) if skip_certs else ()
+    _apply_files_units(host, old_ign, new_ign, units, skip=skip, unchanged=unchanged, checked=True)
     failpoints.hit("files and units written")
     # upstream makes the kubelet's kubeconfig private on every update; only a regular file is
     # touched (chmod would follow a symlink, possibly out of the root)
@@ -363,12 +372,13 @@ def _apply_files_units(
     units: Sequence[Unit],
     skip: Sequence[str] = (),
     *,
+    unchanged: Collection[str] | None = None,
     checked: bool = False,
 ) -> None:
+    if unchanged is None:
+        unchanged = _unchanged_paths(old_ign, new_ign)
     with host.files.replacing(old_ign):
-        host.files.write_files(
-            new_ign.files, skip=skip, unchanged=_unchanged_paths(old_ign, new_ign), checked=checked
-        )
+        host.files.write_files(new_ign.files, skip=skip, unchanged=unchanged, checked=checked)
         host.units.write_units(units)
     host.units.remove_units(old_ign.units, new_ign.units)
     host.files.delete_stale(old_ign, new_ign)
