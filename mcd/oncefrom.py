@@ -90,11 +90,12 @@ def firstboot(host: Host, mc_file: str, *, default_path: bool, skip_reboot: bool
         LOG.info("node already in config %s: nothing to do", new.name)
         return FirstbootResult(False, None)
     outcome = update(host, old, new, legacy=True, skip_reboot=True)
+    # before the config file goes: a run killed in between finds the file and does it again
+    _remove_revert_service(host)
     if default_path:
         bak = host.root.join(mc_file + ".bak")
         fsops.copy_preserving(path, bak)
         fsops.remove(path)
-    _remove_revert_service(host)
     if not skip_reboot and request_reboot(host, f"Completing firstboot provisioning to {new.name}"):
         outcome = replace(outcome, rebooted=True)
     return FirstbootResult(True, outcome)

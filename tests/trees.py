@@ -27,3 +27,17 @@ def walk(root: Path, *, dirs: bool = True) -> Tree:
             else:
                 out[key] = ("file", stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid, Path(full).read_bytes())
     return out
+
+
+# A root's accounts with `core`, as the sandbox and CoreOS have them.
+CORE_PASSWD = "root:x:0:0:root:/root:/bin/bash\ncore:x:1000:1000:CoreOS Admin:/home/core:/bin/bash\n"
+CORE_GROUP = "root:x:0:\ncore:x:1000:\n"
+
+
+def put(base: Path, path: str, data: str | bytes = "", mode: int = 0o644) -> Path:
+    """Write a file at config path `path` under `base` (parents made), with exactly `mode`."""
+    target = base / path.lstrip("/")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data.encode() if isinstance(data, str) else data)
+    os.chmod(target, mode)
+    return target

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from casefiles import case_params, load_cases
 from killing import killed_at
+from trees import CORE_GROUP, CORE_PASSWD, put
 
 from mcd import failpoints
 from mcd.config.ignition import Dropin, File, IgnitionConfig, NodeRef, Unit, parse_ignition
@@ -30,8 +31,6 @@ from mcd.host.files import (
 from mcd.host.root import HostRoot
 from mcd.host.runner import RecordingRunner
 
-PASSWD = "root:x:0:0:root:/root:/bin/bash\ncore:x:1000:1000:CoreOS Admin:/home/core:/bin/bash\n"
-GROUP = "root:x:0:\ncore:x:1000:\n"
 # names of fsops temp files a SIGKILL may leave behind (harmless garbage, never read)
 TEMP_NAME = re.compile(r"^\..*\.[0-9a-f]{16}\.tmp$")
 
@@ -39,17 +38,9 @@ TEMP_NAME = re.compile(r"^\..*\.[0-9a-f]{16}\.tmp$")
 # --- helpers ---------------------------------------------------------------------------------------
 
 
-def put(base: Path, path: str, text: str = "", mode: int = 0o644) -> Path:
-    target = base / path.lstrip("/")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text)
-    os.chmod(target, mode)
-    return target
-
-
 def make_base(base: Path) -> Path:
-    put(base, "/etc/passwd", PASSWD)
-    put(base, "/etc/group", GROUP)
+    put(base, "/etc/passwd", CORE_PASSWD)
+    put(base, "/etc/group", CORE_GROUP)
     return base
 
 

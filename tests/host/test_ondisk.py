@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from casefiles import case_params, load_cases
+from trees import put
 
 from mcd.config.ignition import Dropin, File, IgnitionConfig, Resource, Unit, parse_ignition
 from mcd.host import ondisk
@@ -21,14 +22,6 @@ from mcd.host.accounts import Accounts
 from mcd.host.files import FileWriter
 from mcd.host.ondisk import check_config, check_file, first_error, format_go_mode, go_file_mode
 from mcd.host.root import HostRoot
-
-
-def put(base: Path, path: str, data: str | bytes = "", mode: int = 0o644) -> Path:
-    target = base / path.lstrip("/")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(data.encode() if isinstance(data, str) else data)
-    os.chmod(target, mode)
-    return target
 
 
 def link(base: Path, path: str, target: str) -> None:

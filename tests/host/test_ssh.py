@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from killing import killed_at
+from trees import CORE_GROUP, CORE_PASSWD, put
 
 from mcd import failpoints
 from mcd.config.ignition import User
@@ -20,23 +21,13 @@ from mcd.host.root import HostRoot
 from mcd.host.runner import RecordingRunner
 from mcd.host.ssh import KEYS_PATH, SshKeyWriter
 
-PASSWD = "root:x:0:0:root:/root:/bin/bash\ncore:x:1000:1000:CoreOS Admin:/home/core:/bin/bash\n"
-GROUP = "root:x:0:\ncore:x:1000:\n"
 SHADOW = "root:*:19000::::::\ncore:*:19000::::::\n"
 TEMP_NAME = re.compile(r"^\..*\.[0-9a-f]{16}\.tmp$")
 
 
-def put(base: Path, path: str, text: str = "", mode: int = 0o644) -> Path:
-    target = base / path.lstrip("/")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text)
-    os.chmod(target, mode)
-    return target
-
-
-def make_base(base: Path, passwd: str = PASSWD, shadow: str = SHADOW, home: bool = True) -> Path:
+def make_base(base: Path, passwd: str = CORE_PASSWD, shadow: str = SHADOW, home: bool = True) -> Path:
     put(base, "/etc/passwd", passwd)
-    put(base, "/etc/group", GROUP)
+    put(base, "/etc/group", CORE_GROUP)
     put(base, "/etc/shadow", shadow, 0o000)
     if home:
         (base / "home/core").mkdir(parents=True)
