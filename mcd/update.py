@@ -260,6 +260,7 @@ def _apply(
     failpoints.hit("transaction recorded")
     undo: list[tuple[str, Callable[[], None]]] = []
     reboot = _needs_reboot(p)
+    reason = f"Node will reboot into config {new.name}"
     try:
         # directory entries are made durable once per directory, before the commit
         with fsops.deferred_dir_sync():
@@ -277,7 +278,7 @@ def _apply(
         # (as upstream); a reboot is requested once the new config is committed
         actions_run = () if reboot else _run_actions(host, p)
         if reboot:
-            state.mark_reboot(host.root, new.name, f"Node will reboot into config {new.name}")
+            state.mark_reboot(host.root, new.name, reason)
         state.commit(host.root, new.ocl_image)
         failpoints.hit("transaction committed")
     except Exception as exc:
@@ -292,7 +293,7 @@ def _apply(
     # committed: no re-run can follow, so the backups of restored originals can go
     host.files.collect_restored(None, new_ign)
     if reboot:
-        return _reboot(host, p, f"Node will reboot into config {new.name}", skip_reboot=skip_reboot)
+        return _reboot(host, p, reason, skip_reboot=skip_reboot)
     owed = state.pending_reboot(host.root)
     if owed is not None:
         # this change needs none, but an earlier one still does (skipped or failed): say so, ask

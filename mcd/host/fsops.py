@@ -230,11 +230,10 @@ def is_link_to(path: Path, target: str) -> bool:
     return st is not None and stat.S_ISLNK(st.st_mode) and os.readlink(path) == target
 
 
-def _replace_via_temp(path: Path, fill: Callable[[int], None], *, sync_now: bool = False) -> None:
-    """Create a temp file beside `path`, let `fill` write it, make it durable and rename it over `path`.
+def _durable_temp(path: Path, fill: Callable[[int], None]) -> Path:
+    """A temp file beside `path`, written by `fill` and fsynced; removed again on any error.
 
-    The temp file starts with mode 0o600 so nobody can read a half-written secret; on any error
-    it is removed and `path` is left as it was.
+    It starts with mode 0o600 so nobody can read a half-written secret.
     """
     tmp = _temp_name(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
@@ -244,6 +243,20 @@ def _replace_via_temp(path: Path, fill: Callable[[int], None], *, sync_now: bool
             os.fsync(fd)
         finally:
             os.close(fd)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    return tmp
+
+
+def _replace_via_temp(path: Path, fill: Callable[[int], None], *, sync_now: bool = False) -> None:
+    """Let `fill` write a durable temp file beside `path` and rename it over `path`.
+
+    On any error the temp file is removed and `path` is left as it was.
+    """
+    tmp = _durable_temp(path, fill)
+    try:
         failpoints.hit("temp file written, not renamed")
         os.rename(tmp, path)
     except BaseException:
@@ -338,19 +351,7 @@ def _pool() -> ThreadPoolExecutor:
 
 
 def _fill_temp(w: Write) -> Path:
-    tmp = _temp_name(w.path)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        try:
-            _owned_fill(w.data, w.mode, w.uid, w.gid)(fd)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    return tmp
+    return _durable_temp(w.path, _owned_fill(w.data, w.mode, w.uid, w.gid))
 
 
 def atomic_write_many(writes: Sequence[Write]) -> list[bool]:
@@ -497,13 +498,8 @@ def create_empty(
             fsync_dir(path.parent)
             return True
     # made under a temp name and renamed: the marker never shows with the temp file's 0o600
-    tmp = _temp_name(path)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    tmp = _durable_temp(path, lambda fd: os.fchmod(fd, mode))
     try:
-        try:
-            os.fchmod(fd, mode)
-        finally:
-            os.close(fd)
         os.rename(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
