@@ -352,6 +352,10 @@ class Store:
         with self._lock:
             self._watchers.discard(watcher)
 
+    def watcher_count(self) -> int:
+        with self._lock:
+            return len(self._watchers)
+
     def close_watches(self) -> int:
         """End every open watch (server stop, fault injection); returns how many."""
         with self._lock:
