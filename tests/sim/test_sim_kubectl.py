@@ -167,3 +167,32 @@ def test_create_from_file_and_get(sim: ApiServer, kubectl: Kubectl, tmp_path: Pa
     assert got["metadata"]["generation"] == 1
     table = kubectl("get", resource, name).splitlines()
     assert table[1].split()[0] == name
+
+
+def test_patch_status_subresource(sim: ApiServer, kubectl: Kubectl) -> None:
+    patch = '{"status":{"conditions":[{"type":"Ready","status":"False","reason":"KubeletNotReady"}]}}'
+    out = kubectl("patch", "node", "worker-1", "--subresource=status", "--type", "strategic", "-p", patch)
+    assert out == "node/worker-1 patched\n"
+    node = sim.get("Node", "worker-1")
+    assert node is not None
+    conditions = {c["type"]: c["status"] for c in node["status"]["conditions"]}
+    assert conditions["Ready"] == "False" and conditions["MemoryPressure"] == "False"  # merged by type
+    assert re.search(r"worker-1\s+NotReady\s+worker", kubectl("get", "nodes"))
+    # a status write through the main resource is ignored, as kube-apiserver does
+    kubectl("patch", "node", "worker-1", "--type", "merge", "-p", '{"status":{"phase":"Gone"}}')
+    node = sim.get("Node", "worker-1")
+    assert node is not None and "phase" not in node["status"]
+    ready_again = [
+        {**c, "status": "True"} if c["type"] == "Ready" else c for c in node["status"]["conditions"]
+    ]
+    sim.patch("Node", "worker-1", {"status": {"conditions": ready_again}}, status=True)
+
+
+def test_invalid_name_is_422(kubectl: Kubectl, tmp_path: Path) -> None:
+    manifest = tmp_path / "bad.yaml"
+    manifest.write_text("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: Bad_Name\n")
+    proc = kubectl.run("create", "-f", str(manifest), check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(
+        'The Namespace "Bad_Name" is invalid: metadata.name: Invalid value: "Bad_Name": a lowercase RFC 1123'
+    )
