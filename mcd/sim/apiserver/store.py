@@ -444,7 +444,9 @@ class Store:
         if not meta.get("deletionTimestamp") or meta.get("finalizers"):
             return False
         if rt.kind == "Pod" and (result.get("spec") or {}).get("nodeName"):
-            return False  # the kubelet stand-in removes it when its grace period ends
+            stamp = str(meta["deletionTimestamp"]).replace("Z", "+00:00")
+            if datetime.fromisoformat(stamp).timestamp() > self.clock():
+                return False  # the kubelet stand-in removes it when its grace period ends
         self._commit("MODIFIED", key, result, current)
         self._remove(key)
         return True
