@@ -7,7 +7,6 @@ layer (`mcd.sim.apiserver.http`) writes out as chunked JSON lines.
 from __future__ import annotations
 
 import json
-import queue
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,7 +27,7 @@ class Request:
     method: str
     path: str
     query: Mapping[str, str]
-    headers: Mapping[str, str]
+    headers: Mapping[str, str]  # names in lower case
     body: bytes = b""
 
 
@@ -203,7 +202,7 @@ class App:
         return object_filter(query.get("labelSelector"), fields, supported)
 
     def _wants_table(self, req: Request) -> bool:
-        return "as=Table" in req.headers.get("Accept", "")
+        return "as=Table" in req.headers.get("accept", "")
 
     def _check_body(self, rt: ResourceType, body: Any, target: Target) -> Obj:
         if not isinstance(body, dict):
@@ -356,7 +355,7 @@ class App:
         assert rt is not None
         if not t.name:
             raise errors.method_not_allowed()
-        content_type = req.headers.get("Content-Type", "").split(";")[0].strip()
+        content_type = req.headers.get("content-type", "").split(";")[0].strip()
         if (
             content_type == APPLY
             or content_type not in PATCH_TYPES
@@ -440,12 +439,3 @@ class App:
                 "items": [],
             },
         )
-
-
-def drain(q: queue.SimpleQueue[Any]) -> None:
-    """Empty a queue without blocking (a closed watch's leftovers)."""
-    while True:
-        try:
-            q.get_nowait()
-        except queue.Empty:
-            return

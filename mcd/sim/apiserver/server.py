@@ -196,6 +196,8 @@ class ApiServer:
             http.stopping.set()
             http.shutdown()
             self.store.close_watches()
+            # let each watch write its final chunk: a client sees the stream end, not a broken one
+            http.wait_for_streams(timeout=5)
             http.close_connections()
             http.server_close()
             if thread is not None:
