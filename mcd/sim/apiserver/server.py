@@ -168,14 +168,14 @@ class ApiServer:
         with self._lock:
             if self._http is not None:
                 return self
-            if self.audit is not None:
-                self.audit.open()
             self._http = SimHTTPServer(
                 self.listen, self.app, self.token, self.faults, self.audit, ssl_context=self._ssl
             )
             host, port = self._http.server_address[:2]
             self.listen = (str(host), int(port))  # a restart binds the same port again
             self.app.server_address = f"{self.listen[0]}:{self.listen[1]}"
+            if self.audit is not None:
+                self.audit.open()
             self.lifecycle.start()
             self._thread = threading.Thread(
                 target=self._http.serve_forever,
