@@ -126,7 +126,7 @@ class App:
         name = rest[1] if len(rest) >= 2 else ""
         sub = rest[2] if len(rest) == 3 else ""
         if method == "GET":
-            verb = "get" if name else ("watch" if _bool(query.get("watch")) else "list")
+            verb = "watch" if _bool(query.get("watch")) else ("get" if name else "list")
         elif method == "DELETE":
             verb = "delete" if name else "deletecollection"
         else:
