@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -154,7 +155,9 @@ def _host(root_mount: str) -> Any:
     if not root.is_dir():
         from mcd.config.findings import Finding, InputError
 
-        raise InputError(root_mount, [Finding((), "--root-mount is not a directory")])
+        raise InputError(
+            root_mount, [Finding((), "not a directory (give the node's root with --root-mount DIR)")]
+        )
     return Host.for_root(HostRoot(root), SubprocessRunner())
 
 
@@ -220,9 +223,13 @@ def cmd_check_disk(args: argparse.Namespace) -> int:
 
 
 def cmd_sandbox(args: argparse.Namespace) -> int:
-    from mcd.sim.sandbox import make_sandbox_root
+    from mcd.config.findings import Finding, InputError
+    from mcd.sim.sandbox import SandboxError, make_sandbox_root
 
-    root = make_sandbox_root(args.dir, coreos=args.coreos)
+    try:
+        root = make_sandbox_root(args.dir, coreos=args.coreos)
+    except SandboxError as exc:
+        raise InputError(args.dir, [Finding((), str(exc))]) from None
     sys.stdout.write(
         f"sandbox root ready at {root} (try: mcd start --once-from FILE --root-mount {root} --skip-reboot)\n"
     )
@@ -342,6 +349,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _describe_error(exc: BaseException) -> str:
+    """One line for a failure: control characters escaped, a path in an OS error clipped (a
+    name too long for the kernel is not worth printing whole)."""
+    from mcd.config.text import escape_controls, shown
+
+    if isinstance(exc, OSError) and exc.strerror and isinstance(exc.filename, str | bytes):
+        return f"{exc.strerror}: {shown(os.fsdecode(exc.filename), 120)}"
+    return escape_controls(str(exc))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -357,6 +374,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in exc.lines():
             sys.stderr.write(line + "\n")
         return EXIT_INPUT
+    except BrokenPipeError:
+        return EXIT_OK
     except Exception as exc:  # host-side failures: a clear message, never a traceback
         from mcd.update import Unreconcilable, UpdateError
 
@@ -364,10 +383,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stderr.write(f"mcd: unreconcilable: {exc}\n")
             return EXIT_UNRECONCILABLE
         if isinstance(exc, UpdateError | OSError | RuntimeError | ValueError | LookupError):
-            sys.stderr.write(f"mcd: {exc}\n")
+            sys.stderr.write(f"mcd: {_describe_error(exc)}\n")
             return EXIT_INPUT
         raise
-    except BrokenPipeError:
-        return EXIT_OK
     except KeyboardInterrupt:
         return 130
