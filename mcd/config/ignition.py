@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import posixpath
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,7 +19,9 @@ from typing import Any
 from mcd.config.canon import Canon, canon
 from mcd.config.dataurl import decode_data_url
 from mcd.config.findings import Finding, JsonPath, format_path
+from mcd.config.paths import ancestors, name_problem, path_problem, state_problem
 from mcd.config.schema import validate_ignition_schema
+from mcd.config.text import shown
 from mcd.config.translate import translate_2_2
 
 DEFAULT_FILE_MODE = 0o644
@@ -43,6 +44,8 @@ UNIT_SUFFIXES = (
     ".slice",
     ".scope",
 )
+SYSTEMD_DIR = "/etc/systemd/system"
+MAX_ID = 2**32 - 2  # the largest uid or gid; 2**32 - 1 is (uid_t)-1
 HASH_FUNCTIONS = {"sha512": hashlib.sha512, "sha256": hashlib.sha256}
 
 
@@ -231,7 +234,10 @@ class _Checker:
         files = tuple(self.file(f, ("storage", "files", i)) for i, f in enumerate(storage.get("files") or ()))
         units = tuple(self.unit(u, ("systemd", "units", i)) for i, u in enumerate(systemd.get("units") or ()))
         users = tuple(self.user(u, ("passwd", "users", i)) for i, u in enumerate(passwd.get("users") or ()))
-        self.check_paths(storage)
+        for i, g in enumerate(passwd.get("groups") or ()):
+            if g.get("gid") is not None:
+                self.check_id(("passwd", "groups", i, "gid"), g["gid"], "group")
+        self.check_paths(storage, units)
         self.check_unique([u.name for u in units], ("systemd", "units"), "name", "unit")
         return IgnitionConfig(
             version=version,
@@ -271,18 +277,27 @@ class _Checker:
             path=fpath,
             mode=mode,
             overwrite=raw.get("overwrite"),
-            user=self.node_ref(raw.get("user")),
-            group=self.node_ref(raw.get("group")),
+            user=self.node_ref(raw.get("user"), (*path, "user"), "user"),
+            group=self.node_ref(raw.get("group"), (*path, "group"), "group"),
             contents=contents,
             append=append,
             data=data,
         )
 
-    @staticmethod
-    def node_ref(raw: Mapping[str, Any] | None) -> NodeRef:
+    def node_ref(self, raw: Mapping[str, Any] | None, path: JsonPath, what: str) -> NodeRef:
         if not raw:
             return NodeRef()
-        return NodeRef(id=raw.get("id"), name=raw.get("name") or None)
+        ref = NodeRef(id=raw.get("id"), name=raw.get("name") or None)
+        if ref.id is not None and ref.name is not None:
+            self.error(path, "cannot set both id and name")  # Ignition's rule and words
+        if ref.id is not None:
+            self.check_id((*path, "id"), ref.id, what)
+        return ref
+
+    def check_id(self, path: JsonPath, value: int, what: str) -> None:
+        # uid_t is 32 bits and (uid_t)-1 tells chown "leave it": a config cannot mean either
+        if not 0 <= value <= MAX_ID:
+            self.error(path, f"invalid {what} id {value}: must be between 0 and {MAX_ID}")
 
     @staticmethod
     def resource(raw: Mapping[str, Any] | None, path: JsonPath) -> Resource | None:
@@ -347,20 +362,26 @@ class _Checker:
     def unit(self, raw: Mapping[str, Any], path: JsonPath) -> Unit:
         name: str = raw["name"]
         if not name.endswith(UNIT_SUFFIXES) or "/" in name:
-            self.error((*path, "name"), f'invalid systemd unit name "{name}"')
+            self.error((*path, "name"), f'invalid systemd unit name "{shown(name)}"')
+        elif (
+            problem := name_problem(name + (".d" if raw.get("dropins") else ""), "systemd unit")
+        ) is not None:
+            self.error((*path, "name"), problem)
         dropins = []
         for i, d in enumerate(raw.get("dropins") or ()):
             dname: str = d["name"]
             if not dname.endswith(".conf"):
                 self.error(
                     (*path, "dropins", i, "name"),
-                    f'invalid systemd unit dropin name "{dname}": must end in .conf',
+                    f'invalid systemd unit dropin name "{shown(dname)}": must end in .conf',
                 )
             elif "/" in dname:
                 self.error(
                     (*path, "dropins", i, "name"),
-                    f'invalid systemd unit dropin name "{dname}": must be a file name, without "/"',
+                    f'invalid systemd unit dropin name "{shown(dname)}": must be a file name, without "/"',
                 )
+            elif (problem := name_problem(dname, "systemd unit dropin")) is not None:
+                self.error((*path, "dropins", i, "name"), problem)
             dropins.append(Dropin(name=dname, contents=d.get("contents")))
         self.check_unique([d.name for d in dropins], (*path, "dropins"), "name", "dropin")
         return Unit(
@@ -371,8 +392,9 @@ class _Checker:
             dropins=tuple(dropins),
         )
 
-    @staticmethod
-    def user(raw: Mapping[str, Any], path: JsonPath) -> User:
+    def user(self, raw: Mapping[str, Any], path: JsonPath) -> User:
+        if raw.get("uid") is not None:
+            self.check_id((*path, "uid"), raw["uid"], "user")
         others = {k: v for k, v in raw.items() if k not in ("name", "passwordHash", "sshAuthorizedKeys")}
         return User(
             name=raw["name"],
@@ -381,21 +403,43 @@ class _Checker:
             extra=canon(others),
         )
 
-    def check_paths(self, storage: Mapping[str, Any]) -> None:
-        """Clean absolute paths; no path declared twice (files, directories and links share one namespace)."""
+    def check_paths(self, storage: Mapping[str, Any], units: Sequence[Unit]) -> None:
+        """Paths a node can hold and the daemon may write; no path declared twice (files,
+        directories and links share one namespace); nothing below a declared file or link; no
+        file where a unit or dropin goes."""
         seen: dict[str, JsonPath] = {}
-        for section in ("files", "directories", "links"):
+        valid: list[tuple[str, str, JsonPath]] = []  # (kind, path, where)
+        for section, kind in (("files", "file"), ("directories", "directory"), ("links", "link")):
             for i, entry in enumerate(storage.get(section) or ()):
                 where: JsonPath = ("storage", section, i, "path")
                 p: str = entry["path"]
-                if not p.startswith("/"):
-                    self.error(where, f'path "{p}" is not absolute')
-                elif _clean(p) != p:
-                    self.error(where, f'path "{p}" is not clean (want "{_clean(p)}")')
-                if p in seen:
+                problem = path_problem(p) or state_problem(p, kind)
+                if problem is not None:
+                    self.error(where, problem)
+                elif p in seen:
                     self.error(where, f'duplicate path "{p}", already declared at {format_path(seen[p])}')
                 else:
                     seen[p] = where
+                    valid.append((kind, p, where))
+        files = {p: where for kind, p, where in valid if kind == "file"}
+        links = {p: where for kind, p, where in valid if kind == "link"}
+        systemd_paths = _systemd_paths(units)
+        for kind, p, where in valid:
+            for parent in ancestors(p):
+                if parent in links:
+                    # Ignition's rule: it would write through the link it creates
+                    self.error(where[:-1], f"{kind} path includes link in config")
+                    break
+                if parent in files:
+                    self.error(where, f'path "{p}" is below file "{parent}" ({format_path(files[parent])})')
+                    break
+            if p in systemd_paths:
+                self.error(where, "path conflicts with systemd unit or dropin")
+        for path, unit_index in systemd_paths.items():
+            for parent in ancestors(path):
+                if parent in files:
+                    unit = units[unit_index].name
+                    self.error(files[parent], f'path "{parent}" is a directory of systemd unit "{unit}"')
 
     def check_unique(self, names: Sequence[str], path: JsonPath, key: str, what: str) -> None:
         seen: dict[str, int] = {}
@@ -406,10 +450,16 @@ class _Checker:
                 seen[n] = i
 
 
-def _clean(path: str) -> str:
-    """Go's path.Clean for absolute paths: POSIX normpath, but a leading "//" collapses too."""
-    cleaned = posixpath.normpath(path)
-    return "/" + cleaned.lstrip("/") if cleaned.startswith("//") else cleaned
+def _systemd_paths(units: Sequence[Unit]) -> dict[str, int]:
+    """Paths the units and dropins of a config occupy, with the index of their unit."""
+    out: dict[str, int] = {}
+    for i, u in enumerate(units):
+        if u.contents or u.mask:
+            out[f"{SYSTEMD_DIR}/{u.name}"] = i
+        for d in u.dropins:
+            if d.contents:
+                out[f"{SYSTEMD_DIR}/{u.name}.d/{d.name}"] = i
+    return out
 
 
 def _clip(text: str, limit: int = 60) -> str:

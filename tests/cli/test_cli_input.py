@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -69,3 +70,49 @@ def test_a_name_too_long_is_not_printed_whole() -> None:
 
 def test_an_error_text_with_control_characters_is_escaped() -> None:
     assert _describe_error(RuntimeError("bad\x1b]0;title\x07")) == "bad\\x1b]0;title\\x07"
+
+
+def _tree(root: Path) -> list[tuple[str, bytes]]:
+    return sorted((str(p.relative_to(root)), p.read_bytes() if p.is_file() else b"") for p in root.rglob("*"))
+
+
+def _config_with_file(path: str, **extra: object) -> str:
+    entry = {"path": path, "contents": {"source": "data:,x"}, **extra}
+    mc = {
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineConfig",
+        "metadata": {"name": "bad"},
+        "spec": {"config": {"ignition": {"version": "3.5.0"}, "storage": {"files": [entry]}}},
+    }
+    return json.dumps(mc)
+
+
+@pytest.mark.parametrize(
+    ("path", "extra", "message"),
+    [
+        ("/", {}, 'path "/" is the root directory itself'),
+        ("/etc/a\0b", {}, "contains a NUL byte"),
+        ("/etc/" + "n" * 300, {}, "is longer than 255 bytes"),
+        ("/etc/machine-config-daemon/currentconfig", {}, "the daemon's own state"),
+        ("/etc/machine-config-daemon/orig/etc/hosts.mcdorig", {}, "the daemon's own state"),
+        ("/etc/a", {"user": {"id": -1}}, "invalid user id -1"),
+        ("/etc/a", {"user": {"id": 0, "name": "core"}}, "cannot set both id and name"),
+    ],
+    ids=["root", "nul", "long-name", "currentconfig", "orig-backup", "negative-id", "id-and-name"],
+)
+def test_validate_and_start_refuse_alike_and_start_writes_nothing(
+    run: Run, tmp_path: Path, path: str, extra: dict[str, object], message: str
+) -> None:
+    config = tmp_path / "bad.json"
+    config.write_text(_config_with_file(path, **extra))
+    code, out, _ = run("validate", str(config))
+    assert code == 1
+    assert message in out
+    assert "\0" not in out
+    root = tmp_path / "root"
+    assert run("sandbox", str(root))[0] == 0
+    before = _tree(root)
+    code, out, err = run("start", "--once-from", str(config), "--root-mount", str(root), "--skip-reboot")
+    assert code == 1
+    assert message in err
+    assert _tree(root) == before
