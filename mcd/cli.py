@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 EXIT_OK, EXIT_INPUT, EXIT_UNRECONCILABLE = 0, 1, 2
+PLAN_KEEP_DATA_UP_TO = 16 << 20
 
 
 class _Parser(argparse.ArgumentParser):
@@ -45,9 +46,13 @@ def _dump(obj: Any, fmt: str, out: TextIO) -> None:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from mcd.config.findings import Finding, InputError
+    from mcd.config.ignition import ParseOptions
     from mcd.config.load import load_objects, machineconfig_at
+    from mcd.config.overrides import storage_overrides
     from mcd.policy import PolicyError, policies_from_machineconfiguration
 
+    # contents are streamed and measured, never kept: memory stays flat whatever the file sizes
+    options = ParseOptions(max_file_size=args.max_file_size, keep_data_up_to=0)
     results: list[dict[str, Any]] = []
     failed = False
     for name in args.files:
@@ -60,12 +65,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
                         policies_from_machineconfiguration(obj)
                     except PolicyError as exc:
                         findings += [f.located(path) for f in exc.findings]
+                    findings += [f.located(path) for f in storage_overrides(obj)[1]]
                 elif kind not in (None, "MachineConfig"):
                     msg = "expected a MachineConfig, an Ignition config or a MachineConfiguration"
                     findings.append(Finding(path, f"{msg}, got kind {kind!r}"))
                 else:
                     try:
-                        findings += machineconfig_at(path, obj, name).located_findings()
+                        findings += machineconfig_at(path, obj, name, options=options).located_findings()
                     except InputError as exc:  # one bad object does not hide the others' findings
                         findings += list(exc.findings)
         except InputError as exc:
@@ -98,13 +104,21 @@ def _path(f: Any) -> str:
 def cmd_plan(args: argparse.Namespace) -> int:
     from mcd import policy
     from mcd.config.findings import InputError
+    from mcd.config.ignition import ParseOptions
     from mcd.config.load import load_machineconfig, load_objects
     from mcd.config.machineconfig import empty_machineconfig
+    from mcd.config.overrides import storage_overrides
     from mcd.plan import Facts, plan
     from mcd.render import plan_text
 
-    old = empty_machineconfig() if args.old == "-" else load_machineconfig(_read(args.old), args.old)
-    new = load_machineconfig(_read(args.new), args.new)
+    # small files are kept (registries.conf is read), larger ones measured and decoded on demand
+    options = ParseOptions(max_file_size=args.max_file_size, keep_data_up_to=PLAN_KEEP_DATA_UP_TO)
+    old = (
+        empty_machineconfig()
+        if args.old == "-"
+        else load_machineconfig(_read(args.old), args.old, options=options)
+    )
+    new = load_machineconfig(_read(args.new), args.new, options=options)
     policies = policy.DEFAULT_POLICIES
     overrides: list[str] = []
     if args.policy:
@@ -124,7 +138,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
             policies = policy.policies_from_machineconfiguration(obj)
         except policy.PolicyError as exc:
             raise InputError(args.policy, [f.located(path) for f in exc.findings]) from None
-        overrides = _storage_overrides(obj)
+        overrides, bad = storage_overrides(obj)
+        if bad:
+            raise InputError(args.policy, [f.located(path) for f in bad])
     facts = Facts(
         forcefile=args.forcefile,
         node_fips=None if args.node_fips is None else args.node_fips == "1",
@@ -132,18 +148,24 @@ def cmd_plan(args: argparse.Namespace) -> int:
         arch=args.arch,
     )
     result = plan(old, new, facts, policies, legacy=args.legacy, storage_overrides=overrides)
+    # `validate`'s errors (the new config), and what keeps the old one from parsing at all
+    bad_input = [(args.new, f) for f in new.located_findings() if f.severity == "error"]
+    if old.ignition.stage == "parse":
+        bad_input = [(args.old, f) for f in old.located_findings() if f.severity == "error"] + bad_input
+    doc = result.to_json()
+    if bad_input:
+        # the document still answers (upstream reports an invalid config as unreconcilable)
+        doc["reconcilable"] = False
+        doc["inputErrors"] = [f.render(source) for source, f in bad_input]
     if args.output == "text":
         sys.stdout.write(plan_text(result))
     else:
-        _dump(result.to_json(), args.output, sys.stdout)
+        _dump(doc, args.output, sys.stdout)
+    if bad_input:
+        for source, f in bad_input:
+            sys.stderr.write(f.render(source) + "\n")
+        return EXIT_INPUT
     return EXIT_OK if result.reconcilable else EXIT_UNRECONCILABLE
-
-
-def _storage_overrides(obj: Any) -> list[str]:
-    spec = obj.get("spec") or {}
-    ivo = spec.get("irreconcilableValidationOverrides") if isinstance(spec, dict) else None
-    storage = ivo.get("storage") if isinstance(ivo, dict) else None
-    return [s for s in storage if isinstance(s, str)] if isinstance(storage, list) else []
 
 
 def _host(root_mount: str) -> Any:
@@ -236,6 +258,28 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _size(text: str) -> int:
+    from mcd.config.contents import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _max_file_size_flag(parser: argparse.ArgumentParser) -> None:
+    from mcd.config.contents import DEFAULT_MAX_FILE_SIZE
+
+    parser.add_argument(
+        "--max-file-size",
+        type=_size,
+        default=DEFAULT_MAX_FILE_SIZE,
+        metavar="SIZE",
+        help=f"largest decoded file a config may declare (default {DEFAULT_MAX_FILE_SIZE >> 20}M; "
+        "K, M, G suffixes)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     from mcd import __version__
 
@@ -254,6 +298,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     v.add_argument("files", nargs="+", metavar="FILE", help="YAML or JSON file ('-' for standard input)")
     v.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
+    _max_file_size_flag(v)
     v.set_defaults(func=cmd_validate)
 
     p = sub.add_parser(
@@ -287,6 +332,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--arch", default="x86_64", help="node architecture (64k-pages kernels need aarch64)")
     p.add_argument("-o", "--output", choices=("json", "yaml", "text"), default="json")
+    _max_file_size_flag(p)
     p.set_defaults(func=cmd_plan)
 
     s = sub.add_parser(

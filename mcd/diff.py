@@ -135,7 +135,7 @@ def _kind_of_change(old: object, new: object) -> str:
 
 def _file_fields(old: File, new: File) -> tuple[str, ...]:
     out = []
-    if old.data != new.data:
+    if not old.same_data(new):
         out.append("contents")
     elif old.contents != new.contents:
         out.append("encoding")  # same bytes, differently declared: upstream still sees a change

@@ -9,14 +9,19 @@ sources the daemon can actually read on a running node).
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from mcd.config.canon import Canon, canon
+from mcd.config.contents import (
+    CHUNK,
+    DEFAULT_MAX_FILE_SIZE,
+    HASH_HEX_LENGTHS,
+    ContentsError,
+    iter_contents,
+)
 from mcd.config.dataurl import decode_data_url
 from mcd.config.findings import Finding, JsonPath, format_path
 from mcd.config.paths import ancestors, name_problem, path_problem, state_problem
@@ -46,7 +51,6 @@ UNIT_SUFFIXES = (
 )
 SYSTEMD_DIR = "/etc/systemd/system"
 MAX_ID = 2**32 - 2  # the largest uid or gid; 2**32 - 1 is (uid_t)-1
-HASH_FUNCTIONS = {"sha512": hashlib.sha512, "sha256": hashlib.sha256}
 
 
 @dataclass(frozen=True)
@@ -66,9 +70,14 @@ class Resource:
     hash: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class File:
-    """A `storage.files` entry. Equality follows upstream: the declared fields, not the decoded data."""
+    """A `storage.files` entry. Equality follows upstream: the declared fields, not the decoded data.
+
+    The decoded contents are kept when small enough (`ParseOptions.keep_data_up_to`); otherwise
+    only their size and SHA-256 are, and `data` decodes them again when asked. A writer that
+    must not hold a large file in memory reads `iter_data()` instead.
+    """
 
     path: str
     mode: int | None = None
@@ -77,12 +86,73 @@ class File:
     group: NodeRef = NodeRef()
     contents: Resource | None = None
     append: tuple[Resource, ...] = ()
-    # decoded (and decompressed) contents; b"" when there is no source
-    data: bytes = field(default=b"", compare=False, repr=False)
+    _data: bytes | None = field(default=b"", compare=False, repr=False)
+    size: int = field(default=0, compare=False, repr=False)
+    sha256: str = field(default="", compare=False, repr=False)
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        mode: int | None = None,
+        overwrite: bool | None = None,
+        user: NodeRef = NodeRef(),
+        group: NodeRef = NodeRef(),
+        contents: Resource | None = None,
+        append: tuple[Resource, ...] = (),
+        data: bytes | None = b"",
+        size: int = 0,
+        sha256: str = "",
+    ) -> None:
+        """`data` is the decoded contents (b"" without a source), or None when not kept: then
+        `size` and `sha256` describe them and `contents` is decoded again on demand."""
+        for name, value in (
+            ("path", path),
+            ("mode", mode),
+            ("overwrite", overwrite),
+            ("user", user),
+            ("group", group),
+            ("contents", contents),
+            ("append", append),
+            ("_data", data),
+            ("size", len(data) if data is not None else size),
+            ("sha256", sha256),
+        ):
+            object.__setattr__(self, name, value)
 
     @property
     def effective_mode(self) -> int:
         return DEFAULT_FILE_MODE if self.mode is None else self.mode
+
+    @property
+    def kept(self) -> bool:
+        """Whether the decoded contents are held in memory."""
+        return self._data is not None
+
+    @property
+    def data(self) -> bytes:
+        """The decoded (and decompressed) contents; b"" when there is no source."""
+        if self._data is not None:
+            return self._data
+        return b"".join(self.iter_data())
+
+    def iter_data(self) -> Iterator[bytes]:
+        """The decoded contents in pieces of at most `contents.CHUNK` bytes (see mcd.config.contents)."""
+        if self._data is not None:
+            yield self._data
+        elif self.contents is not None:
+            # checked when the config was parsed: no cap, the same bytes come out
+            yield from iter_contents(self.contents, max_size=None, owner=self.path)
+
+    def digest(self) -> str:
+        """SHA-256 (hex) of the decoded contents."""
+        return self.sha256 or hashlib.sha256(self.data).hexdigest()
+
+    def same_data(self, other: File) -> bool:
+        """Whether two files decode to the same bytes (without decoding what is not kept)."""
+        if self.kept and other.kept:
+            return self.data == other.data
+        return self.size == other.size and self.digest() == other.digest()
 
 
 @dataclass(frozen=True)
@@ -158,7 +228,20 @@ class IgnitionResult:
         return tuple(f for f in self.findings if f.severity == "error")
 
 
-def parse_ignition(doc: object) -> IgnitionResult:
+@dataclass(frozen=True)
+class ParseOptions:
+    """Bounds of a parse. `max_file_size`: decoded size a file may have (None: no cap).
+    `keep_data_up_to`: files decoding to more are not kept in memory, only measured (None:
+    keep all; 0: keep none, as `validate` needs no contents)."""
+
+    max_file_size: int | None = DEFAULT_MAX_FILE_SIZE
+    keep_data_up_to: int | None = None
+
+
+DEFAULT_PARSE = ParseOptions()
+
+
+def parse_ignition(doc: object, options: ParseOptions = DEFAULT_PARSE) -> IgnitionResult:
     """Parse and validate one Ignition config (spec 2.2 or 3.0-3.5) given as decoded JSON."""
     if not isinstance(doc, Mapping):
         return IgnitionResult(None, (Finding((), f"expected an object, got {_type_name(doc)}"),), "parse")
@@ -181,7 +264,7 @@ def parse_ignition(doc: object) -> IgnitionResult:
         if any(f.severity == "error" for f in tfindings):
             return IgnitionResult(None, tuple(findings), "parse")
         body = translated
-    checker = _Checker()
+    checker = _Checker(options)
     config = checker.build(body, version)
     findings += checker.findings
     if any(f.severity == "error" for f in checker.findings):
@@ -221,7 +304,8 @@ def format_mode(mode: int) -> str:
 class _Checker:
     """Builds the typed config from a schema-valid spec 3 dict, collecting semantic findings."""
 
-    def __init__(self) -> None:
+    def __init__(self, options: ParseOptions) -> None:
+        self.options = options
         self.findings: list[Finding] = []
 
     def error(self, path: JsonPath, message: str) -> None:
@@ -263,9 +347,10 @@ class _Checker:
             # upstream's message (MCO validateIgn3FileModes), so setuid/setgid/sticky bits are refused
             self.error((*path, "mode"), f"invalid mode {format_mode(mode)} for {fpath}, cannot exceed 0777")
         contents = self.resource(raw.get("contents"), (*path, "contents"))
-        data = b""
+        data: bytes | None = b""
+        size, sha256 = 0, ""
         if contents is not None:
-            data = self.decode(contents, (*path, "contents"), fpath)
+            data, size, sha256 = self.decode(contents, (*path, "contents"), fpath)
         append = tuple(
             r
             for i, a in enumerate(raw.get("append") or ())
@@ -282,6 +367,8 @@ class _Checker:
             contents=contents,
             append=append,
             data=data,
+            size=size,
+            sha256=sha256,
         )
 
     def node_ref(self, raw: Mapping[str, Any] | None, path: JsonPath, what: str) -> NodeRef:
@@ -308,56 +395,92 @@ class _Checker:
             source=raw.get("source"), compression=raw.get("compression"), hash=verification.get("hash")
         )
 
-    def decode(self, res: Resource, path: JsonPath, owner: str) -> bytes:
-        """Decoded contents of file `owner`; records a finding and returns b"" when undecodable."""
+    def decode(self, res: Resource, path: JsonPath, owner: str) -> tuple[bytes | None, int, str]:
+        """Decoded contents of file `owner`, streamed: (data or None when too large to keep, size,
+        SHA-256 when not kept). Records a finding and returns empty contents when undecodable."""
+        empty: tuple[bytes | None, int, str] = (b"", 0, "")
         if res.source is None:
-            return b""
-        scheme = res.source.split(":", 1)[0].lower() if ":" in res.source else ""
+            if res.hash is not None:
+                self.error(
+                    (*path, "verification", "hash"), "source must be specified if verification is specified"
+                )
+            return empty
+        if not self.check_source(res.source, (*path, "source"), owner):
+            return empty
+        if res.compression not in (None, "", "gzip"):
+            self.error(
+                (*path, "compression"),
+                f'could not decode file "{owner}": unsupported compression type "{shown(res.compression)}"',
+            )
+            return empty
+        if res.hash is not None and not self.check_hash_spec(
+            res.hash, (*path, "verification", "hash"), owner
+        ):
+            return empty
+        keep = self.options.keep_data_up_to
+        small = len(res.source) <= CHUNK and (keep is None or len(res.source) <= keep)
+        if small and res.compression != "gzip" and res.hash is None:
+            # the common case (a small inline file, kept; a data URL never decodes to more bytes
+            # than it has characters): one decode, no stream machinery
+            try:
+                data = decode_data_url(res.source)
+            except ValueError as exc:
+                self.error((*path, "source"), f"could not decode contents of {owner}: {exc}")
+                return empty
+            cap = self.options.max_file_size
+            if cap is None or len(data) <= cap:
+                return data, len(data), ""
+        kept: list[bytes] | None = []
+        digest = hashlib.sha256()
+        size = 0
+        try:
+            for piece in iter_contents(res, max_size=self.options.max_file_size, owner=owner):
+                size += len(piece)
+                if kept is not None and (keep is None or size <= keep):
+                    kept.append(piece)
+                else:
+                    if kept:
+                        for earlier in kept:  # the hash of what was kept so far, then no more keeping
+                            digest.update(earlier)
+                    kept = None
+                    digest.update(piece)
+        except ContentsError as exc:
+            self.error((*path, exc.field), str(exc))
+            return empty
+        if kept is not None:
+            return b"".join(kept), size, ""
+        return None, size, digest.hexdigest()
+
+    def check_source(self, source: str, path: JsonPath, owner: str) -> bool:
+        """Whether `source` is something the daemon can read: an inline data URL."""
+        scheme = source.split(":", 1)[0].lower() if ":" in source else ""
         if scheme in REMOTE_SCHEMES:
             self.error(
-                (*path, "source"),
+                path,
                 f'unsupported source scheme "{scheme}" for {owner}: the daemon cannot fetch remote '
                 "contents on a running node; inline them as a data: URL",
             )
-            return b""
+            return False
         if scheme != "data":
-            self.error(
-                (*path, "source"), f'invalid source "{_clip(res.source)}" for {owner}: expected a data: URL'
-            )
-            return b""
-        try:
-            raw = decode_data_url(res.source)
-        except ValueError as exc:
-            self.error((*path, "source"), f"could not decode contents of {owner}: {exc}")
-            return b""
-        data = raw
-        if res.compression == "gzip":
-            try:
-                data = gzip.decompress(raw)
-            except (OSError, EOFError, zlib.error) as exc:
-                self.error((*path, "compression"), f"could not decompress gzip contents of {owner}: {exc}")
-                return b""
-        elif res.compression not in (None, ""):
-            self.error(
-                (*path, "compression"),
-                f'could not decode file "{owner}": unsupported compression type "{res.compression}"',
-            )
-            return b""
-        if res.hash is not None:
-            self.verify(res.hash, data, (*path, "verification", "hash"), owner)
-        return data
+            self.error(path, f'invalid source "{_clip(source)}" for {owner}: expected a data: URL')
+            return False
+        return True
 
-    def verify(self, spec: str, data: bytes, path: JsonPath, owner: str) -> None:
+    def check_hash_spec(self, spec: str, path: JsonPath, owner: str) -> bool:
+        """Ignition's checks of a hash specifier (``sha512-<hex>``): form, function and length."""
         kind, sep, want = spec.partition("-")
-        func = HASH_FUNCTIONS.get(kind)
-        if not sep or func is None:
-            self.error(path, f'invalid hash "{spec}" for {owner}: expected sha512-<hex> or sha256-<hex>')
-            return
-        got = func(data).hexdigest()
-        if got != want.lower():
-            self.error(
-                path, f"{kind} verification failed for {owner}: contents hash to {got}, config expects {want}"
-            )
+        if not sep:
+            problem = "malformed hash specifier"
+        elif kind not in HASH_HEX_LENGTHS:
+            problem = "unrecognized hash function"
+        elif len(want) != HASH_HEX_LENGTHS[kind]:
+            problem = "incorrect size for hash sum"
+        else:
+            return True
+        self.error(
+            path, f'invalid hash "{shown(spec)}" for {owner}: {problem} (want sha512-<hex> or sha256-<hex>)'
+        )
+        return False
 
     def unit(self, raw: Mapping[str, Any], path: JsonPath) -> Unit:
         name: str = raw["name"]

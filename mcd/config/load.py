@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from mcd.config.findings import Finding, InputError, JsonPath
+from mcd.config.ignition import DEFAULT_PARSE, ParseOptions
 from mcd.config.machineconfig import (
     MC_API_GROUP,
     MachineConfig,
@@ -197,10 +198,12 @@ def _items(obj: object, root: JsonPath, source: str) -> list[tuple[JsonPath, Map
     return [(root, obj)]
 
 
-def load_machineconfigs(data: bytes, source: str) -> list[MachineConfig]:
+def load_machineconfigs(
+    data: bytes, source: str, *, options: ParseOptions = DEFAULT_PARSE
+) -> list[MachineConfig]:
     """Every MachineConfig in a document; raises InputError when there is none or one is malformed."""
     configs = [
-        machineconfig_at(path, obj, source)
+        machineconfig_at(path, obj, source, options=options)
         for root, doc in parse_documents(data, source)
         for path, obj in _items(doc, root, source)
     ]
@@ -209,24 +212,26 @@ def load_machineconfigs(data: bytes, source: str) -> list[MachineConfig]:
     return configs
 
 
-def machineconfig_at(path: JsonPath, obj: Mapping[str, Any], source: str) -> MachineConfig:
+def machineconfig_at(
+    path: JsonPath, obj: Mapping[str, Any], source: str, *, options: ParseOptions = DEFAULT_PARSE
+) -> MachineConfig:
     """The MachineConfig (or bare Ignition config) at `path`; InputError for any other object."""
     kind = obj.get("kind")
     if kind is None and "ignition" in obj:
         name = posixpath.basename(source) if source != "-" else "stdin"
-        return machineconfig_from_ignition(obj, name, path)
+        return machineconfig_from_ignition(obj, name, path, options=options)
     if kind == "MachineConfig":
         api = obj.get("apiVersion", f"{MC_API_GROUP}/v1")
         if not isinstance(api, str) or not api.startswith(MC_API_GROUP + "/"):
             raise InputError(source, [Finding((*path, "apiVersion"), f"unexpected apiVersion {api!r}")])
-        return machineconfig_from_object(obj, source, path)
+        return machineconfig_from_object(obj, source, path, options=options)
     what = f"kind {kind!r}" if kind is not None else "an object without kind or ignition.version"
     raise InputError(source, [Finding(path, f"expected a MachineConfig or an Ignition config, got {what}")])
 
 
-def load_machineconfig(data: bytes, source: str) -> MachineConfig:
+def load_machineconfig(data: bytes, source: str, *, options: ParseOptions = DEFAULT_PARSE) -> MachineConfig:
     """Exactly one MachineConfig (rendered configs are single objects)."""
-    configs = load_machineconfigs(data, source)
+    configs = load_machineconfigs(data, source, options=options)
     if len(configs) != 1:
         raise InputError(source, [Finding((), f"expected one MachineConfig, found {len(configs)}")])
     return configs[0]

@@ -8,7 +8,14 @@ from typing import Any
 
 from mcd import osupdate
 from mcd.config.findings import Finding, InputError, JsonPath
-from mcd.config.ignition import EMPTY_IGNITION, IgnitionConfig, IgnitionResult, parse_ignition
+from mcd.config.ignition import (
+    DEFAULT_PARSE,
+    EMPTY_IGNITION,
+    IgnitionConfig,
+    IgnitionResult,
+    ParseOptions,
+    parse_ignition,
+)
 
 MC_API_GROUP = "machineconfiguration.openshift.io"
 EMPTY_MC_NAME = "mco-empty-mc"  # upstream's name for "no previous config"
@@ -57,7 +64,9 @@ def empty_machineconfig(name: str = EMPTY_MC_NAME) -> MachineConfig:
     return MachineConfig(name=name, ignition=IgnitionResult(EMPTY_IGNITION))
 
 
-def machineconfig_from_object(obj: Mapping[str, Any], source: str, path: JsonPath = ()) -> MachineConfig:
+def machineconfig_from_object(
+    obj: Mapping[str, Any], source: str, path: JsonPath = (), *, options: ParseOptions = DEFAULT_PARSE
+) -> MachineConfig:
     """Build a MachineConfig from a decoded object; raises InputError for non-Ignition problems."""
     findings: list[Finding] = []
     meta = obj.get("metadata") or {}
@@ -136,7 +145,7 @@ def machineconfig_from_object(obj: Mapping[str, Any], source: str, path: JsonPat
         raise InputError(source, findings)
     raw_ign = spec.get("config")
     # upstream treats a MachineConfig without Ignition (e.g. kernelArguments only) as valid
-    ignition = IgnitionResult(EMPTY_IGNITION) if raw_ign in (None, {}) else parse_ignition(raw_ign)
+    ignition = IgnitionResult(EMPTY_IGNITION) if raw_ign in (None, {}) else parse_ignition(raw_ign, options)
     return MachineConfig(
         name=name,
         ignition=ignition,
@@ -153,6 +162,8 @@ def machineconfig_from_object(obj: Mapping[str, Any], source: str, path: JsonPat
     )
 
 
-def machineconfig_from_ignition(doc: Mapping[str, Any], name: str, path: JsonPath = ()) -> MachineConfig:
+def machineconfig_from_ignition(
+    doc: Mapping[str, Any], name: str, path: JsonPath = (), *, options: ParseOptions = DEFAULT_PARSE
+) -> MachineConfig:
     """A bare Ignition config seen as a MachineConfig with only `spec.config` set."""
-    return MachineConfig(name=name, ignition=parse_ignition(doc), ignition_path=path, raw=doc)
+    return MachineConfig(name=name, ignition=parse_ignition(doc, options), ignition_path=path, raw=doc)

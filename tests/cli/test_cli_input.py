@@ -116,3 +116,35 @@ def test_validate_and_start_refuse_alike_and_start_writes_nothing(
     assert code == 1
     assert message in err
     assert _tree(root) == before
+
+
+def _gzip_config(size: int) -> str:
+    import base64
+    import gzip
+
+    source = "data:;base64," + base64.b64encode(gzip.compress(b"\0" * size)).decode()
+    mc = json.loads(_config_with_file("/etc/big"))
+    mc["spec"]["config"]["storage"]["files"][0]["contents"] = {"source": source, "compression": "gzip"}
+    return json.dumps(mc)
+
+
+def test_max_file_size_refuses_a_larger_file_with_its_location(run: Run, tmp_path: Path) -> None:
+    config = tmp_path / "big.json"
+    config.write_text(_gzip_config(4096))
+    assert run("validate", str(config))[0] == 0
+    code, out, _ = run("validate", "--max-file-size", "2K", str(config))
+    assert code == 1
+    assert out == (
+        f"{config}: spec.config.storage.files[0].contents.source: contents of /etc/big are larger than "
+        "the maximum file size of 2048 bytes (--max-file-size)\n"
+    )
+    code, _, err = run("plan", "--max-file-size", "2K", "-", str(config))
+    assert code == 1
+    assert "larger than the maximum file size of 2048 bytes" in err
+
+
+def test_a_bad_max_file_size_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["validate", "--max-file-size", "lots", "x.yaml"])
+    assert info.value.code == 1
+    assert "invalid size 'lots'" in capsys.readouterr().err

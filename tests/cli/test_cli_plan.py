@@ -151,22 +151,51 @@ def test_unreconcilable_exits_2_and_still_prints_the_plan(run: Run, workdir: Pat
     assert out["commands"] == []
 
 
-def test_invalid_new_ignition_is_unreconcilable_not_bad_input(run: Run, workdir: Path) -> None:
+def test_invalid_new_ignition_is_bad_input_and_the_document_says_unreconcilable(
+    run: Run, workdir: Path
+) -> None:
+    # exit 1 (bad input, as `validate`), the findings on stderr; the JSON still carries upstream's text
     new = write("new.json", mc_object("rendered-new", files=[ign_file("/etc/foo", mode=0o1777)]))
-    out = plan_json(run, "-", new, code=2)
+    code, stdout, err = run("plan", "-", new)
+    assert code == 1
+    finding = (
+        "new.json: spec.config.storage.files[0].mode: invalid mode 01777 for /etc/foo, cannot exceed 0777"
+    )
+    assert err == finding + "\n"
+    out = json.loads(stdout)
+    assert out["reconcilable"] is False
     assert out["errors"] == [
         'validating new Ignition config from machineconfig "rendered-new" failed: '
         "invalid mode 01777 for /etc/foo, cannot exceed 0777"
     ]
+    assert out["inputErrors"] == [finding]
 
 
-def test_unsupported_version_is_unreconcilable(run: Run, workdir: Path) -> None:
+def test_unsupported_version_is_bad_input(run: Run, workdir: Path) -> None:
     new = write("new.json", mc_object("rendered-new", ignition={"ignition": {"version": "4.0.0"}}))
-    out = plan_json(run, "valid-mc.yaml", new, code=2)
+    code, stdout, err = run("plan", "valid-mc.yaml", new)
+    assert code == 1
+    assert err.startswith(
+        'new.json: spec.config.ignition.version: unsupported Ignition config version "4.0.0"'
+    )
+    out = json.loads(stdout)
+    assert out["reconcilable"] is False
     assert out["errors"][0].startswith(
         'parsing new Ignition config from machineconfig "rendered-new" failed: '
         "failed to parse Ignition config: "
     )
+
+
+def test_validate_and_plan_give_one_answer(run: Run, workdir: Path) -> None:
+    # the README's bad.yaml: the same findings from both commands, exit 1 from both
+    bad = mc_object("rendered-new", files=[ign_file("etc/foo", mode=0o4777)])
+    write("bad.json", bad)
+    code, validate_out, _ = run("validate", "bad.json")
+    assert code == 1
+    code, _, plan_err = run("plan", "-", "bad.json", "-o", "text")
+    assert code == 1
+    assert plan_err == validate_out
+    assert validate_out.count("\n") == 2
 
 
 @pytest.mark.parametrize(
