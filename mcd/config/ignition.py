@@ -25,7 +25,7 @@ from mcd.config.contents import (
 from mcd.config.dataurl import decode_data_url
 from mcd.config.findings import Finding, JsonPath, format_path
 from mcd.config.paths import ancestors, name_problem, path_problem, state_problem
-from mcd.config.schema import validate_ignition_schema
+from mcd.config.schema import is_unknown_key, validate_ignition_schema
 from mcd.config.text import shown
 from mcd.config.translate import translate_2_2
 
@@ -257,9 +257,11 @@ def parse_ignition(doc: object, options: ParseOptions = DEFAULT_PARSE) -> Igniti
     findings = list(validate_ignition_schema(doc, version))
     if any(f.severity == "error" for f in findings):
         return IgnitionResult(None, tuple(findings), "parse")
-    body: Mapping[str, Any] = doc
+    # a key the spec version does not know is ignored, as Ignition ignores it (spec 3.2 with
+    # kernelArguments: a warning, and no kargs change either)
+    body: Mapping[str, Any] = _without(doc, [f.path for f in findings if is_unknown_key(f)])
     if version in SPEC2_VERSIONS:
-        translated, tfindings = translate_2_2(doc)
+        translated, tfindings = translate_2_2(body)
         findings += tfindings
         if any(f.severity == "error" for f in tfindings):
             return IgnitionResult(None, tuple(findings), "parse")
@@ -270,6 +272,27 @@ def parse_ignition(doc: object, options: ParseOptions = DEFAULT_PARSE) -> Igniti
     if any(f.severity == "error" for f in checker.findings):
         return IgnitionResult(None, tuple(findings), "validate", partial=config)
     return IgnitionResult(config, tuple(findings), "ok")
+
+
+def _without(doc: Mapping[str, Any], paths: Sequence[JsonPath]) -> Mapping[str, Any]:
+    """`doc` without the keys at `paths`; containers on the way are copied, `doc` is untouched."""
+    if not paths:
+        return doc
+    root: Any = dict(doc)
+    copied: set[JsonPath] = {()}
+    for path in paths:
+        node = root
+        for depth, part in enumerate(path[:-1]):
+            child = node[part]
+            prefix = path[: depth + 1]
+            if prefix not in copied:
+                child = dict(child) if isinstance(child, Mapping) else list(child)
+                node[part] = child
+                copied.add(prefix)
+            node = child
+        node.pop(path[-1], None)
+    result: Mapping[str, Any] = root
+    return result
 
 
 def _version_of(doc: Mapping[str, Any]) -> str | None:

@@ -16,6 +16,7 @@ from mcd.config.ignition import (
     ParseOptions,
     parse_ignition,
 )
+from mcd.config.text import shown
 
 MC_API_GROUP = "machineconfiguration.openshift.io"
 EMPTY_MC_NAME = "mco-empty-mc"  # upstream's name for "no previous config"
@@ -119,24 +120,20 @@ def machineconfig_from_object(
     base_ext = string("baseOSExtensionsContainerImage")
     kargs = strings("kernelArguments")
     extensions = strings("extensions")
-    # upstream's controller refuses an unknown kernelType and the daemon fails on an unknown
-    # extension; here they are warnings so that `plan` can still say what would happen
-    notes: list[Finding] = []
+    # upstream's controller refuses an unknown kernelType (the pool degrades, the config is never
+    # rendered) and the daemon fails on an unknown extension: errors, kept beside the config so
+    # that `plan` can still say what the rest would do
+    notes = _unknown_fields(obj, path)
     if kernel_type not in VALID_KERNEL_TYPES:
         valid = ", ".join(repr(t) for t in VALID_KERNEL_TYPES)
         notes.append(
-            Finding(
-                (*path, "spec", "kernelType"),
-                f"kernelType={kernel_type} is invalid (want {valid})",
-                "warning",
-            )
+            Finding((*path, "spec", "kernelType"), f"kernelType={kernel_type} is invalid (want {valid})")
         )
     known = osupdate.SUPPORTED_EXTENSIONS
     notes += [
         Finding(
             (*path, "spec", "extensions", i),
             f"invalid extension {ext!r}: supported are {', '.join(sorted(known))}",
-            "warning",
         )
         for i, ext in enumerate(extensions)
         if ext not in known
@@ -160,6 +157,57 @@ def machineconfig_from_object(
         spec_findings=tuple(notes),
         raw=obj,
     )
+
+
+# the fields of a MachineConfig object the API server knows (openshift/api machineconfiguration/v1
+# and ObjectMeta); `spec.config` is an embedded Ignition config with its own unknown-key rule
+_TOP_FIELDS = frozenset(("apiVersion", "kind", "metadata", "spec"))
+_META_FIELDS = frozenset(
+    (
+        "name",
+        "generateName",
+        "namespace",
+        "selfLink",
+        "uid",
+        "resourceVersion",
+        "generation",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "labels",
+        "annotations",
+        "ownerReferences",
+        "finalizers",
+        "managedFields",
+    )
+)
+_SPEC_FIELDS = frozenset(
+    (
+        "osImageURL",
+        "config",
+        "kernelArguments",
+        "extensions",
+        "fips",
+        "kernelType",
+        "baseOSExtensionsContainerImage",
+    )
+)
+
+
+def _unknown_fields(obj: Mapping[str, Any], path: JsonPath) -> list[Finding]:
+    """Fields the API server would refuse, in kubectl's words (its default, strict validation)."""
+    out: list[Finding] = []
+    for where, value, known in (
+        ((), obj, _TOP_FIELDS),
+        (("metadata",), obj.get("metadata"), _META_FIELDS),
+        (("spec",), obj.get("spec"), _SPEC_FIELDS),
+    ):
+        if isinstance(value, Mapping):
+            for key in value:
+                if key not in known:
+                    field_path = ".".join((*where, str(key)))
+                    out.append(Finding((*path, *where, key), f'unknown field "{shown(field_path)}"'))
+    return out
 
 
 def machineconfig_from_ignition(

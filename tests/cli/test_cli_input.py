@@ -148,3 +148,73 @@ def test_a_bad_max_file_size_is_a_usage_error(capsys: pytest.CaptureFixture[str]
         main(["validate", "--max-file-size", "lots", "x.yaml"])
     assert info.value.code == 1
     assert "invalid size 'lots'" in capsys.readouterr().err
+
+
+def _mc(spec: dict[str, object], **top: object) -> str:
+    return json.dumps(
+        {
+            "apiVersion": "machineconfiguration.openshift.io/v1",
+            "kind": "MachineConfig",
+            "metadata": {"name": "x"},
+            "spec": spec,
+            **top,
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("doc", "where", "message"),
+    [
+        (_mc({"kernelArgument": ["nosmt"]}), "spec.kernelArgument", 'unknown field "spec.kernelArgument"'),
+        (_mc({}, status={}), "status", 'unknown field "status"'),
+        (_mc({"kernelType": "rt"}), "spec.kernelType", "kernelType=rt is invalid"),
+        (_mc({"extensions": ["usbguard", "nope"]}), "spec.extensions[1]", "invalid extension 'nope'"),
+    ],
+    ids=["unknown-spec-field", "unknown-top-field", "kernel-type-rt", "unknown-extension"],
+)
+def test_what_the_api_server_or_the_node_refuses_is_an_error_everywhere(
+    run: Run, tmp_path: Path, doc: str, where: str, message: str
+) -> None:
+    config = tmp_path / "mc.json"
+    config.write_text(doc)
+    code, out, _ = run("validate", str(config))
+    assert code == 1
+    assert out.startswith(f"{config}: {where}: {message}")
+    code, _, err = run("plan", "-", str(config))
+    assert code == 1
+    assert err.startswith(f"{config}: {where}: {message}")
+    root = tmp_path / "root"
+    run("sandbox", str(root))
+    before = _tree(root)
+    code, _, err = run("start", "--once-from", str(config), "--root-mount", str(root), "--skip-reboot")
+    assert code == 1
+    assert message in err
+    assert _tree(root) == before
+
+
+def test_an_unknown_ignition_key_stays_a_warning_as_in_ignition(run: Run, tmp_path: Path) -> None:
+    config = tmp_path / "mc.json"
+    config.write_text(_mc({"config": {"ignition": {"version": "3.5.0"}, "storage": {"file": []}}}))
+    code, out, err = run("validate", str(config))
+    assert (code, out) == (0, "")
+    assert err == f"{config}: spec.config.storage.file: warning: Unused key file\n"
+
+
+def test_kernel_arguments_of_a_spec_that_lacks_them_are_ignored_by_validate_and_plan(
+    run: Run, tmp_path: Path
+) -> None:
+    # Ignition 3.2 has no kernelArguments: an unused key for validate, and no kargs change for plan
+    config = tmp_path / "mc.json"
+    ign = {"ignition": {"version": "3.2.0"}, "kernelArguments": {"shouldExist": ["nosmt"]}}
+    config.write_text(_mc({"config": ign}))
+    code, _, err = run("validate", str(config))
+    assert code == 0
+    assert "warning: Unused key kernelArguments" in err
+    code, out, _ = run("plan", "-", str(config))
+    assert code == 0
+    assert json.loads(out)["reconcilable"] is True
+    ign["ignition"] = {"version": "3.3.0"}
+    config.write_text(_mc({"config": ign}))
+    code, out, _ = run("plan", "-", str(config))
+    assert code == 2
+    assert json.loads(out)["errors"][0].endswith("ignition kargs section contains changes")

@@ -528,9 +528,10 @@ def test_usage_errors_exit_1(capsys: pytest.CaptureFixture[str], argv: list[str]
 
 def test_unknown_extension_is_reported(run: Run, workdir: Path) -> None:
     new = write("new.json", mc_object("n", extensions=["bogus"]))
-    code, out, _err = run("plan", "-", new)
-    # reconcilable (upstream only fails on the node), but the plan says the update would fail
-    assert code == 0
+    code, out, err = run("plan", "-", new)
+    # bad input (upstream's controller and daemon refuse it); the plan still says the update would fail
+    assert code == 1
+    assert err.startswith("new.json: spec.extensions[0]: invalid extension 'bogus': supported are ")
     assert (
         "the update would fail on the node: invalid extensions found: [bogus]" in json.loads(out)["warnings"]
     )
