@@ -10,6 +10,7 @@ sources the daemon can actually read on a running node).
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +29,8 @@ from mcd.config.paths import ancestors, name_problem, path_problem, state_proble
 from mcd.config.schema import is_unknown_key, validate_ignition_schema
 from mcd.config.text import shown
 from mcd.config.translate import translate_2_2
+from mcd.config.unitfile import UnitSyntaxError
+from mcd.config.unitfile import sections as unit_sections
 
 DEFAULT_FILE_MODE = 0o644
 MAX_FILE_MODE = 0o777
@@ -50,6 +53,7 @@ UNIT_SUFFIXES = (
     ".scope",
 )
 SYSTEMD_DIR = "/etc/systemd/system"
+_INSTANCE = re.compile(r"^(.+?)@(.+?)\.service$")
 MAX_ID = 2**32 - 2  # the largest uid or gid; 2**32 - 1 is (uid_t)-1
 
 
@@ -334,6 +338,9 @@ class _Checker:
     def error(self, path: JsonPath, message: str) -> None:
         self.findings.append(Finding(path, message))
 
+    def warn(self, path: JsonPath, message: str) -> None:
+        self.findings.append(Finding(path, message, "warning"))
+
     def build(self, doc: Mapping[str, Any], version: str) -> IgnitionConfig:
         storage: Mapping[str, Any] = doc.get("storage") or {}
         systemd: Mapping[str, Any] = doc.get("systemd") or {}
@@ -345,6 +352,7 @@ class _Checker:
             if g.get("gid") is not None:
                 self.check_id(("passwd", "groups", i, "gid"), g["gid"], "group")
         self.check_paths(storage, units)
+        self.check_templates(units)
         self.check_unique([u.name for u in units], ("systemd", "units"), "name", "unit")
         return IgnitionConfig(
             version=version,
@@ -528,8 +536,20 @@ class _Checker:
                 )
             elif (problem := name_problem(dname, "systemd unit dropin")) is not None:
                 self.error((*path, "dropins", i, "name"), problem)
+            self.unit_sections(d.get("contents"), (*path, "dropins", i, "contents"))
             dropins.append(Dropin(name=dname, contents=d.get("contents")))
         self.check_unique([d.name for d in dropins], (*path, "dropins"), "name", "dropin")
+        found = self.unit_sections(raw.get("contents"), (*path, "contents"))
+        if (
+            raw.get("enabled") is True
+            and raw.get("contents")
+            and found is not None
+            and "Install" not in found
+        ):
+            self.warn(
+                (*path, "contents"),
+                f'unit "{shown(name)}" is enabled, but has no install section so enable does nothing',
+            )
         return Unit(
             name=name,
             enabled=raw.get("enabled"),
@@ -537,6 +557,35 @@ class _Checker:
             contents=raw.get("contents"),
             dropins=tuple(dropins),
         )
+
+    def unit_sections(self, contents: str | None, path: JsonPath) -> tuple[str, ...] | None:
+        """The sections of unit or dropin `contents` (None when unparsable: an error is recorded)."""
+        if contents is None:
+            return ()
+        try:
+            return unit_sections(contents)
+        except UnitSyntaxError as exc:
+            self.error(path, f"invalid unit content: {exc}")  # Ignition's words
+            return None
+
+    def check_templates(self, units: Sequence[Unit]) -> None:
+        """Ignition's warning: an enabled instance (a@b.service) whose template in the config
+        (a@.service, with contents) has no [Install] section."""
+        by_name = {u.name: u for u in units}
+        for i, u in enumerate(units):
+            match = _INSTANCE.match(u.name)
+            if match is None or u.enabled is not True:
+                continue
+            template = by_name.get(f"{match.group(1)}@.service")
+            if template is None or not template.contents:
+                continue
+            try:
+                found = unit_sections(template.contents)
+            except UnitSyntaxError:
+                continue  # reported on the template itself
+            if "Install" not in found:
+                message = f'template unit "{shown(template.name)}" for "{shown(u.name)}"'
+                self.warn(("systemd", "units", i, "contents"), f"{message} doesn't have Install section")
 
     def user(self, raw: Mapping[str, Any], path: JsonPath) -> User:
         if raw.get("uid") is not None:

@@ -10,6 +10,7 @@ converge; one that wrote a backup under `orig/` would poison the original it sta
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Iterator
 
 from mcd.config.text import shown
 
@@ -75,11 +76,9 @@ def _at_or_under(path: str, top: str) -> bool:
     return path == top or path.startswith(top + "/")
 
 
-def ancestors(path: str) -> list[str]:
+def ancestors(path: str) -> Iterator[str]:
     """The directories above `path` (a clean absolute path), nearest first, without "/"."""
-    out = []
-    parent = posixpath.dirname(path)
-    while parent != "/":
-        out.append(parent)
-        parent = posixpath.dirname(parent)
-    return out
+    end = path.rfind("/")
+    while end > 0:
+        yield path[:end]
+        end = path.rfind("/", 0, end)

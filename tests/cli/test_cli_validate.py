@@ -83,12 +83,21 @@ def assert_no_traceback(out: str, err: str) -> None:
         "ignition-bare.json",
         "mc-list.yaml",
         "multi-doc.yaml",
-        "spec2-test-config.yaml",
         "policy-rebootless-foo.yaml",
     ],
 )
 def test_valid_file_is_silent(run: Run, workdir: Path, name: str) -> None:
     assert run("validate", name) == (0, "", "")
+
+
+def test_an_enabled_unit_without_install_section_is_a_warning(run: Run, workdir: Path) -> None:
+    # Ignition's warning: enabling it does nothing
+    assert run("validate", "spec2-test-config.yaml") == (
+        0,
+        "",
+        "spec2-test-config.yaml: spec.config.systemd.units[1].contents: warning: "
+        'unit "etcd-member-tls.service" is enabled, but has no install section so enable does nothing\n',
+    )
 
 
 def test_several_valid_files(run: Run, workdir: Path) -> None:
