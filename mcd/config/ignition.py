@@ -25,6 +25,7 @@ from mcd.config.contents import (
 )
 from mcd.config.dataurl import decode_data_url
 from mcd.config.findings import Finding, JsonPath, format_path
+from mcd.config.ignition_rules import value_findings
 from mcd.config.paths import ancestors, name_problem, path_problem, state_problem
 from mcd.config.schema import is_unknown_key, validate_ignition_schema
 from mcd.config.text import shown
@@ -54,6 +55,7 @@ UNIT_SUFFIXES = (
 )
 SYSTEMD_DIR = "/etc/systemd/system"
 _INSTANCE = re.compile(r"^(.+?)@(.+?)\.service$")
+ERR_HASH_WITHOUT_SOURCE = "source must be specified if verification is specified"  # Ignition's words
 MAX_ID = 2**32 - 2  # the largest uid or gid; 2**32 - 1 is (uid_t)-1
 
 
@@ -353,6 +355,8 @@ class _Checker:
                 self.check_id(("passwd", "groups", i, "gid"), g["gid"], "group")
         self.check_paths(storage, units)
         self.check_templates(units)
+        self.check_ignition_resources(doc.get("ignition") or {})
+        self.findings += value_findings(doc)
         self.check_unique([u.name for u in units], ("systemd", "units"), "name", "unit")
         return IgnitionConfig(
             version=version,
@@ -378,6 +382,8 @@ class _Checker:
             # upstream's message (MCO validateIgn3FileModes), so setuid/setgid/sticky bits are refused
             self.error((*path, "mode"), f"invalid mode {format_mode(mode)} for {fpath}, cannot exceed 0777")
         contents = self.resource(raw.get("contents"), (*path, "contents"))
+        if raw.get("overwrite") is True and (contents is None or contents.source is None):
+            self.error((*path, "overwrite"), "overwrite must be false if source is unspecified")  # Ignition's
         data: bytes | None = b""
         size, sha256 = 0, ""
         if contents is not None:
@@ -417,10 +423,10 @@ class _Checker:
         if not 0 <= value <= MAX_ID:
             self.error(path, f"invalid {what} id {value}: must be between 0 and {MAX_ID}")
 
-    @staticmethod
-    def resource(raw: Mapping[str, Any] | None, path: JsonPath) -> Resource | None:
+    def resource(self, raw: Mapping[str, Any] | None, path: JsonPath) -> Resource | None:
         if raw is None:
             return None
+        self.check_headers(raw, path)
         verification = raw.get("verification") or {}
         return Resource(
             source=raw.get("source"), compression=raw.get("compression"), hash=verification.get("hash")
@@ -432,9 +438,7 @@ class _Checker:
         empty: tuple[bytes | None, int, str] = (b"", 0, "")
         if res.source is None:
             if res.hash is not None:
-                self.error(
-                    (*path, "verification", "hash"), "source must be specified if verification is specified"
-                )
+                self.error((*path, "verification", "hash"), ERR_HASH_WITHOUT_SOURCE)
             return empty
         if not self.check_source(res.source, (*path, "source"), owner):
             return empty
@@ -567,6 +571,54 @@ class _Checker:
         except UnitSyntaxError as exc:
             self.error(path, f"invalid unit content: {exc}")  # Ignition's words
             return None
+
+    def check_ignition_resources(self, ignition: Mapping[str, Any]) -> None:
+        """Configs to merge or replace and CA bundles: sources like `storage.files` (item 7): an
+        inline data URL is decoded and checked, a remote one is refused (nothing is fetched)."""
+        config: Mapping[str, Any] = ignition.get("config") or {}
+        where: JsonPath = ("ignition", "config", "merge")
+        for i, raw in enumerate(config.get("merge") or ()):
+            self.ignition_resource(raw, (*where, i), f"ignition.config.merge[{i}]", required=True)
+        if config.get("replace"):
+            self.ignition_resource(
+                config["replace"], ("ignition", "config", "replace"), "ignition.config.replace"
+            )
+        tls: Mapping[str, Any] = (ignition.get("security") or {}).get("tls") or {}
+        where = ("ignition", "security", "tls", "certificateAuthorities")
+        for i, raw in enumerate(tls.get("certificateAuthorities") or ()):
+            owner = f"ignition.security.tls.certificateAuthorities[{i}]"
+            self.ignition_resource(raw, (*where, i), owner, required=True)
+
+    def ignition_resource(
+        self, raw: Mapping[str, Any], path: JsonPath, owner: str, *, required: bool = False
+    ) -> None:
+        res = self.resource(raw, path)
+        if res is None or not res.source:
+            if required:
+                self.error(path, "source is required")  # Ignition's words
+            elif res is not None and res.hash is not None:
+                self.error((*path, "verification", "hash"), ERR_HASH_WITHOUT_SOURCE)
+            return
+        if res.compression not in (None, "", "gzip"):
+            self.error((*path, "compression"), "invalid compression method")
+            return
+        self.decode(res, path, owner)
+
+    def check_headers(self, raw: Mapping[str, Any] | None, path: JsonPath) -> None:
+        """Ignition's rules for HTTP headers of a resource (only http(s) sources can have them)."""
+        headers = (raw or {}).get("httpHeaders") or ()
+        for i, header in enumerate(headers):
+            if not header.get("name"):
+                self.error((*path, "httpHeaders", i, "name"), "HTTP header name can't be empty")
+            if header.get("value") == "":
+                self.error((*path, "httpHeaders", i, "value"), "unable to parse HTTP header")
+        if headers:
+            source = (raw or {}).get("source") or ""
+            scheme = source.split(":", 1)[0].lower() if ":" in source else ""
+            if not source:
+                self.error((*path, "httpHeaders"), "unable to parse url")
+            elif scheme not in ("http", "https"):
+                self.error((*path, "httpHeaders"), "cannot use HTTP headers with this source scheme")
 
     def check_templates(self, units: Sequence[Unit]) -> None:
         """Ignition's warning: an enabled instance (a@b.service) whose template in the config
