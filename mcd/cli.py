@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 EXIT_OK, EXIT_INPUT, EXIT_UNRECONCILABLE = 0, 1, 2
-PLAN_KEEP_DATA_UP_TO = 16 << 20
 
 
 class _Parser(argparse.ArgumentParser):
@@ -112,7 +111,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from mcd.render import plan_text
 
     # small files are kept (registries.conf is read), larger ones measured and decoded on demand
-    options = ParseOptions(max_file_size=args.max_file_size, keep_data_up_to=PLAN_KEEP_DATA_UP_TO)
+    options = ParseOptions(max_file_size=args.max_file_size)
     old = (
         empty_machineconfig()
         if args.old == "-"

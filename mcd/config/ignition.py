@@ -234,6 +234,11 @@ class IgnitionResult:
         return tuple(f for f in self.findings if f.severity == "error")
 
 
+# decoded contents kept in memory by default: every real file is smaller; a larger one is measured
+# while parsing (memory stays flat) and decoded again when its bytes are needed
+KEEP_DATA_UP_TO = 16 << 20
+
+
 @dataclass(frozen=True)
 class ParseOptions:
     """Bounds of a parse. `max_file_size`: decoded size a file may have (None: no cap).
@@ -241,7 +246,7 @@ class ParseOptions:
     keep all; 0: keep none, as `validate` needs no contents)."""
 
     max_file_size: int | None = DEFAULT_MAX_FILE_SIZE
-    keep_data_up_to: int | None = None
+    keep_data_up_to: int | None = KEEP_DATA_UP_TO
 
 
 DEFAULT_PARSE = ParseOptions()
