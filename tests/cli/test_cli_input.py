@@ -218,3 +218,40 @@ def test_kernel_arguments_of_a_spec_that_lacks_them_are_ignored_by_validate_and_
     code, out, _ = run("plan", "-", str(config))
     assert code == 2
     assert json.loads(out)["errors"][0].endswith("ignition kargs section contains changes")
+
+
+def test_an_old_config_upstream_would_not_revalidate_is_not_bad_input(run: Run, tmp_path: Path) -> None:
+    # upstream holds the running config to parsing only: a mode beyond 0777 there is no input error
+    old = tmp_path / "old.json"
+    old.write_text(_config_with_file("/etc/a", mode=0o4755))
+    new = tmp_path / "new.json"
+    new.write_text(_config_with_file("/etc/a", mode=0o755))
+    code, out, err = run("plan", str(old), str(new))
+    assert (code, err) == (0, "")
+    assert "inputErrors" not in json.loads(out)
+    code, _, err = run("plan", "-", str(old))
+    assert code == 1
+    assert "cannot exceed 0777" in err
+
+
+def test_storage_override_values_are_checked(run: Run, tmp_path: Path) -> None:
+    policy = tmp_path / "mc.yaml"
+    policy.write_text(
+        json.dumps(
+            {
+                "apiVersion": "operator.openshift.io/v1",
+                "kind": "MachineConfiguration",
+                "metadata": {"name": "cluster"},
+                "spec": {"irreconcilableValidationOverrides": {"storage": ["Disks", "Partitions"]}},
+            }
+        )
+    )
+    line = (
+        f"{policy}: spec.irreconcilableValidationOverrides.storage[1]: "
+        'Unsupported value: "Partitions": supported values: "Disks", "FileSystems", "Raid"\n'
+    )
+    assert run("validate", str(policy)) == (1, line, "")
+    config = tmp_path / "new.json"
+    config.write_text(_config_with_file("/etc/a"))
+    code, _, err = run("plan", "--policy", str(policy), "-", str(config))
+    assert (code, err) == (1, line)
