@@ -279,10 +279,23 @@ def parse_ignition(doc: object, options: ParseOptions = DEFAULT_PARSE) -> Igniti
         body = translated
     checker = _Checker(options)
     config = checker.build(body, version)
+    if version in SPEC2_VERSIONS:
+        checker.findings = [_spec2_located(f) for f in checker.findings]
     findings += checker.findings
     if any(f.severity == "error" for f in checker.findings):
         return IgnitionResult(None, tuple(findings), "validate", partial=config)
     return IgnitionResult(config, tuple(findings), "ok")
+
+
+_SPEC3_MERGE: JsonPath = ("ignition", "config", "merge")
+
+
+def _spec2_located(finding: Finding) -> Finding:
+    """A finding on the translated config, at its place in the spec 2.2 document: the one key
+    the translation renames is ``ignition.config.append`` (spec 3's ``merge``)."""
+    if finding.path[:3] == _SPEC3_MERGE:
+        return Finding(("ignition", "config", "append", *finding.path[3:]), finding.message, finding.severity)
+    return finding
 
 
 def _without(doc: Mapping[str, Any], paths: Sequence[JsonPath]) -> Mapping[str, Any]:

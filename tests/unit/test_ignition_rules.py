@@ -333,3 +333,10 @@ def test_a_valid_storage_layout_has_no_findings() -> None:
         "luks": [{"name": "root", "device": "/dev/vdc", "clevis": {"tpm2": True}}],
     }
     assert findings(ign(storage=storage)) == []
+
+
+def test_spec2_append_sources_are_located_in_the_spec2_document() -> None:
+    doc = {"ignition": {"version": "2.2.0", "config": {"append": [{"source": "https://x/y"}]}}}
+    [(path, _, message)] = findings(doc)
+    assert path == "ignition.config.append[0].source"
+    assert message.startswith('unsupported source scheme "https" for ignition.config.merge[0]')
