@@ -1,4 +1,4 @@
-"""reconcilable.json through the command line: `mcd plan OLD NEW [--policy FILE] [--node-fips N]`.
+"""Case tables through the command line: `mcd plan OLD NEW [--policy FILE] [--legacy] ...`.
 
 The pure-stack test (test_plan_cases.py) calls `plan()` with the overrides as an argument; this one
 goes the way an admin does, with the storage overrides in a MachineConfiguration file, so the
@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import mc_object
+from builders import data_url, mc_object
 from casefiles import case_params, load_cases
+from test_plan_cases import ndp_configs
 
 from mcd.cli import main
 
@@ -63,3 +64,71 @@ def test_reconcilable_through_mcd_plan(
     for flag, value in want.get("diff", {}).items():
         if flag in doc["diff"]:
             assert doc["diff"][flag] is value, flag
+
+
+def _legacy_side(path: Path, side: dict[str, Any]) -> str:
+    files = [
+        {"path": f["path"], "contents": {"source": data_url(f["contents"])}, "mode": f.get("mode", 420)}
+        for f in side.get("files", [])
+    ]
+    spec = {
+        k: side[k]
+        for k in ("osImageURL", "kernelArguments", "kernelType", "extensions", "fips")
+        if side.get(k)
+    }
+    obj = mc_object(
+        side["name"],
+        files=files,
+        units=side.get("units") or None,
+        ssh_keys=side.get("core_ssh_keys") or None,
+        **spec,
+    )
+    path.write_text(json.dumps(obj))
+    return str(path)
+
+
+@pytest.mark.parametrize("case", case_params(load_cases("post_config_action_legacy.json")))
+def test_legacy_actions_through_mcd_plan(
+    case: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old = _legacy_side(tmp_path / "old.json", case["input"]["old"])
+    new = _legacy_side(tmp_path / "new.json", case["input"]["new"])
+    code = main(["plan", "--legacy", old, new])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert json.loads(out)["actions"] == case["expected"]["actions"]
+
+
+@pytest.mark.parametrize(
+    "case", case_params(load_cases("node_disruption_policy.json", kind="node_disruption_actions"))
+)
+def test_node_disruption_actions_through_mcd_plan(
+    case: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inp, want = case["input"], case["expected"]
+    old, new = ndp_configs(inp["diff"])
+    argv = ["plan"]
+    for name, mc in (("old", old), ("new", new)):
+        (tmp_path / f"{name}.json").write_text(json.dumps(dict(mc.raw)))
+        argv.append(str(tmp_path / f"{name}.json"))
+    if inp["clusterPolicies"] != "defaults":
+        policy = {
+            "apiVersion": "operator.openshift.io/v1",
+            "kind": "MachineConfiguration",
+            "metadata": {"name": "cluster"},
+            "status": {"nodeDisruptionPolicyStatus": {"clusterPolicies": inp["clusterPolicies"]}},
+        }
+        (tmp_path / "policy.json").write_text(json.dumps(policy))
+        argv += ["--policy", str(tmp_path / "policy.json")]
+    if inp["diff"].get("forcefile"):
+        argv.append("--forcefile")
+    code = main(argv)
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    if inp["diff"].get("fips"):
+        assert (code, doc["reconcilable"]) == (2, False)  # a FIPS flip is refused first
+        return
+    assert code == 0, err
+    assert doc["actions"] == want["actions"]
+    if isinstance(want.get("drainRequired"), bool):
+        assert doc["drain"] is want["drainRequired"]
