@@ -394,25 +394,26 @@ class _Checker:
     def file(self, raw: Mapping[str, Any], path: JsonPath) -> File:
         mode = raw.get("mode")
         fpath: str = raw["path"]
+        label = shown(fpath)  # the path as messages show it
         if mode is not None and mode < 0:
-            self.error((*path, "mode"), f"invalid mode {format_mode(mode)} for {fpath}, must not be negative")
+            self.error((*path, "mode"), f"invalid mode {format_mode(mode)} for {label}, must not be negative")
         elif mode is not None and mode > MAX_FILE_MODE:
             # upstream's message (MCO validateIgn3FileModes), so setuid/setgid/sticky bits are refused
-            self.error((*path, "mode"), f"invalid mode {format_mode(mode)} for {fpath}, cannot exceed 0777")
+            self.error((*path, "mode"), f"invalid mode {format_mode(mode)} for {label}, cannot exceed 0777")
         contents = self.resource(raw.get("contents"), (*path, "contents"))
         if raw.get("overwrite") is True and (contents is None or contents.source is None):
             self.error((*path, "overwrite"), "overwrite must be false if source is unspecified")  # Ignition's
         data: bytes | None = b""
         size, sha256 = 0, ""
         if contents is not None:
-            data, size, sha256 = self.decode(contents, (*path, "contents"), fpath)
+            data, size, sha256 = self.decode(contents, (*path, "contents"), label)
         append = tuple(
             r
             for i, a in enumerate(raw.get("append") or ())
             if (r := self.resource(a, (*path, "append", i))) is not None
         )
         for i, res in enumerate(append):
-            self.decode(res, (*path, "append", i), fpath)
+            self.decode(res, (*path, "append", i), label)
         return File(
             path=fpath,
             mode=mode,
@@ -682,7 +683,9 @@ class _Checker:
                 if problem is not None:
                     self.error(where, problem)
                 elif p in seen:
-                    self.error(where, f'duplicate path "{p}", already declared at {format_path(seen[p])}')
+                    self.error(
+                        where, f'duplicate path "{shown(p)}", already declared at {format_path(seen[p])}'
+                    )
                 else:
                     seen[p] = where
                     valid.append((kind, p, where))
@@ -696,7 +699,8 @@ class _Checker:
                     self.error(where[:-1], f"{kind} path includes link in config")
                     break
                 if parent in files:
-                    self.error(where, f'path "{p}" is below file "{parent}" ({format_path(files[parent])})')
+                    message = f'path "{shown(p)}" is below file "{shown(parent)}"'
+                    self.error(where, f"{message} ({format_path(files[parent])})")
                     break
             if p in systemd_paths:
                 self.error(where, "path conflicts with systemd unit or dropin")
@@ -704,7 +708,8 @@ class _Checker:
             for parent in ancestors(path):
                 if parent in files:
                     unit = units[unit_index].name
-                    self.error(files[parent], f'path "{parent}" is a directory of systemd unit "{unit}"')
+                    message = f'path "{shown(parent)}" is a directory of systemd unit "{shown(unit)}"'
+                    self.error(files[parent], message)
 
     def check_unique(self, names: Sequence[str], path: JsonPath, key: str, what: str) -> None:
         seen: dict[str, int] = {}
