@@ -242,3 +242,11 @@ def test_every_record_the_host_layer_keeps_is_reserved() -> None:
     assert _state_paths()
     for path in _state_paths():
         assert paths.state_problem(path, "file") is not None, path
+
+
+def test_messages_never_carry_a_whole_long_path() -> None:
+    long_path = "/etc/" + "x" * 5000
+    doc = files(ign_file(long_path, mode=0o4777), ign_file(long_path))
+    messages = [f.message for f in parse_ignition(doc).findings]
+    assert messages
+    assert all(len(m) < 400 for m in messages), [len(m) for m in messages]
