@@ -39,10 +39,10 @@ GZIP_WBITS = 16 + zlib.MAX_WBITS  # a gzip header and trailer around deflate dat
 
 
 class ContentsError(ValueError):
-    """Contents that cannot be decoded. `field` is the key of the resource at fault
-    (``source``, ``compression`` or ``verification.hash``)."""
+    """Contents that cannot be decoded. `field` is the JSON path of the key at fault inside the
+    resource: ``("source",)``, ``("compression",)`` or ``("verification", "hash")``."""
 
-    def __init__(self, field: str, message: str) -> None:
+    def __init__(self, field: tuple[str, ...], message: str) -> None:
         super().__init__(message)
         self.field = field
 
@@ -86,7 +86,7 @@ def iter_contents(
         size += len(piece)
         if max_size is not None and size > max_size:
             raise ContentsError(
-                "source",
+                ("source",),
                 f"contents of {owner} are larger than the maximum file size of {max_size} bytes "
                 "(--max-file-size)",
             )
@@ -95,7 +95,7 @@ def iter_contents(
         yield piece
     if hasher is not None and hasher.hexdigest() != want.lower():
         raise ContentsError(
-            "verification.hash",
+            ("verification", "hash"),
             f"{hasher.name} verification failed for {owner}: contents hash to {hasher.hexdigest()}, "
             f"config expects {want}",
         )
@@ -117,7 +117,7 @@ def _decoded(source: str, owner: str) -> Iterator[bytes]:
     try:
         yield from iter_data_url(source, CHUNK)
     except ValueError as exc:
-        raise ContentsError("source", f"could not decode contents of {owner}: {exc}") from None
+        raise ContentsError(("source",), f"could not decode contents of {owner}: {exc}") from None
 
 
 def _gunzipped(pieces: Iterator[bytes], owner: str) -> Iterator[bytes]:
@@ -154,9 +154,9 @@ def _gunzipped(pieces: Iterator[bytes], owner: str) -> Iterator[bytes]:
                         member_has_input = False
                         break
     except zlib.error as exc:
-        raise ContentsError("compression", f"{problem}: {exc}") from None
+        raise ContentsError(("compression",), f"{problem}: {exc}") from None
     if member_has_input:
-        raise ContentsError("compression", f"{problem}: unexpected end of the compressed stream")
+        raise ContentsError(("compression",), f"{problem}: unexpected end of the compressed stream")
     if not any_input:
         # Go's gzip reader wants at least one header (MCO fails on empty gzip contents)
-        raise ContentsError("compression", f"{problem}: no gzip data")
+        raise ContentsError(("compression",), f"{problem}: no gzip data")

@@ -499,7 +499,7 @@ class _Checker:
                     kept = None
                     digest.update(piece)
         except ContentsError as exc:
-            self.error((*path, exc.field), str(exc))
+            self.error((*path, *exc.field), str(exc))
             return empty
         if kept is not None:
             return b"".join(kept), size, ""

@@ -77,7 +77,7 @@ def test_gzip_members_one_after_the_other_are_one_stream() -> None:
 def test_broken_gzip_is_a_compression_error(raw: bytes, message: str) -> None:
     with pytest.raises(ContentsError) as info:
         b"".join(iter_contents(Resource(b64_url(raw), "gzip"), owner="/etc/a"))
-    assert info.value.field == "compression"
+    assert info.value.field == ("compression",)
     assert str(info.value).startswith("could not decompress gzip contents of /etc/a: ")
     assert message in str(info.value)
 
@@ -92,7 +92,7 @@ def test_pieces_are_never_larger_than_a_chunk() -> None:
 def test_the_size_cap_stops_the_stream() -> None:
     with pytest.raises(ContentsError) as info:
         measure_contents(gz_resource(b"\0" * 5000), max_size=4096, owner="/etc/big")
-    assert info.value.field == "source"
+    assert info.value.field == ("source",)
     assert str(info.value) == (
         "contents of /etc/big are larger than the maximum file size of 4096 bytes (--max-file-size)"
     )
@@ -103,7 +103,7 @@ def test_the_hash_is_verified_after_the_last_piece() -> None:
     want = hashlib.sha256(b"other").hexdigest()
     with pytest.raises(ContentsError) as info:
         measure_contents(gz_resource(b"data", hash=f"sha256-{want}"), owner="/etc/a")
-    assert info.value.field == "verification.hash"
+    assert info.value.field == ("verification", "hash")
     assert str(info.value).startswith("sha256 verification failed for /etc/a: contents hash to ")
 
 
@@ -175,3 +175,13 @@ def test_validating_a_gzip_bomb_keeps_memory_flat() -> None:
     assert result.config is not None
     assert result.config.files[0].size == 256 << 20
     assert peak < 16 << 20, peak
+
+
+def test_a_hash_mismatch_is_located_at_the_hash_key() -> None:
+    want = hashlib.sha256(b"other").hexdigest()
+    entry = {
+        "path": "/etc/a",
+        "contents": {"source": "data:,x" * 1, "verification": {"hash": f"sha256-{want}"}},
+    }
+    [finding] = parse_ignition(ign_with(entry), ParseOptions(keep_data_up_to=0)).errors
+    assert finding.path == ("storage", "files", 0, "contents", "verification", "hash")
