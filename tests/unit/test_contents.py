@@ -181,7 +181,7 @@ def test_a_hash_mismatch_is_located_at_the_hash_key() -> None:
     want = hashlib.sha256(b"other").hexdigest()
     entry = {
         "path": "/etc/a",
-        "contents": {"source": "data:,x" * 1, "verification": {"hash": f"sha256-{want}"}},
+        "contents": {"source": "data:,x", "verification": {"hash": f"sha256-{want}"}},
     }
     [finding] = parse_ignition(ign_with(entry), ParseOptions(keep_data_up_to=0)).errors
     assert finding.path == ("storage", "files", 0, "contents", "verification", "hash")
