@@ -26,7 +26,7 @@ demo: setup
 	@rm -rf .demo
 	$(BIN)/mcd sandbox $(DEMO_ROOT)
 	$(BIN)/mcd start --once-from examples/old.yaml --root-mount $(DEMO_ROOT) --skip-reboot
-	$(BIN)/mcd plan examples/old.yaml examples/new.yaml -o text
+	$(BIN)/mcd plan --root-mount $(DEMO_ROOT) examples/new.yaml -o text
 	$(BIN)/mcd start --once-from examples/new.yaml --root-mount $(DEMO_ROOT) --skip-reboot
 	$(BIN)/mcd check-disk --root-mount $(DEMO_ROOT)
 

@@ -96,12 +96,15 @@ def _path(f: Any) -> str:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from mcd import policy
-    from mcd.config.findings import InputError
+    from mcd.config.findings import Finding, InputError
     from mcd.config.load import load_machineconfig, load_objects
     from mcd.config.machineconfig import empty_machineconfig
     from mcd.plan import Facts, plan
-    from mcd.render import plan_text
 
+    if args.root_mount is not None:
+        return _plan_on_root(args)
+    if args.new is None:
+        args.parser.error("give OLD and NEW, or --root-mount DIR and NEW")
     old = empty_machineconfig() if args.old == "-" else load_machineconfig(_read(args.old), args.old)
     new = load_machineconfig(_read(args.new), args.new)
     policies = policy.DEFAULT_POLICIES
@@ -113,8 +116,6 @@ def cmd_plan(args: argparse.Namespace) -> int:
             if o.get("kind") == "MachineConfiguration"
         ]
         if len(objs) != 1:
-            from mcd.config.findings import Finding
-
             raise InputError(
                 args.policy, [Finding((), f"expected one MachineConfiguration, found {len(objs)}")]
             )
@@ -130,12 +131,37 @@ def cmd_plan(args: argparse.Namespace) -> int:
         topology=args.topology,
         arch=args.arch,
     )
-    result = plan(old, new, facts, policies, legacy=args.legacy, storage_overrides=overrides)
+    return _print_plan(plan(old, new, facts, policies, legacy=args.legacy, storage_overrides=overrides), args)
+
+
+def _print_plan(result: Any, args: argparse.Namespace) -> int:
+    from mcd.render import plan_text
+
     if args.output == "text":
         sys.stdout.write(plan_text(result))
     else:
         _dump(result.to_json(), args.output, sys.stdout)
     return EXIT_OK if result.reconcilable else EXIT_UNRECONCILABLE
+
+
+def _plan_on_root(args: argparse.Namespace) -> int:
+    """`mcd plan --root-mount DIR NEW`: what `mcd start --once-from NEW` would do on that root."""
+    from mcd.config.findings import Finding, InputError
+    from mcd.oncefrom import plan_once_from
+
+    given = [o for o in ("--policy", "--legacy", "--forcefile", "--node-fips") if _flag_given(args, o)]
+    if args.new is not None or given:
+        what = "OLD" if args.new is not None else ", ".join(given)
+        raise InputError(
+            "mcd plan",
+            [Finding((), f"with --root-mount, {what} comes from the node: give only NEW")],
+        )
+    return _print_plan(plan_once_from(_host(args.root_mount), args.old), args)
+
+
+def _flag_given(args: argparse.Namespace, flag: str) -> bool:
+    value = getattr(args, flag.lstrip("-").replace("-", "_"))
+    return value not in (None, False)
 
 
 def _storage_overrides(obj: Any) -> list[str]:
@@ -257,7 +283,13 @@ def build_parser() -> argparse.ArgumentParser:
         "Exit 0 reconcilable, 2 unreconcilable, 1 bad input.",
     )
     p.add_argument("old", metavar="OLD", help="current rendered MachineConfig ('-' for the empty config)")
-    p.add_argument("new", metavar="NEW", help="desired rendered MachineConfig")
+    p.add_argument("new", metavar="NEW", nargs="?", help="desired rendered MachineConfig")
+    p.add_argument(
+        "--root-mount",
+        metavar="DIR",
+        help="plan NEW against the node at DIR (its recorded config, files and units), with the action "
+        "table `mcd start --once-from` uses there: usage `mcd plan --root-mount DIR NEW`",
+    )
     p.add_argument(
         "--policy", metavar="FILE", help="MachineConfiguration object with the node disruption policy"
     )
@@ -280,7 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--arch", default="x86_64", help="node architecture (64k-pages kernels need aarch64)")
     p.add_argument("-o", "--output", choices=("json", "yaml", "text"), default="json")
-    p.set_defaults(func=cmd_plan)
+    p.set_defaults(func=cmd_plan, parser=p)
 
     s = sub.add_parser(
         "start",

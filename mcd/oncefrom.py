@@ -23,8 +23,10 @@ from mcd.config.load import load_machineconfig
 from mcd.config.machineconfig import MachineConfig, empty_machineconfig
 from mcd.diff import diff
 from mcd.host import fsops, ondisk, state
+from mcd.host.facts import node_fips
 from mcd.host.root import HostRoot
-from mcd.update import Host, Outcome, facts_for, load_mc, recover, request_reboot, update
+from mcd.plan import Plan
+from mcd.update import Host, Outcome, load_mc, plan_on_host, recover, request_reboot, update
 
 LOG = logging.getLogger(__name__)
 
@@ -68,6 +70,16 @@ def run_once_from(host: Host, src: str, *, skip_reboot: bool) -> Outcome:
     encapsulated = host.root.join(state.ENCAPSULATED_CONFIG)
     fsops.remove(encapsulated)
     return outcome
+
+
+def plan_once_from(host: Host, src: str) -> Plan:
+    """What `run_once_from(host, src)` would do now: the same facts, config pair and action table."""
+    data, source = read_source(src)
+    new = load_machineconfig(data, source)
+    errors = [f.located(new.ignition_path) for f in new.ignition.errors]
+    if errors:
+        raise InputError(source, errors)
+    return plan_on_host(host, current_config(host.root), new, legacy=True)
 
 
 @dataclass(frozen=True)
@@ -126,12 +138,12 @@ def _booted_state(host: Host, new: MachineConfig) -> MachineConfig:
         cmdline = host.root.join("/proc/cmdline")
         if cmdline.exists():
             running = kargs_mod.running_kargs(cmdline.read_text(), list(new.kernel_arguments))
-    facts = facts_for(host)
+    fips = node_fips(host.root)
     return replace(
         old,
         os_image_url=os_image,
         kernel_arguments=tuple(running),
-        fips=bool(facts.node_fips) if facts.node_fips is not None else new.fips,
+        fips=fips if fips is not None else new.fips,
     )
 
 
@@ -183,6 +195,7 @@ def describe(outcome: Outcome) -> dict[str, object]:
         "actions": [a if isinstance(a, str) else a.to_api() for a in p.actions],
         "reboot": {"required": outcome.reboot, "done": outcome.rebooted},
         "actionsRun": list(outcome.actions_run),
+        "steps": [r.to_json() for r in outcome.ran],
         "changes": len(p.changes),
         "notes": list(outcome.notes),
     }

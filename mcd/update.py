@@ -14,34 +14,34 @@ from __future__ import annotations
 import logging
 import os
 import posixpath
-import stat
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import partial
 from typing import Any
 
 from mcd import failpoints, policy
+from mcd import steps as st
 from mcd.config.ignition import EMPTY_IGNITION, IgnitionConfig, Unit
 from mcd.config.machineconfig import MachineConfig, empty_machineconfig, machineconfig_from_object
 from mcd.host import fsops, ondisk, state
-from mcd.host.accounts import Accounts
 from mcd.host.errors import HostError
-from mcd.host.files import UNIT_DIR, FileWriter, dropin_path, noorig_path, orig_path, unit_path
-from mcd.host.reboot import Rebooter, Reboots
-from mcd.host.root import HostRoot, PathEscapeError
-from mcd.host.rpmostree import RpmOstree, RpmOstreeError, booted_image
-from mcd.host.runner import ChrootRunner, Runner
-from mcd.host.ssh import SshKeyWriter
-from mcd.host.systemd import SystemdManager, UnitWriter, make_manager
-from mcd.osupdate import node_arch
-from mcd.plan import Facts, Plan, plan
+from mcd.host.facts import probe
+from mcd.host.files import noorig_path, orig_path
+from mcd.host.root import PathEscapeError
+from mcd.host.systemd import SystemdError
+from mcd.host.wiring import Host
+from mcd.nodefacts import Facts
+from mcd.paths import KUBELET_CA, UNIT_DIR, dropin_path, unit_path
+from mcd.plan import Plan, plan
+from mcd.steps import Step
+
+__all__ = ["Host", "Outcome", "Ran", "Unreconcilable", "UpdateError", "recover", "request_reboot", "update"]
 
 LOG = logging.getLogger(__name__)
 
 SSH_DIR = "/home/core/.ssh/authorized_keys.d"
-KUBECONFIG = "/etc/kubernetes/kubeconfig"
-KUBELET_CA = "/etc/kubernetes/kubelet-ca.crt"
-OSTREE_BOOTED = "/run/ostree-booted"
+UNIT_FILE_MODE = 0o644
+# a drain callback: only a cluster agent has one (once-from reports the drain skipped)
+Drainer = Callable[[], None]
 
 
 class UpdateError(RuntimeError):
@@ -56,70 +56,18 @@ class Unreconcilable(UpdateError):
         super().__init__(plan_.reason)
 
 
-@dataclass
-class Host:
-    """Everything an update touches on one root, wired once."""
+@dataclass(frozen=True)
+class Ran:
+    """A step the update carried out, or `skipped` saying why it could not here."""
 
-    root: HostRoot
-    runner: Runner
-    coreos: bool
-    accounts: Accounts
-    files: FileWriter
-    systemd: SystemdManager
-    units: UnitWriter
-    ssh: SshKeyWriter
-    rpmostree: RpmOstree | None
-    rebooter: Reboots
-    # a running system (the live `/`): services can be reloaded and the machine rebooted
-    live: bool = False
+    step: Step
+    skipped: str = ""
 
-    @classmethod
-    def for_root(
-        cls,
-        root: HostRoot,
-        runner: Runner,
-        *,
-        coreos: bool | None = None,
-        rpmostree_binary: str = "rpm-ostree",
-    ) -> Host:
-        if coreos is None:
-            coreos = root.join(OSTREE_BOOTED).exists()
-        accounts = Accounts.load(root)
-        files = FileWriter(root, accounts, coreos=coreos)
-        live = root.runs_systemd
-        # the node mounted in the pod: systemd over the node's bus, host commands inside its root
-        host_runner: Runner = runner
-        if live and not root.is_live:
-            host_runner = ChrootRunner(runner, str(root.prefix))
-            systemd = make_manager(root, host_runner, live=True, bus_address=_bus_address(root))
-        else:
-            systemd = make_manager(root, runner)
-        units = UnitWriter(
-            root,
-            systemd,
-            write_files=files.write_unit_files,
-            remove_file=files.remove_unit_path,
-            mask_file=files.mask_unit_path,
-            unmask_file=files.unmask_unit_path,
-        )
-        return cls(
-            root=root,
-            runner=runner,
-            coreos=coreos,
-            accounts=accounts,
-            files=files,
-            systemd=systemd,
-            units=units,
-            ssh=SshKeyWriter(root, accounts, runner),
-            rpmostree=RpmOstree(host_runner, binary=rpmostree_binary) if coreos else None,
-            rebooter=Rebooter(host_runner, coreos=coreos),
-            live=live,
-        )
-
-
-def _bus_address(root: HostRoot) -> str:
-    """The D-Bus system bus of the system mounted at `root` (its socket, through the mount)."""
-    return f"unix:path={root.prefix}/run/dbus/system_bus_socket"
+    def to_json(self) -> dict[str, object]:
+        out = st.step_json(self.step)
+        if self.skipped:
+            out["skipped"] = self.skipped
+        return out
 
 
 @dataclass(frozen=True)
@@ -131,6 +79,8 @@ class Outcome:
     rebooted: bool
     actions_run: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    # the plan's steps, in the order they ran (empty when the node already was in the config)
+    ran: tuple[Ran, ...] = ()
 
 
 def mc_json(mc: MachineConfig) -> Mapping[str, Any]:
@@ -153,34 +103,29 @@ def load_mc(obj: Mapping[str, Any] | None, what: str) -> MachineConfig:
     return machineconfig_from_object(obj, what)
 
 
-def facts_for(host: Host) -> Facts:
-    """Facts the planner needs, read from the root (the planner itself never reads them)."""
-    fips_path = host.root.join("/proc/sys/crypto/fips_enabled")
-    node_fips: bool | None = None
+def facts_for(
+    host: Host, old: MachineConfig, new: MachineConfig, *, skip_certificate_write: bool = False
+) -> Facts:
+    """The probe's facts, its failures as UpdateError (nothing was changed yet)."""
     try:
-        node_fips = fips_path.read_text().strip() == "1"
-    except OSError:
-        node_fips = None
-    arch = node_arch(os.uname().machine)
-    if host.rpmostree is None:
-        return Facts(
-            forcefile=state.forcefile_present(host.root), node_fips=node_fips, coreos=host.coreos, arch=arch
-        )
-    # the OS step works from what the node boots, not from what the old config says (spec §5.1)
-    try:
-        status = host.rpmostree.status()
-        image = booted_image(status)
-    except RpmOstreeError as exc:
-        raise UpdateError(f"cannot read the booted deployment: {exc}") from exc
-    return Facts(
-        forcefile=state.forcefile_present(host.root),
-        node_fips=node_fips,
-        coreos=host.coreos,
-        arch=arch,
-        booted_image=image,
-        requested_packages=status.booted.requested_packages,
-        requested_base_removals=status.booted.requested_base_removals,
-    )
+        return probe(host, old, new, skip_certificate_write=skip_certificate_write)
+    except HostError as exc:
+        raise UpdateError(str(exc)) from exc
+
+
+def plan_on_host(
+    host: Host,
+    old: MachineConfig,
+    new: MachineConfig,
+    *,
+    legacy: bool,
+    policies: policy.ClusterPolicies = policy.DEFAULT_POLICIES,
+    skip_certificate_write: bool = False,
+    storage_overrides: Sequence[str] = (),
+) -> Plan:
+    """The plan `update` would run on this host now (what `mcd plan --root-mount` prints)."""
+    facts = facts_for(host, old, new, skip_certificate_write=skip_certificate_write)
+    return plan(old, new, facts, policies, legacy=legacy, storage_overrides=storage_overrides)
 
 
 def update(
@@ -193,43 +138,43 @@ def update(
     skip_reboot: bool = False,
     skip_certificate_write: bool = False,
     facts: Facts | None = None,
+    drain: Drainer | None = None,
+    storage_overrides: Sequence[str] = (),
 ) -> Outcome:
-    """Apply `new` over `old` on the host; on failure roll back and raise UpdateError."""
+    """Apply `new` over `old` on the host; on failure roll back and raise UpdateError.
+
+    The host is probed (unless `facts` are given), the pure planner turns the facts into steps,
+    and exactly those steps run, in order. `drain` is the cluster agent's drain (without one a
+    planned drain is reported skipped); `storage_overrides` are the MachineConfiguration's
+    irreconcilableValidationOverrides.storage.
+    """
     # an update joins thousands of paths in a few directories: resolve each directory once
     with host.root.caching_dirs():
-        return _apply(
-            host,
-            old,
-            new,
-            legacy=legacy,
-            policies=policies,
-            skip_reboot=skip_reboot,
-            skip_certificate_write=skip_certificate_write,
-            facts=facts,
-        )
+        if facts is None:
+            facts = facts_for(host, old, new, skip_certificate_write=skip_certificate_write)
+        p = plan(old, new, facts, policies, legacy=legacy, storage_overrides=storage_overrides)
+        return _apply(host, old, new, p, facts, skip_reboot=skip_reboot, drain=drain)
 
 
 def _apply(
     host: Host,
     old: MachineConfig,
     new: MachineConfig,
+    p: Plan,
+    facts: Facts,
     *,
-    legacy: bool,
-    policies: policy.ClusterPolicies,
     skip_reboot: bool,
-    skip_certificate_write: bool,
-    facts: Facts | None,
+    drain: Drainer | None,
 ) -> Outcome:
-    facts = facts if facts is not None else facts_for(host)
     old_ign = old.config or EMPTY_IGNITION
     new_ign = new.config or EMPTY_IGNITION
     _sweep_temp_files(host, old_ign, new_ign)
-    p = plan(old, new, facts, policies, legacy=legacy)
     if not p.reconcilable:
         raise Unreconcilable(p)
-    _refuse_bad_os_fields(p)
+    if p.os_errors:
+        raise UpdateError(f"update to {p.new_name} refused: {'; '.join(p.os_errors)}")
     if p.diff.is_empty and not facts.forcefile and state.pending(host.root) is None:
-        drift = ondisk.first_error(host.root, new.config or EMPTY_IGNITION, host.systemd.is_enabled)
+        drift = ondisk.first_error(host.root, new_ign, host.systemd.is_enabled)
         if drift is None and state.read_current_config(host.root) == mc_json(new):
             # already there: no transaction record, no write, no action (re-runs are no-ops);
             # only backups of restored originals left by an interrupted commit are collected
@@ -239,51 +184,32 @@ def _apply(
                 return Outcome(p, reboot=False, rebooted=False, notes=("already in the desired config",))
             # applied, but the reboot it needs failed, was skipped or was cut short: ask again
             return _reboot(host, p, owed.reason, skip_reboot=skip_reboot, notes=("reboot still pending",))
-    if facts.forcefile:
-        # upstream deletes the forcefile when it computes the actions: it forces one update only
-        state.remove_forcefile(host.root)
-    # everything the host could refuse is checked before anything is recorded or written
-    changed_units = {c.name for c in p.diff.unit_changes}
-    # the units written: the changed ones (all with the forcefile, as upstream)
-    units = new_ign.units if facts.forcefile else tuple(u for u in new_ign.units if u.name in changed_units)
-    unchanged = _unchanged_paths(old_ign, new_ign)
-    try:
-        host.files.check(
-            new_ign.files, units, skip=(KUBELET_CA,) if skip_certificate_write else (), unchanged=unchanged
-        )
-        # pruning touches the old config's units that go away
-        host.files.check((), [u for u in old_ign.units if u.name in changed_units])
-    except HostError as exc:
-        raise UpdateError(f"update to {new.name} refused, nothing was changed: {exc}") from exc
+    _check(host, old_ign, new_ign, p, facts)
     old_json, new_json = mc_json(old), mc_json(new)
-    state.begin(host.root, state.Transaction(old_json, new_json, "apply", "legacy" if legacy else "policy"))
+    state.begin(host.root, state.Transaction(old_json, new_json, "apply", "legacy" if p.legacy else "policy"))
     failpoints.hit("transaction recorded")
-    undo: list[tuple[str, Callable[[], None]]] = []
-    reboot = _needs_reboot(p)
-    reason = f"Node will reboot into config {new.name}"
+    for note in p.notes:
+        LOG.info("%s", note)
+    run = _Run(host, old_ign, new_ign, drain)
+    reboot = next((s for s in p.steps if isinstance(s, st.Reboot)), None)
     try:
         # directory entries are made durable once per directory, before the commit
-        with fsops.deferred_dir_sync():
-            _run_steps(
-                host,
-                p,
-                old_ign,
-                new_ign,
-                undo,
-                units=units,
-                unchanged=unchanged,
-                skip_certs=skip_certificate_write,
-            )
+        with fsops.deferred_dir_sync(), host.files.replacing(old_ign):
+            for step in p.steps:
+                if not isinstance(step, st.ACTION_STEPS):
+                    run.step(step)
         # reloads and restarts run before the commit: when one fails the update is rolled back
         # (as upstream); a reboot is requested once the new config is committed
-        actions_run = () if reboot else _run_actions(host, p)
-        if reboot:
-            state.mark_reboot(host.root, new.name, reason)
+        for step in p.steps:
+            if isinstance(step, st.ACTION_STEPS) and not isinstance(step, st.Reboot):
+                run.action(step)
+        if reboot is not None and not reboot.owed:
+            state.mark_reboot(host.root, new.name, reboot.reason)
         state.commit(host.root, new.ocl_image)
         failpoints.hit("transaction committed")
     except Exception as exc:
         try:
-            _roll_back(host, old_ign, undo, failed=new.name)
+            _roll_back(host, old_ign, run.undo, failed=new.name)
         except UpdateError as rollback_exc:
             # both matter: why the update failed, and why the node could not be put back
             raise UpdateError(f"update to {new.name} failed: {exc}; {rollback_exc}") from exc
@@ -292,14 +218,38 @@ def _apply(
         raise UpdateError(f"update to {new.name} failed and was rolled back: {exc}") from exc
     # committed: no re-run can follow, so the backups of restored originals can go
     host.files.collect_restored(None, new_ign)
-    if reboot:
-        return _reboot(host, p, reason, skip_reboot=skip_reboot)
-    owed = state.pending_reboot(host.root)
-    if owed is not None:
-        # this change needs none, but an earlier one still does (skipped or failed): say so, ask
-        outcome = _reboot(host, p, owed.reason, skip_reboot=skip_reboot, notes=("reboot still pending",))
-        return replace(outcome, actions_run=actions_run)
-    return Outcome(p, reboot=False, rebooted=False, actions_run=actions_run)
+    actions_run = tuple(_label(r) for r in run.ran if isinstance(r.step, st.ACTION_STEPS))
+    if reboot is None:
+        return Outcome(p, reboot=False, rebooted=False, actions_run=actions_run, ran=tuple(run.ran))
+    # an owed reboot: this change needs none, but an earlier one never happened (skipped or failed)
+    notes = ("reboot still pending",) if reboot.owed else ()
+    outcome = _reboot(host, p, reboot.reason, skip_reboot=skip_reboot, notes=notes)
+    skipped = "" if outcome.rebooted else "not rebooting here (--skip-reboot or not a running system)"
+    return replace(outcome, actions_run=actions_run, ran=(*run.ran, Ran(reboot, skipped)))
+
+
+def _label(r: Ran) -> str:
+    """An action as `actionsRun` has always named it (`reload crio.service`, `daemon-reload`)."""
+    argv = st.command(r.step) or (r.step.kind,)
+    text = " ".join(argv[1:] if argv[0] == "systemctl" else argv)
+    return f"{text} (skipped: {r.skipped})" if r.skipped else text
+
+
+def _check(host: Host, old_ign: IgnitionConfig, new_ign: IgnitionConfig, p: Plan, facts: Facts) -> None:
+    """Everything the host could refuse, checked before anything is recorded or written."""
+    changed_units = {c.name for c in p.diff.unit_changes}
+    units = new_ign.units if facts.forcefile else tuple(u for u in new_ign.units if u.name in changed_units)
+    try:
+        host.files.check(
+            new_ign.files,
+            units,
+            skip=(KUBELET_CA,) if facts.skip_certificate_write else (),
+            unchanged=_unchanged_paths(old_ign, new_ign),
+        )
+        # pruning touches the old config's units that go away
+        host.files.check((), [u for u in old_ign.units if u.name in changed_units])
+    except HostError as exc:
+        raise UpdateError(f"update to {p.new_name} refused, nothing was changed: {exc}") from exc
 
 
 def _sweep_temp_files(host: Host, old_ign: IgnitionConfig, new_ign: IgnitionConfig) -> None:
@@ -332,38 +282,144 @@ def _sweep_temp_files(host: Host, old_ign: IgnitionConfig, new_ign: IgnitionConf
             LOG.warning("removed %s, left by an interrupted write", leftover)
 
 
-def _run_steps(
-    host: Host,
-    p: Plan,
-    old_ign: IgnitionConfig,
-    new_ign: IgnitionConfig,
-    undo: list[tuple[str, Callable[[], None]]],
-    *,
-    units: Sequence[Unit],
-    unchanged: Collection[str],
-    skip_certs: bool,
-) -> None:
-    # files, units and stale data are undone together by applying the old config back
-    undo.append(("files and units", lambda: _undo_files_units(host, new_ign, old_ign)))
-    # update() ran the host checks on exactly these files and units before recording the update
-    skip = (KUBELET_CA,) if skip_certs else ()
-    _apply_files_units(host, old_ign, new_ign, units, skip=skip, unchanged=unchanged, checked=True)
-    failpoints.hit("files and units written")
-    # upstream makes the kubelet's kubeconfig private on every update; only a regular file is
-    # touched (chmod would follow a symlink, possibly out of the root)
-    kubeconfig = host.root.join(KUBECONFIG)
-    st = fsops.lstat_or_none(kubeconfig)
-    if st is not None and stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) != 0o600:
-        os.chmod(kubeconfig, 0o600)
-    if p.diff.passwd:
-        undo.append(("ssh keys", lambda: _apply_passwd(host, new_ign, old_ign)))
-        _apply_passwd(host, old_ign, new_ign)
-        failpoints.hit("ssh keys written")
-    if host.rpmostree is not None and _os_commands(p):
-        rpm = host.rpmostree
-        undo.append(("os", rpm.cleanup_pending))
-        _apply_os(host, rpm, p)
-        failpoints.hit("os staged")
+class _Run:
+    """Carries out one plan's steps in order, registering each phase's undo before its first step."""
+
+    def __init__(self, host: Host, old_ign: IgnitionConfig, new_ign: IgnitionConfig, drain: Drainer | None):
+        self.host, self.old_ign, self.new_ign, self.drain = host, old_ign, new_ign, drain
+        self.undo: list[tuple[str, Callable[[], None]]] = []
+        self.ran: list[Ran] = []
+        self._files = {f.path: f for f in new_ign.files}
+        self._unit_files: dict[str, bytes] = {}
+        for u in new_ign.units:
+            if u.contents:
+                self._unit_files[unit_path(u.name)] = u.contents.encode()
+            for d in u.dropins:
+                if d.contents:
+                    self._unit_files[dropin_path(u.name, d.name)] = d.contents.encode()
+
+    def _phase(self, what: str, undo: Callable[[], None]) -> None:
+        if all(name != what for name, _ in self.undo):
+            self.undo.append((what, undo))
+
+    def step(self, step: Step) -> None:
+        """Run one step that changes the node before the commit."""
+        host = self.host
+        skipped = ""
+        match step:
+            case st.ConsumeForcefile():
+                # upstream deletes the forcefile when it computes the actions: it forces one update only
+                state.remove_forcefile(host.root)
+            case st.Drain():
+                if self.drain is None:
+                    skipped = "no cluster to drain from"
+                else:
+                    self.drain()
+            case (
+                st.WriteFiles()
+                | st.RemoveFile()
+                | st.RestoreOriginal()
+                | st.WriteUnitFiles()
+                | st.Mask()
+                | st.Unmask()
+                | st.Enable()
+                | st.Disable()
+                | st.Preset()
+                | st.Chmod()
+            ):
+                # files, units and stale data are undone together by applying the old config back
+                self._phase("files and units", lambda: _undo_files_units(host, self.new_ign, self.old_ign))
+                self._disk(step)
+            case st.WriteSshKeys() | st.SetPassword() | st.ClearPassword():
+                self._phase("ssh keys", lambda: _apply_passwd(host, self.new_ign, self.old_ign))
+                self._passwd(step)
+            case st.OsCommand() | st.Rebase() | st.VerifyExtensions():
+                rpm = host.rpmostree
+                if rpm is None:
+                    skipped = "not an rpm-ostree system"
+                else:
+                    self._phase("os", rpm.cleanup_pending)
+                    match step:
+                        case st.Rebase(image=image):
+                            rpm.rebase(image)
+                        case st.OsCommand(argv=argv):
+                            rpm.run_planned(argv)
+                        case st.VerifyExtensions(packages=packages):
+                            rpm.verify_extensions(packages)
+            case _:
+                raise AssertionError(f"not a step run before the commit: {step}")
+        self.ran.append(Ran(step, skipped))
+        failpoints.hit(f"step {step.kind} done")
+
+    def _disk(self, step: Step) -> None:
+        host = self.host
+        match step:
+            case st.WriteFiles(paths=paths):
+                # update() ran the host checks on exactly these files before recording the update
+                host.files.write_files([self._files[p] for p in paths], checked=True)
+            case st.RemoveFile(path=path):
+                host.files.remove_path(path)
+            case st.RestoreOriginal(path=path):
+                host.files.restore(path)
+            case st.WriteUnitFiles(paths=paths):
+                host.files.write_unit_files([(p, self._unit_files[p], UNIT_FILE_MODE) for p in paths])
+            case st.Mask(unit=unit):
+                host.files.mask_unit_path(unit_path(unit))
+            case st.Unmask(unit=unit):
+                host.files.unmask_unit_path(unit_path(unit))
+            case st.Enable(units=units):
+                _systemd(lambda: host.systemd.enable(units), "error enabling units")
+            case st.Disable(units=units, reason=reason):
+                what = (
+                    f"disabling {' '.join(units)} failed" if reason == "rewrite" else "error disabling unit"
+                )
+                _systemd(lambda: host.systemd.disable(units), what)
+            case st.Preset(unit=unit):
+                try:
+                    host.systemd.preset(unit)
+                except SystemdError as e:  # e.g. a dropin for a unit that does not exist
+                    LOG.info("Could not reset unit preset for %s, skipping. (Error msg: %s)", unit, e.output)
+            case st.Chmod(path=path, mode=mode):
+                os.chmod(host.root.join(path), mode)
+
+    def _passwd(self, step: Step) -> None:
+        users = {u.name: u for u in self.new_ign.users}
+        match step:
+            case st.WriteSshKeys():
+                self.host.ssh.apply(self.new_ign.users)
+            case st.SetPassword(user=user):
+                self.host.ssh.set_password(user, users[user].password_hash)
+            case st.ClearPassword(user=user):
+                self.host.ssh.clear_password(user)
+
+    def action(self, step: Step) -> None:
+        """Run a post-config action other than a reboot; a failure raises (the update rolls back).
+
+        Under a root that is not a running system nothing runs: the services pick the change up
+        when that root boots, and the actions are reported as skipped.
+        """
+        host = self.host
+        if not host.live:
+            self.ran.append(Ran(step, "not the live root"))
+            return
+        match step:
+            case st.ReloadService(unit=unit):
+                host.systemd.reload(unit)
+            case st.RestartService(unit=unit):
+                _restart(host, unit)
+            case st.DaemonReload():
+                host.systemd.daemon_reload()
+            case st.UpdateCaTrust():
+                host.runner.run(["update-ca-trust"], check=False)
+        self.ran.append(Ran(step))
+        failpoints.hit("post-config action done")
+
+
+def _systemd(call: Callable[[], None], what: str) -> None:
+    try:
+        call()
+    except SystemdError as e:
+        raise SystemdError(f"{what}: {e.output}", dbus_name=e.dbus_name) from e
 
 
 def _apply_files_units(
@@ -408,27 +464,6 @@ def _apply_passwd(host: Host, old_ign: IgnitionConfig, new_ign: IgnitionConfig) 
     host.ssh.set_password_hashes(old_ign.users, new_ign.users)
 
 
-def _os_commands(p: Plan) -> list[tuple[str, ...]]:
-    """The plan's rpm-ostree commands; UpdateError when the plan found OS fields the node cannot apply."""
-    _refuse_bad_os_fields(p)
-    return [c for c in p.commands if c and c[0] == "rpm-ostree"]
-
-
-def _apply_os(host: Host, rpm: RpmOstree, p: Plan) -> None:
-    """Run the plan's rpm-ostree commands (the plan already encodes upstream's order), then check
-    that the staged deployment requests every extension package."""
-    for cmd in _os_commands(p):
-        rpm.run_planned(list(cmd))
-        failpoints.hit("rpm-ostree command done")
-    rpm.verify_extensions(p.extension_packages)
-
-
-def _refuse_bad_os_fields(p: Plan) -> None:
-    """UpdateError when the new config names OS changes this node cannot make (nothing is run)."""
-    if p.os_errors:
-        raise UpdateError(f"update to {p.new_name} refused: {'; '.join(p.os_errors)}")
-
-
 def _roll_back(
     host: Host, old_ign: IgnitionConfig, undo: list[tuple[str, Callable[[], None]]], *, failed: str
 ) -> None:
@@ -449,10 +484,6 @@ def _roll_back(
         raise UpdateError("error rolling back changes: " + "; ".join(errors))
     state.finish(host.root)
     host.files.collect_restored(None, old_ign)
-
-
-def _needs_reboot(p: Plan) -> bool:
-    return any((a if isinstance(a, str) else a.type) in ("reboot", "Reboot") for a in p.actions)
 
 
 def _reboot(host: Host, p: Plan, reason: str, *, skip_reboot: bool, notes: tuple[str, ...] = ()) -> Outcome:
@@ -479,38 +510,6 @@ def request_reboot(host: Host, reason: str) -> bool:
         return False
     host.rebooter.reboot(reason)
     return True
-
-
-def _run_actions(host: Host, p: Plan) -> tuple[str, ...]:
-    """Run the plan's post-config actions other than a reboot; a failure raises (the update rolls back).
-
-    Under a root that is not a running system nothing runs: the services pick the change up
-    when that root boots, and the actions are reported as skipped.
-    """
-    todo: list[tuple[str, Callable[[], None]]] = []
-    for a in p.actions:
-        kind = a if isinstance(a, str) else a.type
-        if kind in {"reload crio", "Special"}:
-            todo.append(("reload crio.service", partial(host.systemd.reload, "crio.service")))
-        elif kind == "restart crio":
-            todo.append(("restart crio.service", partial(_update_ca_trust_then_restart_crio, host)))
-        elif kind == "Reload":
-            todo.append((f"reload {a.service}", partial(host.systemd.reload, a.service)))
-        elif kind == "Restart":
-            todo.append((f"restart {a.service}", partial(_restart, host, a.service)))
-        elif kind == "DaemonReload":
-            todo.append(("daemon-reload", host.systemd.daemon_reload))
-    if not host.live:
-        return tuple(f"{label} (skipped: not the live root)" for label, _ in todo)
-    for _, action in todo:
-        action()
-        failpoints.hit("post-config action done")
-    return tuple(label for label, _ in todo)
-
-
-def _update_ca_trust_then_restart_crio(host: Host) -> None:
-    host.runner.run(["update-ca-trust"], check=False)
-    host.systemd.restart("crio.service")
 
 
 CA_TRUST_SERVICE = "coreos-update-ca-trust.service"
@@ -547,8 +546,6 @@ def recover(host: Host, *, skip_reboot: bool = True) -> Outcome | None:
             new,
             legacy=txn.mode == "legacy",
             skip_reboot=skip_reboot,
-            # the recorded update ran with the forcefile's effect already decided; not again
-            facts=replace(facts_for(host), forcefile=False),
         )
     except HostError as exc:
         raise UpdateError(str(exc)) from exc

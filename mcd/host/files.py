@@ -51,35 +51,23 @@ from mcd.host import fsops
 from mcd.host.accounts import Accounts, UnknownGroup, UnknownUser
 from mcd.host.errors import HostError
 from mcd.host.root import HostRoot, PathEscapeError
+from mcd.paths import (
+    DEV_NULL,
+    LEAKED_SYMLINKS,
+    dropin_path,
+    never_deleted,
+    path_in_dropins,
+    unit_path,
+)
 
 log = logging.getLogger(__name__)
 
 ORIG_DIR = "/etc/machine-config-daemon/orig"
 NOORIG_DIR = "/etc/machine-config-daemon/noorig"
-UNIT_DIR = "/etc/systemd/system"
 FILE_DIR_MODE = 0o755
 UNIT_FILE_MODE = 0o644
-DEV_NULL = "/dev/null"
 
 APPEND_UNSUPPORTED = "found an append section when writing files. Append is not supported"
-
-# Certificates managed by the certificate writer: deleting them when an MC stops declaring them
-# would leave the node without its CAs.
-NEVER_DELETED = frozenset(
-    {
-        "/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt",
-        "/etc/kubernetes/kubelet-ca.crt",
-        "/etc/kubernetes/static-pod-resources/configmaps/cloud-config/ca-bundle.pem",
-    }
-)
-# Any file whose directory contains this (image registry CAs) is never deleted either.
-IMAGE_CA_DIR = "/etc/docker/certs.d"
-# Enablement symlinks leaked by older daemons (OCPBUGS-33694), removed on every prune.
-LEAKED_SYMLINKS = (
-    "/etc/systemd/system/network-online.target.requires/node-valid-hostname.service",
-    "/etc/systemd/system/network-online.target.wants/ovs-configuration.service",
-)
-
 
 ORIG_SUFFIX = ".mcdorig"
 
@@ -92,40 +80,6 @@ def orig_path(path: str) -> str:
 def noorig_path(path: str) -> str:
     """Config path of the stamp saying `path` had no original worth keeping."""
     return f"{NOORIG_DIR}{path}.mcdnoorig"
-
-
-def unit_path(name: str) -> str:
-    """Config path of unit file `name`."""
-    return f"{UNIT_DIR}/{name}"
-
-
-def dropin_path(unit: str, dropin: str) -> str:
-    """Config path of dropin `dropin` of unit `unit`."""
-    return f"{UNIT_DIR}/{unit}.d/{dropin}"
-
-
-def path_in_dropins(path: str, units: Sequence[Unit]) -> bool:
-    """True when `path` is the dropin file of a dropin declared in `units`.
-
-    Mirrors upstream's parsing: a `.conf` file under /etc/systemd/system whose directory name
-    ends in `.d` names the unit (the directory name without `.d`).
-    """
-    if not path.startswith(UNIT_DIR) or not path.endswith(".conf"):
-        return False
-    segments = path.split("/")
-    if len(segments) < 2:
-        return False
-    dropin, unit_dir = segments[-1], segments[-2]
-    unit_name, dot, suffix = unit_dir.rpartition(".")
-    if suffix != "d":
-        return False
-    if not dot:
-        unit_name = ""
-    return any(u.name == unit_name and any(d.name == dropin for d in u.dropins) for u in units)
-
-
-def _never_deleted(path: str) -> bool:
-    return path in NEVER_DELETED or IMAGE_CA_DIR in path.rsplit("/", 1)[0]
 
 
 @contextlib.contextmanager
@@ -339,6 +293,24 @@ class FileWriter:
                     out.append("/" + rel[: -len(ORIG_SUFFIX)])
         return sorted(out)
 
+    def restore(self, path: str) -> bool:
+        """Put the original of a dropped path back from its backup (kept until `collect_restored`)."""
+        return self._restore(path)
+
+    def remove_path(self, path: str) -> bool:
+        """Delete a dropped path, then its stamp (and an orphan backup beside a stamp); True if removed.
+
+        The file goes first and its stamp last, so a re-run of a killed removal still finds the
+        path recorded as ours.
+        """
+        removed = self._delete(path)
+        stamp = self._join(noorig_path(path))
+        if fsops.lstat_or_none(stamp) is not None:
+            with _failing_as(f'deleting noorig file stamp "{noorig_path(path)}"'):
+                fsops.remove(self._join(orig_path(path)))  # an orphan left by older daemons
+                fsops.remove(stamp)
+        return removed
+
     def _delete(self, path: str) -> bool:
         with _failing_as(f"unable to delete {path}"):
             removed = fsops.remove(self._join(path))
@@ -454,6 +426,22 @@ class FileWriter:
                     self._join(noorig_path(path))
                 except PathEscapeError as exc:
                     raise HostError(str(exc)) from None
+
+    def matches(self, f: File) -> bool:
+        """Whether `f` is exactly on disk already; False when its owner cannot be resolved."""
+        try:
+            uid, gid = self.owner_of(f)
+        except HostError:
+            return False
+        return self._on_disk(f, uid, gid)
+
+    def has_backup(self, path: str) -> bool:
+        """Whether dropping `path` restores an original: a `.mcdorig` backup and no stamp."""
+        try:
+            stamp, orig = self._join(noorig_path(path)), self._join(orig_path(path))
+        except HostError:
+            return False  # the removal reports the bad path
+        return fsops.lstat_or_none(stamp) is None and fsops.lstat_or_none(orig) is not None
 
     def _on_disk(self, f: File, uid: int, gid: int) -> bool:
         """Whether `f` is exactly on disk already (type, mode, owner, bytes)."""
@@ -592,7 +580,7 @@ class FileWriter:
         changed: list[str] = []
         new_files = {f.path for f in new.files}
         for f in old.files:
-            if f.path in new_files or _never_deleted(f.path):
+            if f.path in new_files or never_deleted(f.path):
                 continue
             if self._prune_file(f.path, new.units):
                 changed.append(f.path)

@@ -348,11 +348,7 @@ class RpmOstree:
         ) from last
 
     def run_planned(self, argv: Sequence[str]) -> None:
-        """Run an rpm-ostree command line the planner built; a registry rebase gets `rebase`'s retries."""
-        prefix = rebase_command("")
-        if len(argv) == len(prefix) and list(argv[:-1]) == prefix[:-1] and argv[-1].startswith(prefix[-1]):
-            self.rebase(argv[-1][len(prefix[-1]) :])
-            return
+        """Run an rpm-ostree command line the planner built (a rebase goes through `rebase`)."""
         self._run(argv)
 
     def rebase_local(self, repo_digest: str) -> None:

@@ -113,6 +113,22 @@ class SshKeyWriter:
         root_args = [] if self.root.is_live else ["--root", str(self.root.prefix)]
         self.runner.run(["usermod", *root_args, "-p", password_hash, user])
 
+    def set_password(self, user: str, password_hash: str | None) -> None:
+        """Set `user`'s hash (`*` when the config declares none); HostError when usermod fails."""
+        try:
+            self._usermod(password_hash or NO_PASSWORD, user)
+        except (CommandError, OSError) as exc:
+            raise HostError(f"Failed to reset password for {user}: {exc}") from exc
+        log.info("password of %s has been configured", user)
+
+    def clear_password(self, user: str) -> None:
+        """Empty the hash of a user the config dropped; a failure is only logged (as upstream)."""
+        log.info("absent user detected, clearing the password of %s", user)
+        try:
+            self._usermod("", user)
+        except (CommandError, OSError) as exc:
+            log.warning("failed to change password for %s: %s", user, exc)
+
     def set_password_hashes(self, old_users: Sequence[User], new_users: Sequence[User]) -> bool:
         """Set each new user's hash (`*` when none) where the root's shadow differs; clear removed users'.
 

@@ -26,11 +26,20 @@ from typing import Protocol
 
 from mcd.config.ignition import Unit
 from mcd.host import fsops
-from mcd.host.files import DEV_NULL, LEAKED_SYMLINKS, UNIT_DIR, UNIT_FILE_MODE, dropin_path, unit_path
+from mcd.host.files import UNIT_FILE_MODE
 from mcd.host.root import HostRoot, PathEscapeError
 from mcd.host.runner import CommandResult, Runner
 from mcd.host.systemd_dbus import BusUnavailable, DbusSystemd, SystemdError
 from mcd.host.unitlinks import UnitLinks, enabled_from_links
+from mcd.paths import (
+    DEV_NULL,
+    INSTALL_HEADER,
+    LEAKED_SYMLINKS,
+    UNIT_DIR,
+    dropin_path,
+    install_section,
+    unit_path,
+)
 
 log = logging.getLogger(__name__)
 
@@ -280,30 +289,6 @@ def make_manager(
         return LiveSystemctl(runner)
 
 
-INSTALL_HEADER = b"[Install]"
-
-
-def install_section(text: bytes) -> tuple[bytes, ...]:
-    """The lines of a unit file's [Install] section(s), stripped, without comments.
-
-    Equal results mean the same [Install] semantics (the comparison is on text, so equivalent
-    but differently written sections compare unequal: that only costs a disable). Blank lines
-    are kept: one can end a continued line.
-    """
-    lines: list[bytes] = []
-    inside = False
-    for raw in text.splitlines():
-        line = raw.strip()
-        if line.startswith(b"[") and line.endswith(b"]"):
-            inside = line == INSTALL_HEADER
-            if inside:
-                lines.append(line)  # two [Install] headers are not one
-            continue
-        if inside and not line.startswith((b"#", b";")):
-            lines.append(line)
-    return tuple(lines)
-
-
 WriteFiles = Callable[[Sequence[tuple[str, bytes, int]]], list[bool]]
 """Write config paths with data and mode, as one batch; element i True when path i was written."""
 RemoveFile = Callable[[str], bool]
@@ -363,11 +348,15 @@ class UnitWriter:
     def _plain_remove(self, path: str) -> bool:
         return fsops.remove(self._root.join(path))
 
+    def is_regular_file(self, path: str) -> bool:
+        """Whether the config path is a regular file (not a link, a mask or absent)."""
+        return self._is_regular_file(path)
+
     def _is_regular_file(self, path: str) -> bool:
         st = fsops.lstat_or_none(self._root.join(path))
         return st is not None and stat.S_ISREG(st.st_mode)
 
-    def _install_may_change(self, unit: Unit) -> bool:
+    def install_may_change(self, unit: Unit) -> bool:
         """Whether rewriting `unit`'s file could change the links its enablement makes.
 
         False when the file already holds the new contents, or when its [Install] section is
@@ -417,7 +406,7 @@ class UnitWriter:
         # [Install] may change gives the same links (enable makes the same ones from the same
         # section) and leaves the other units' links alone. (Offline the answer mostly comes
         # from the links, without a systemctl process.)
-        changing = [u.name for u in units if not u.mask and u.contents and self._install_may_change(u)]
+        changing = [u.name for u in units if not u.mask and u.contents and self.install_may_change(u)]
         disabled_first: list[str] = []
         if changing:
             enabled_now = enabled_among(self._manager, changing)

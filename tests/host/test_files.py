@@ -21,15 +21,10 @@ from mcd import failpoints
 from mcd.config.ignition import Dropin, File, IgnitionConfig, NodeRef, Unit, parse_ignition
 from mcd.host.accounts import Accounts
 from mcd.host.errors import HostError
-from mcd.host.files import (
-    LEAKED_SYMLINKS,
-    FileWriter,
-    noorig_path,
-    orig_path,
-    path_in_dropins,
-)
+from mcd.host.files import FileWriter, noorig_path, orig_path
 from mcd.host.root import HostRoot
 from mcd.host.runner import RecordingRunner
+from mcd.paths import LEAKED_SYMLINKS, path_in_dropins
 
 # names of fsops temp files a SIGKILL may leave behind (harmless garbage, never read)
 TEMP_NAME = re.compile(r"^\..*\.[0-9a-f]{16}\.tmp$")

@@ -11,7 +11,8 @@ import pytest
 
 from mcd.config.ignition import Dropin, Unit
 from mcd.host.root import HostRoot
-from mcd.host.systemd import SystemdError, UnitWriter, install_section
+from mcd.host.systemd import SystemdError, UnitWriter
+from mcd.paths import install_section
 
 SERVICE = "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"
 UNIT_DIR = "etc/systemd/system"

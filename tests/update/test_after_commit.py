@@ -20,8 +20,8 @@ from mcd.host.reboot import RebootError
 from mcd.host.root import HostRoot
 from mcd.host.runner import RecordingRunner
 from mcd.host.systemd import SystemdError, SystemdManager
-from mcd.plan import reboot_command
 from mcd.sim.sandbox import make_sandbox_root
+from mcd.steps import reboot_command
 from mcd.update import Host, UpdateError, update
 
 STATE = "etc/machine-config-daemon"
@@ -199,7 +199,7 @@ def test_restart_crio_runs_update_ca_trust_first_on_a_live_host(root: Path) -> N
             restarted.append(unit)
 
     outcome = update(dataclasses.replace(h, systemd=Recording(inner)), a, b, legacy=True)
-    assert outcome.actions_run == ("restart crio.service",)
+    assert outcome.actions_run == ("update-ca-trust", "restart crio.service")
     assert restarted == ["crio.service"]
 
 

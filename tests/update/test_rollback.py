@@ -18,7 +18,7 @@ import pytest
 from builders import data_url, mc_object
 from trees import Tree, walk
 
-import mcd.update
+import mcd.host.wiring
 from mcd.cli import main
 from mcd.host.root import HostRoot
 from mcd.host.rpmostree import RpmOstree
@@ -119,7 +119,7 @@ class Node:
         # `mcd start` builds its own RpmOstree: keep its rebase retries, record the waits instead
         self.sleeps: list[float] = []
         monkeypatch.setattr(
-            mcd.update,
+            mcd.host.wiring,
             "RpmOstree",
             functools.partial(RpmOstree, retry_delays=RETRY_DELAYS, sleep=self.sleeps.append),
         )
