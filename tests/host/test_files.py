@@ -14,10 +14,9 @@ from typing import Any
 
 import pytest
 from casefiles import case_params, load_cases
-from killing import killed_at
+from killing import disarm, killed_at
 from trees import CORE_GROUP, CORE_PASSWD, put
 
-from mcd import failpoints
 from mcd.config.ignition import Dropin, File, IgnitionConfig, NodeRef, Unit, parse_ignition
 from mcd.host.accounts import Accounts
 from mcd.host.errors import HostError
@@ -788,12 +787,12 @@ def assert_converges_after_any_kill(
             setup(base)
             if not killed_at(n, functools.partial(op, base)):
                 break
-            failpoints.arm(None)
+            disarm()
             complete(base)
             assert snapshot(base) == expected, f"no convergence after a kill at failpoint {n}"
             n += 1
     finally:
-        failpoints.arm(None)
+        disarm()
     return n - 1
 
 
