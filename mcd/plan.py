@@ -24,13 +24,12 @@ from mcd.diff import ConfigDiff, diff
 from mcd.nodefacts import NO_FACTS, Facts
 from mcd.osupdate import canonical_kernel_type
 from mcd.reconcile import reconcile, unreconcilable_reason
-from mcd.registries import is_safe_registries_change
+from mcd.registries import REGISTRIES_CONF, is_safe_registries_change
 from mcd.steps import Step, reboot_command
 from mcd.updatesteps import disk_steps
 
 __all__ = ["Facts", "Plan", "PlannedChange", "plan", "reboot_command"]
 
-REGISTRIES_CONF = "/etc/containers/registries.conf"
 SINGLE_REPLICA = "SingleReplica"
 TOPOLOGIES = ("SingleReplica", "HighlyAvailable", "HighlyAvailableArbiter", "DualReplica")
 
