@@ -6,14 +6,17 @@ BIN := .venv/bin
 setup:
 	@bash scripts/setup.sh
 
-# Runs all three checks even when an earlier one fails, then fails if any did.
+# Runs every check even when an earlier one fails, then fails if any did. The import contract
+# is in pyproject.toml ([tool.importlinter]).
 test: setup
 	@failed=""; \
 	echo "== ruff check ."; $(BIN)/ruff check . || failed="$$failed ruff"; \
 	echo "== mypy"; $(BIN)/mypy || failed="$$failed mypy"; \
+	echo "== lint-imports"; out=$$($(BIN)/lint-imports --no-logo --no-cache 2>&1) && echo "$$out" | grep KEPT \
+		|| { echo "$$out"; failed="$$failed lint-imports"; }; \
 	echo "== pytest -q"; $(BIN)/python -m pytest -q || failed="$$failed pytest"; \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
-	echo "make test: ruff, mypy and pytest passed"
+	echo "make test: ruff, mypy, lint-imports and pytest passed"
 
 lint: setup
 	$(BIN)/ruff check .
@@ -38,5 +41,5 @@ bench: setup
 
 # Caches and build leftovers; keeps .venv (rm -rf .venv to rebuild it from scratch).
 clean:
-	rm -rf .pytest_cache .mypy_cache .ruff_cache .hypothesis build dist *.egg-info .demo
+	rm -rf .pytest_cache .mypy_cache .ruff_cache .hypothesis .import_linter_cache build dist *.egg-info .demo
 	find . -path ./.venv -prune -o -name __pycache__ -type d -exec rm -rf {} +

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from mcd.config.ostables import DEFAULT_KERNEL_PACKAGES, REALTIME_KERNEL_PACKAGES
 from mcd.host.rpmostree import (
     CLIENT_ID,
     Deployment,
@@ -24,8 +25,6 @@ from mcd.host.rpmostree import (
 from mcd.host.runner import CommandError, RecordingRunner, SubprocessRunner
 from mcd.kargs import kargs_command
 from mcd.osupdate import (
-    DEFAULT_KERNEL_PACKAGES,
-    REALTIME_KERNEL_PACKAGES,
     extensions_command,
     kernel_override_reset_command,
     kernel_switch_command,

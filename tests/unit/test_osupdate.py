@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from mcd.osupdate import (
+from mcd.config.ostables import (
     DEFAULT_KERNEL_PACKAGES,
     SUPPORTED_EXTENSIONS,
     ExtensionError,
-    KernelTypeError,
     canonical_kernel_type,
+    extension_packages,
+)
+from mcd.osupdate import (
+    KernelTypeError,
     cleanup_pending_command,
     cleanup_rollback_command,
-    extension_packages,
     extensions_command,
     kernel_override_reset_command,
     kernel_swap_revert_command,

@@ -25,13 +25,13 @@ from mcd import policy
 from mcd import steps as st
 from mcd.config.ignition import File
 from mcd.config.machineconfig import MachineConfig, empty_machineconfig
+from mcd.config.ostables import ExtensionError, extension_packages
 from mcd.host import state
 from mcd.host.files import FileWriter
 from mcd.host.root import HostRoot
 from mcd.host.rpmostree import RpmOstree
 from mcd.host.runner import RecordingRunner
 from mcd.host.ssh import SshKeyWriter
-from mcd.osupdate import ExtensionError, extension_packages
 from mcd.sim.sandbox import make_sandbox_root
 from mcd.update import Host, Unreconcilable, UpdateError, mc_json, plan_on_host, update
 
