@@ -7,16 +7,18 @@ setup:
 	@bash scripts/setup.sh
 
 # Runs every check even when an earlier one fails, then fails if any did. The import contract
-# is in pyproject.toml ([tool.importlinter]).
+# is in pyproject.toml ([tool.importlinter]); vulture's short list of names used where it cannot
+# look is scripts/vulture_whitelist.py.
 test: setup
 	@failed=""; \
 	echo "== ruff check ."; $(BIN)/ruff check . || failed="$$failed ruff"; \
 	echo "== mypy"; $(BIN)/mypy || failed="$$failed mypy"; \
 	echo "== lint-imports"; out=$$($(BIN)/lint-imports --no-logo --no-cache 2>&1) && echo "$$out" | grep KEPT \
 		|| { echo "$$out"; failed="$$failed lint-imports"; }; \
+	echo "== vulture (dead code)"; $(BIN)/vulture mcd scripts/vulture_whitelist.py || failed="$$failed vulture"; \
 	echo "== pytest -q"; $(BIN)/python -m pytest -q || failed="$$failed pytest"; \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
-	echo "make test: ruff, mypy, lint-imports and pytest passed"
+	echo "make test: ruff, mypy, lint-imports, vulture and pytest passed"
 
 lint: setup
 	$(BIN)/ruff check .

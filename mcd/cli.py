@@ -192,13 +192,13 @@ def cmd_firstboot(args: argparse.Namespace) -> int:
     if args.persist_nics:
         sys.stderr.write("mcd firstboot-complete-machineconfig: --persist-nics is not supported; ignored\n")
         return EXIT_OK
-    result = firstboot(
+    outcome = firstboot(
         _host(args.root_mount),
         args.machineconfig_file,
         default_path=args.machineconfig_file == ENCAPSULATED_CONFIG,
         skip_reboot=args.skip_reboot,
     )
-    summary = describe(result.outcome) if result.outcome else {"applied": False}
+    summary = describe(outcome) if outcome is not None else {"applied": False}
     _dump(summary, args.output, sys.stdout)
     return EXIT_OK
 
@@ -238,6 +238,7 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from mcd import __version__
+    from mcd.nodefacts import TOPOLOGIES
 
     parser = _Parser(
         prog="mcd",
@@ -288,7 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--topology",
         default="HighlyAvailable",
-        choices=("SingleReplica", "HighlyAvailable", "HighlyAvailableArbiter", "DualReplica"),
+        choices=TOPOLOGIES,
         help="control plane topology (SingleReplica skips the drain)",
     )
     p.add_argument("--arch", default="x86_64", help="node architecture (64k-pages kernels need aarch64)")

@@ -129,21 +129,6 @@ def rebase_command(os_image_url: str) -> list[str]:
     return ["rpm-ostree", "rebase", "--experimental", f"ostree-unverified-registry:{os_image_url}"]
 
 
-def local_rebase_command(repo_digest: str) -> list[str]:
-    """Rebase onto an OS image already in local podman storage, by repo digest."""
-    return [
-        "rpm-ostree",
-        "rebase",
-        "--experimental",
-        f"ostree-unverified-image:containers-storage:{repo_digest}",
-    ]
-
-
 def cleanup_pending_command() -> list[str]:
     """Discard a staged (pending) deployment."""
     return ["rpm-ostree", "cleanup", "-p"]
-
-
-def cleanup_rollback_command() -> list[str]:
-    """Remove the rollback deployment."""
-    return ["rpm-ostree", "cleanup", "-r"]

@@ -32,7 +32,6 @@ from mcd.updatesteps import disk_steps
 __all__ = ["Facts", "Plan", "PlannedChange", "plan", "reboot_command"]
 
 SINGLE_REPLICA = "SingleReplica"
-TOPOLOGIES = ("SingleReplica", "HighlyAvailable", "HighlyAvailableArbiter", "DualReplica")
 
 
 @dataclass(frozen=True)
@@ -174,6 +173,7 @@ def plan(
             steps.append(st.Drain())
         steps += disk_steps(old_ign, new_ign, d, facts, notes)
         steps += os_step.steps
+        steps += _tuning_steps(facts)
         steps += _action_steps(actions, new.name, facts.coreos)
         if facts.owed_reboot is not None and not any(isinstance(s, st.Reboot) for s in steps):
             # this change needs none, but an earlier one still does: ask again
@@ -387,6 +387,14 @@ def _os_step(old: MachineConfig, new: MachineConfig, d: ConfigDiff, facts: Facts
     if expected:
         out.append(st.VerifyExtensions(expected))
     return _OsStep(tuple(out), expected)
+
+
+def _tuning_steps(facts: Facts) -> list[Step]:
+    """The legacy tuning file's kernel arguments: upstream applies them on every CoreOS update."""
+    if not facts.coreos or facts.tuning_file is None:
+        return []
+    argvs = kargs_mod.tuning_commands(facts.tuning_file, facts.cmdline, facts.el)
+    return [st.OsCommand(st.OS_TUNING, tuple(argv)) for argv in argvs]
 
 
 CRIO = "crio.service"
