@@ -91,7 +91,8 @@ class TimedRunner:
 
 def config_writes(ign: IgnitionConfig) -> list[Write]:
     """Every file, dropin and unit file the config declares, as the writers would write them."""
-    from mcd.host.files import UNIT_FILE_MODE, dropin_path, unit_path
+    from mcd.host.originals import UNIT_FILE_MODE
+    from mcd.paths import dropin_path, unit_path
 
     writes = [(f.path, f.data, f.effective_mode) for f in ign.files]
     for u in ign.units:

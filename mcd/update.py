@@ -24,7 +24,7 @@ from mcd.config.machineconfig import MachineConfig, empty_machineconfig, machine
 from mcd.host import fsops, ondisk, state
 from mcd.host.errors import HostError
 from mcd.host.facts import probe
-from mcd.host.files import noorig_path, orig_path
+from mcd.host.originals import noorig_path, orig_path
 from mcd.host.root import PathEscapeError
 from mcd.host.wiring import Host
 from mcd.nodefacts import Facts
@@ -159,7 +159,7 @@ def _apply(
         if drift is None and state.read_current_config(host.root) == mc_json(new):
             # already there: no transaction record, no write, no action (re-runs are no-ops);
             # only backups of restored originals left by an interrupted commit are collected
-            host.files.collect_restored(None, new_ign)
+            host.files.originals.collect_restored(None, new_ign)
             owed = state.pending_reboot(host.root)
             if owed is None:
                 return Outcome(p, reboot=False, rebooted=False, notes=("already in the desired config",))
@@ -175,7 +175,7 @@ def _apply(
     reboot = next((s for s in p.steps if isinstance(s, st.Reboot)), None)
     try:
         # directory entries are made durable once per directory, before the commit
-        with fsops.deferred_dir_sync(), host.files.replacing(old_ign):
+        with fsops.deferred_dir_sync(), host.files.originals.replacing(old_ign):
             for step in p.steps:
                 if not isinstance(step, st.ACTION_STEPS):
                     run.step(step)
@@ -198,7 +198,7 @@ def _apply(
             raise
         raise UpdateError(f"update to {new.name} failed and was rolled back: {exc}") from exc
     # committed: no re-run can follow, so the backups of restored originals can go
-    host.files.collect_restored(None, new_ign)
+    host.files.originals.collect_restored(None, new_ign)
     actions_run = tuple(_label(r) for r in run.ran if isinstance(r.step, st.ACTION_STEPS))
     if reboot is None:
         return Outcome(p, reboot=False, rebooted=False, actions_run=actions_run, ran=tuple(run.ran))
@@ -282,7 +282,7 @@ def _roll_back(
         # the record stays: a restart re-runs the transaction and converges
         raise UpdateError("error rolling back changes: " + "; ".join(errors))
     state.finish(host.root)
-    host.files.collect_restored(None, old_ign)
+    host.files.originals.collect_restored(None, old_ign)
 
 
 def _reboot(host: Host, p: Plan, reason: str, *, skip_reboot: bool, notes: tuple[str, ...] = ()) -> Outcome:

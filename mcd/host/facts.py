@@ -71,7 +71,7 @@ def probe(
         arch=node_arch(os.uname().machine),
         skip_certificate_write=skip_certificate_write,
         matching_paths=matching,
-        backed_up=frozenset(p for p in dict.fromkeys(dropped) if host.files.has_backup(p)),
+        backed_up=frozenset(p for p in dict.fromkeys(dropped) if host.files.originals.has_backup(p)),
         enabled_rewrites=frozenset(u.name for u in rewriting if u.name in enabled),
         unit_files=frozenset(n for n in contentless if host.systemd.unit_file_known(n)),
         regular_unit_files=frozenset(n for n in stale_units if host.units.is_regular_file(unit_path(n))),
