@@ -14,7 +14,7 @@ import stat
 
 from mcd.config.ignition import EMPTY_IGNITION
 from mcd.config.machineconfig import MachineConfig
-from mcd.diff import diff
+from mcd.diff import REMOVED, diff
 from mcd.host import fsops, state
 from mcd.host.accounts import Accounts
 from mcd.host.errors import HostError
@@ -45,17 +45,23 @@ def probe(
     forcefile = state.forcefile_present(host.root)
     old_ign = old.config or old.ignition.partial or EMPTY_IGNITION
     new_ign = new.config or EMPTY_IGNITION
-    changed = {c.name for c in diff(old, new, forcefile=forcefile).unit_changes}
+    d = diff(old, new, forcefile=forcefile)
+    changed = {c.name for c in d.unit_changes}
     written = new_ign.units if forcefile else tuple(u for u in new_ign.units if u.name in changed)
     before = {f.path: f for f in old_ign.files}
-    matching = frozenset(f.path for f in new_ign.files if before.get(f.path) == f and host.files.matches(f))
+    modified = {c.name for c in d.file_changes}
+    # files declared as in the applied config (the diff found no change) that are still right
+    matching = frozenset(
+        f.path for f in new_ign.files if f.path not in modified and f.path in before and host.files.matches(f)
+    )
     new_names = {u.name for u in new_ign.units}
     stale_units = [u.name for u in old_ign.units if u.name not in new_names]
-    # every path a step may drop: the old config's paths and the new config's empty dropins
-    dropped = [f.path for f in old_ign.files]
-    for u in old_ign.units:
-        dropped += [unit_path(u.name), *(dropin_path(u.name, d.name) for d in u.dropins)]
-    dropped += [dropin_path(u.name, d.name) for u in written for d in u.dropins if not d.contents]
+    # every path a step may drop: dropped files, the old config's unit paths, empty dropins
+    dropped = [c.name for c in d.file_changes if c.change == REMOVED]
+    if d.units:
+        for u in old_ign.units:
+            dropped += [unit_path(u.name), *(dropin_path(u.name, dr.name) for dr in u.dropins)]
+    dropped += [dropin_path(u.name, dr.name) for u in written for dr in u.dropins if not dr.contents]
     rewriting = [u for u in written if not u.mask and u.contents and host.units.install_may_change(u)]
     enabled = enabled_among(host.systemd, [u.name for u in rewriting]) if rewriting else frozenset()
     contentless = [u.name for u in written if u.enabled is not None and not u.contents]
