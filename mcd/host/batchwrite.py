@@ -3,7 +3,7 @@
 The temp files of a batch are filled and fsynced by a pool of threads (the filesystem's
 journal commits concurrent fsyncs together), then renamed over their targets in order within
 each directory, directories side by side: every target is fully old or fully new at any instant
-(`fsops` has the single-file primitives and the guarantees).
+(`atomicfs` has the single-file primitives and the guarantees).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcd import failpoints
-from mcd.host import fsops
+from mcd.host import atomicfs
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +43,7 @@ class BatchWriteError(OSError):
 
 
 def _fill_temp(w: Write) -> Path:
-    return fsops.durable_temp(w.path, fsops.owned_fill(w.data, w.mode, w.uid, w.gid))
+    return atomicfs.durable_temp(w.path, atomicfs.owned_fill(w.data, w.mode, w.uid, w.gid))
 
 
 def atomic_write_many(writes: Sequence[Write]) -> list[bool]:
@@ -62,9 +62,9 @@ def atomic_write_many(writes: Sequence[Write]) -> list[bool]:
     todo: list[int] = []
     for i, w in enumerate(writes):
         try:
-            st = fsops.lstat_or_none(w.path)
-            fsops.refuse_directory(w.path, st)
-            if not fsops.is_identical(w.path, st, w.data, mode=w.mode, uid=w.uid, gid=w.gid):
+            st = atomicfs.lstat_or_none(w.path)
+            atomicfs.refuse_directory(w.path, st)
+            if not atomicfs.is_identical(w.path, st, w.data, mode=w.mode, uid=w.uid, gid=w.gid):
                 todo.append(i)
         except OSError as exc:
             raise BatchWriteError(i, exc) from exc
@@ -73,7 +73,7 @@ def atomic_write_many(writes: Sequence[Write]) -> list[bool]:
         parent = writes[i].path.parent
         if parent not in made:
             try:
-                fsops.make_dirs(parent, writes[i].dir_mode)
+                atomicfs.make_dirs(parent, writes[i].dir_mode)
             except OSError as exc:
                 raise BatchWriteError(i, exc) from exc
             made.add(parent)
@@ -110,7 +110,7 @@ def _rename_all(
                 raise BatchWriteError(i, exc) from exc
             del temps[i]
             failpoints.hit("renamed, directory not synced")
-            fsops.fsync_dir(path.parent)
+            atomicfs.fsync_dir(path.parent)
             changed[i] = True
 
     groups = list(by_dir.values())
@@ -120,7 +120,7 @@ def _rename_all(
         return
     failures: list[BatchWriteError] = []
     other: BaseException | None = None
-    pool = fsops.pool()
+    pool = atomicfs.pool()
     for future in [pool.submit(rename_dir, group) for group in groups]:
         try:
             future.result()
@@ -144,7 +144,7 @@ def _fill_temps(writes: Sequence[Write], todo: Sequence[int]) -> dict[int, Path]
         except OSError as exc:
             failure = BatchWriteError(todo[0], exc)
     elif todo:
-        pool = fsops.pool()
+        pool = atomicfs.pool()
         futures = [(i, pool.submit(_fill_temp, writes[i])) for i in todo]
         for i, future in futures:
             try:

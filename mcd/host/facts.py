@@ -15,7 +15,7 @@ import stat
 from mcd.config.ignition import EMPTY_IGNITION
 from mcd.config.machineconfig import MachineConfig
 from mcd.diff import REMOVED, diff
-from mcd.host import fsops, state
+from mcd.host import atomicfs, state
 from mcd.host.accounts import Accounts
 from mcd.host.errors import HostError
 from mcd.host.root import HostRoot, PathEscapeError
@@ -25,8 +25,8 @@ from mcd.host.systemd import enabled_among
 from mcd.host.wiring import Host
 from mcd.kargs import TUNING_FILE
 from mcd.nodefacts import Facts
-from mcd.osupdate import node_arch
 from mcd.paths import KUBECONFIG, LEAKED_SYMLINKS, dropin_path, unit_path
+from mcd.rpmostree_args import node_arch
 
 CMDLINE = "/proc/cmdline"
 OS_RELEASE = "/etc/os-release"
@@ -107,7 +107,7 @@ def node_fips(root: HostRoot) -> bool | None:
 def _text(host: Host, path: str) -> str | None:
     """A small text file of the root (symlinks followed inside it), None when absent or unreadable."""
     try:
-        data = fsops.read_bytes_nofollow(host.root.join(path, follow_final=True))
+        data = atomicfs.read_bytes_nofollow(host.root.join(path, follow_final=True))
     except (OSError, PathEscapeError):
         return None
     return None if data is None else data.decode("utf-8", errors="replace")
@@ -124,7 +124,7 @@ def _os_id(host: Host) -> str:
 
 def _lexists(host: Host, path: str) -> bool:
     try:
-        return fsops.lstat_or_none(host.root.join(path)) is not None
+        return atomicfs.lstat_or_none(host.root.join(path)) is not None
     except PathEscapeError:  # nothing of ours can be there: leave it be
         return False
 
@@ -132,7 +132,7 @@ def _lexists(host: Host, path: str) -> bool:
 def _regular_mode(host: Host, path: str) -> int | None:
     # only a regular file is touched: chmod would follow a symlink, possibly out of the root
     try:
-        st = fsops.lstat_or_none(host.root.join(path))
+        st = atomicfs.lstat_or_none(host.root.join(path))
     except PathEscapeError:
         return None
     return stat.S_IMODE(st.st_mode) if st is not None and stat.S_ISREG(st.st_mode) else None

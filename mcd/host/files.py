@@ -2,7 +2,7 @@
 
 Every path is recorded before it is first replaced (`mcd.host.originals`: a backup of what was
 there, or a stamp saying nothing was), so dropping it later restores the original or deletes
-it. Writes are crash-safe (`fsops`): files are one atomic batch, and the records of the
+it. Writes are crash-safe (`atomicfs`): files are one atomic batch, and the records of the
 originals are durable before the first file is replaced.
 """
 
@@ -15,7 +15,7 @@ from functools import partial
 from pathlib import Path
 
 from mcd.config.ignition import File, IgnitionConfig, Unit
-from mcd.host import batchwrite, fsops
+from mcd.host import atomicfs, batchwrite
 from mcd.host.accounts import Accounts, UnknownGroup, UnknownUser
 from mcd.host.errors import HostError
 from mcd.host.originals import FILE_DIR_MODE, Originals, failing_as, noorig_path, orig_path
@@ -61,13 +61,13 @@ class FileWriter:
     def _check_target(self, path: str, batch: Collection[str]) -> None:
         """Refuse a path where a directory sits, or under a non-directory, before anything is written."""
         host = self._join(path)
-        st = fsops.lstat_or_none(host)
+        st = atomicfs.lstat_or_none(host)
         if st is not None and stat.S_ISDIR(st.st_mode):
             raise HostError(f'cannot write file "{path}": it is a directory')
         for parent in host.parents:
             if parent == self.root.prefix:
                 break
-            pst = fsops.lstat_or_none(parent)
+            pst = atomicfs.lstat_or_none(parent)
             if pst is None:
                 continue
             if not stat.S_ISDIR(pst.st_mode):
@@ -177,12 +177,12 @@ class FileWriter:
             host = self._join(f.path)
         except HostError:
             return False  # let the full path report it
-        st = fsops.lstat_or_none(host)
+        st = atomicfs.lstat_or_none(host)
         if st is None or not stat.S_ISREG(st.st_mode) or st.st_size != len(f.data):
             return False
         if stat.S_IMODE(st.st_mode) != f.effective_mode or (st.st_uid, st.st_gid) != (uid, gid):
             return False
-        return fsops.holds_bytes(host, st, f.data)
+        return atomicfs.holds_bytes(host, st, f.data)
 
     def delete_stale(
         self, old: IgnitionConfig, new: IgnitionConfig, *, keep_unrecorded: bool = False
@@ -221,7 +221,7 @@ class FileWriter:
                 log.warning("not removing %s: %s", link, exc)
                 continue
             with failing_as(f'error deleting "{link}"'):
-                if fsops.remove(host):
+                if atomicfs.remove(host):
                     log.info("removed stale symlink %s", link)
                     changed.append(link)
         return changed

@@ -6,7 +6,7 @@ Before the daemon first replaces a path it records what was there: a copy of wha
 original is restored from its backup or, with a stamp, the file is deleted. A restored original
 keeps its backup until the update is committed; `collect_restored` then drops it.
 
-Crash safety: every step is one atomic fsops call and the bookkeeping is ordered so that a kill
+Crash safety: every step is one atomic `atomicfs` call and the bookkeeping is ordered so that a kill
 between any two of them leaves a state the same call converges from. The backup or stamp is
 written before the file is touched; on deletion the file goes first and its stamp last, so a
 half-done deletion is still recognised as "ours" when re-run; a restore leaves its backup, so a
@@ -46,7 +46,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from mcd.config.ignition import File, IgnitionConfig, Unit
-from mcd.host import fsops
+from mcd.host import atomicfs
 from mcd.host.errors import HostError
 from mcd.host.root import HostRoot, PathEscapeError
 from mcd.paths import DEV_NULL, dropin_path, path_in_dropins, unit_path
@@ -119,9 +119,9 @@ class Originals:
         declared = self._previous[path]
         host = self.join(path)
         if declared is None:
-            return fsops.is_link_to(host, DEV_NULL)
+            return atomicfs.is_link_to(host, DEV_NULL)
         if isinstance(declared, bytes):
-            return fsops.is_exactly(host, declared, UNIT_FILE_MODE)
+            return atomicfs.is_exactly(host, declared, UNIT_FILE_MODE)
         return self._matches(declared)  # False too when its owner is gone
 
     # --- paths ---
@@ -134,11 +134,11 @@ class Originals:
 
     def exists(self, path: str) -> bool:
         """Whether `path` exists, following symlinks (Go's os.Stat succeeding)."""
-        return fsops.lstat_or_none(self.join(path, follow_final=True)) is not None
+        return atomicfs.lstat_or_none(self.join(path, follow_final=True)) is not None
 
     def lexists(self, path: str) -> bool:
         """Whether there is an entry at `path`; a symlink counts even when it dangles."""
-        return fsops.lstat_or_none(self.join(path)) is not None
+        return atomicfs.lstat_or_none(self.join(path)) is not None
 
     # --- recording what was there ---
 
@@ -159,12 +159,12 @@ class Originals:
         """
         orig = self.join(orig_path(path))
         stamp = self.join(noorig_path(path))
-        if fsops.lstat_or_none(stamp) is not None:
+        if atomicfs.lstat_or_none(stamp) is not None:
             return
         if self.lexists(path):
             # An existing backup (even a dangling symlink) is the real original: the daemon has
             # replaced the path before, so what is there now may be its own content.
-            if fsops.lstat_or_none(orig) is not None:
+            if atomicfs.lstat_or_none(orig) is not None:
                 return
             if self.coreos and (self._as_previously_declared(path) or (declared is not None and declared())):
                 shipped = "/usr" + path
@@ -173,25 +173,25 @@ class Originals:
                     return
                 source = shipped
             with failing_as(f'creating orig file for "{path}"'):
-                fsops.copy_preserving(self.join(source or path), orig, FILE_DIR_MODE)
+                atomicfs.copy_preserving(self.join(source or path), orig, FILE_DIR_MODE)
             log.info("backed up original %s", path)
             return
         self._stamp_absent(path, orig, stamp)
 
     def _stamp_absent(self, path: str, orig: Path, stamp: Path) -> None:
         with failing_as(f'creating noorig stamp for "{path}"'):
-            if fsops.lstat_or_none(orig) is not None and fsops.remove(orig):
+            if atomicfs.lstat_or_none(orig) is not None and atomicfs.remove(orig):
                 log.info("removed stale backup of absent %s", path)
             # every stamp after the first is a hard link to an earlier one: one link(2) instead of
             # creating a file (much cheaper when a config brings thousands of new files)
-            if fsops.create_empty(stamp, 0o644, dir_mode=FILE_DIR_MODE, link_from=self._stamp):
+            if atomicfs.create_empty(stamp, 0o644, dir_mode=FILE_DIR_MODE, link_from=self._stamp):
                 self._stamp = stamp
 
     def holds_backup(self, path: str) -> bool:
         """Whether `path` is an exact copy of its backup: same type, bytes or link target, mode, owner."""
         orig, host = self.join(orig_path(path)), self.join(path)
         with failing_as(f'comparing "{path}" with its orig file'):
-            want, have = fsops.lstat_or_none(orig), fsops.lstat_or_none(host)
+            want, have = atomicfs.lstat_or_none(orig), atomicfs.lstat_or_none(host)
             if want is None or have is None or stat.S_IFMT(want.st_mode) != stat.S_IFMT(have.st_mode):
                 return False
             if (want.st_uid, want.st_gid) != (have.st_uid, have.st_gid):
@@ -202,7 +202,7 @@ class Originals:
                 return False
             if stat.S_IMODE(want.st_mode) != stat.S_IMODE(have.st_mode):
                 return False
-            return fsops.read_bytes_nofollow(orig) == fsops.read_bytes_nofollow(host)
+            return atomicfs.read_bytes_nofollow(orig) == atomicfs.read_bytes_nofollow(host)
 
     def has_backup(self, path: str) -> bool:
         """Whether dropping `path` restores an original: a `.mcdorig` backup and no stamp."""
@@ -210,7 +210,7 @@ class Originals:
             stamp, orig = self.join(noorig_path(path)), self.join(orig_path(path))
         except HostError:
             return False  # the removal reports the bad path
-        return fsops.lstat_or_none(stamp) is None and fsops.lstat_or_none(orig) is not None
+        return atomicfs.lstat_or_none(stamp) is None and atomicfs.lstat_or_none(orig) is not None
 
     # --- giving it back ---
 
@@ -225,7 +225,7 @@ class Originals:
             log.info("%s already holds its original", path)
             return False
         with failing_as(f'restoring "{path}" from orig file "{orig_path(path)}"'):
-            fsops.copy_preserving(self.join(orig_path(path)), self.join(path), FILE_DIR_MODE)
+            atomicfs.copy_preserving(self.join(orig_path(path)), self.join(path), FILE_DIR_MODE)
         log.info("restored original %s", path)
         return True
 
@@ -252,7 +252,7 @@ class Originals:
             if path in declared or not self.holds_backup(path):
                 continue
             with failing_as(f'deleting orig file "{orig_path(path)}"'):
-                fsops.remove(self.join(orig_path(path)))
+                atomicfs.remove(self.join(orig_path(path)))
             log.info("dropped the backup of restored %s", path)
             dropped.append(path)
         return dropped
@@ -273,7 +273,7 @@ class Originals:
 
     def delete(self, path: str) -> bool:
         with failing_as(f"unable to delete {path}"):
-            removed = fsops.remove(self.join(path))
+            removed = atomicfs.remove(self.join(path))
         if removed:
             log.info("removed stale %s", path)
         else:
@@ -288,10 +288,10 @@ class Originals:
         """
         removed = self.delete(path)
         stamp = self.join(noorig_path(path))
-        if fsops.lstat_or_none(stamp) is not None:
+        if atomicfs.lstat_or_none(stamp) is not None:
             with failing_as(f'deleting noorig file stamp "{noorig_path(path)}"'):
-                fsops.remove(self.join(orig_path(path)))  # an orphan left by older daemons
-                fsops.remove(stamp)
+                atomicfs.remove(self.join(orig_path(path)))  # an orphan left by older daemons
+                atomicfs.remove(stamp)
         return removed
 
     def prune_file(self, path: str, new_units: Sequence[Unit], *, keep_unrecorded: bool = False) -> bool:
@@ -305,13 +305,13 @@ class Originals:
         keep = path_in_dropins(path, new_units)
         if keep:
             log.info("not removing file %s: replaced with systemd dropin", path)
-        if fsops.lstat_or_none(stamp) is not None:
+        if atomicfs.lstat_or_none(stamp) is not None:
             removed = False if keep else self.delete(path)
             with failing_as(f'deleting noorig file stamp "{noorig_path(path)}"'):
-                fsops.remove(orig)  # an orphan left by older daemons
-                fsops.remove(stamp)
+                atomicfs.remove(orig)  # an orphan left by older daemons
+                atomicfs.remove(stamp)
             return removed
-        if fsops.lstat_or_none(orig) is not None:
+        if atomicfs.lstat_or_none(orig) is not None:
             # every original is restored, OS-shipped or not (upstream restores only OS files)
             return self.restore(path)
         if keep or keep_unrecorded:
@@ -326,14 +326,14 @@ class Originals:
         """
         orig = self.join(orig_path(path))
         stamp = self.join(noorig_path(path))
-        has_stamp = fsops.lstat_or_none(stamp) is not None
-        if not has_stamp and fsops.lstat_or_none(orig) is not None:
+        has_stamp = atomicfs.lstat_or_none(stamp) is not None
+        if not has_stamp and atomicfs.lstat_or_none(orig) is not None:
             return self.restore(path)
         if not has_stamp and keep_unrecorded:
             return False
         removed = self.delete(path)
         if has_stamp:
             with failing_as(f'deleting noorig file stamp "{noorig_path(path)}"'):
-                fsops.remove(orig)  # an orphan left by older daemons
-                fsops.remove(stamp)
+                atomicfs.remove(orig)  # an orphan left by older daemons
+                atomicfs.remove(stamp)
         return removed

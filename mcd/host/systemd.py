@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 from typing import Protocol
 
-from mcd.host import fsops
+from mcd.host import atomicfs
 from mcd.host.root import HostRoot, PathEscapeError
 from mcd.host.runner import CommandResult, Runner
 from mcd.host.systemd_dbus import BusUnavailable, DbusSystemd, SystemdError
@@ -209,7 +209,7 @@ class OfflineSystemctl(_Systemctl):
         for directory in UNIT_SEARCH_PATH:
             for candidate in candidates:
                 try:
-                    if fsops.lstat_or_none(self._root.join(f"{directory}/{candidate}")) is not None:
+                    if atomicfs.lstat_or_none(self._root.join(f"{directory}/{candidate}")) is not None:
                         return True
                 except PathEscapeError:
                     return True  # let systemctl itself judge an odd layout

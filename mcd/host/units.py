@@ -21,7 +21,7 @@ from functools import partial
 from typing import Protocol
 
 from mcd.config.ignition import Unit
-from mcd.host import batchwrite, fsops
+from mcd.host import atomicfs, batchwrite
 from mcd.host.errors import HostError
 from mcd.host.originals import FILE_DIR_MODE, UNIT_FILE_MODE, Originals, failing_as, noorig_path, orig_path
 from mcd.host.root import HostRoot, PathEscapeError
@@ -67,18 +67,18 @@ class PlainUnitFiles:
 
     def remove_unit_path(self, path: str, *, keep_unrecorded: bool = False) -> bool:
         """Delete the path (nothing is recorded, so nothing is kept)."""
-        return fsops.remove(self._root.join(path))
+        return atomicfs.remove(self._root.join(path))
 
     def mask_unit_path(self, path: str) -> bool:
         """Link to /dev/null; a directory in the way goes first (a rename replaces anything else)."""
         host = self._root.join(path)
-        st = fsops.lstat_or_none(host)
-        removed_dir = st is not None and stat.S_ISDIR(st.st_mode) and fsops.remove_tree(host)
-        return fsops.atomic_symlink(host, DEV_NULL) or removed_dir
+        st = atomicfs.lstat_or_none(host)
+        removed_dir = st is not None and stat.S_ISDIR(st.st_mode) and atomicfs.remove_tree(host)
+        return atomicfs.atomic_symlink(host, DEV_NULL) or removed_dir
 
     def unmask_unit_path(self, path: str) -> bool:
         """Remove the mask link."""
-        return fsops.remove_tree(self._root.join(path))
+        return atomicfs.remove_tree(self._root.join(path))
 
 
 class UnitFiles:
@@ -98,7 +98,7 @@ class UnitFiles:
         writes: list[batchwrite.Write] = []
         for path, contents, mode in items:
             host = self.originals.join(path)
-            st = fsops.lstat_or_none(host)
+            st = atomicfs.lstat_or_none(host)
             if st is not None and stat.S_ISDIR(st.st_mode):
                 raise HostError(f'cannot write unit file "{path}": it is a directory')
             data = contents.encode() if isinstance(contents, str) else contents
@@ -106,7 +106,7 @@ class UnitFiles:
         for (path, _, _), w in zip(items, writes, strict=True):
             # any unit file already there is an original too (upstream: only CoreOS /usr/etc copies)
             source = "/usr" + path if self.coreos and self.originals.exists("/usr" + path) else None
-            self.originals.backup(path, source, declared=partial(fsops.is_exactly, w.path, w.data, w.mode))
+            self.originals.backup(path, source, declared=partial(atomicfs.is_exactly, w.path, w.data, w.mode))
         try:
             return batchwrite.atomic_write_many(writes)
         except batchwrite.BatchWriteError as exc:
@@ -121,15 +121,15 @@ class UnitFiles:
         `mask_file` hook.
         """
         host = self.originals.join(path)
-        st = fsops.lstat_or_none(host)
+        st = atomicfs.lstat_or_none(host)
         removed_dir = False
         if st is not None and stat.S_ISDIR(st.st_mode):
             with failing_as(f'removing directory "{path}" to mask the unit'):
-                removed_dir = fsops.remove_tree(host)
+                removed_dir = atomicfs.remove_tree(host)
         source = "/usr" + path if self.coreos and self.originals.exists("/usr" + path) else None
-        self.originals.backup(path, source, declared=partial(fsops.is_link_to, host, DEV_NULL))
+        self.originals.backup(path, source, declared=partial(atomicfs.is_link_to, host, DEV_NULL))
         with failing_as(f'masking "{path}"'):
-            return fsops.atomic_symlink(host, DEV_NULL) or removed_dir
+            return atomicfs.atomic_symlink(host, DEV_NULL) or removed_dir
 
     def unmask_unit_path(self, path: str) -> bool:
         """Undo a mask (`mask: false` and no contents): the original comes back, or the link goes.
@@ -137,14 +137,14 @@ class UnitFiles:
         With a backup the original is restored; with a stamp, or with no record at all (a mask
         made by Ignition or by hand), the path is removed as upstream does. True when it changed.
         """
-        if fsops.lstat_or_none(self.originals.join(noorig_path(path))) is None and self.originals.lexists(
+        if atomicfs.lstat_or_none(self.originals.join(noorig_path(path))) is None and self.originals.lexists(
             orig_path(path)
         ):
             return self.originals.restore(path)
         host = self.originals.join(path)
         with failing_as(f'unmasking "{path}"'):
-            removed = fsops.remove_tree(host)
-            fsops.remove(self.originals.join(noorig_path(path)))
+            removed = atomicfs.remove_tree(host)
+            atomicfs.remove(self.originals.join(noorig_path(path)))
         if removed:
             log.info("Removed %s to unmask it", path)
         return removed
@@ -196,7 +196,7 @@ class UnitWriter:
         return self._is_regular_file(path)
 
     def _is_regular_file(self, path: str) -> bool:
-        st = fsops.lstat_or_none(self._root.join(path))
+        st = atomicfs.lstat_or_none(self._root.join(path))
         return st is not None and stat.S_ISREG(st.st_mode)
 
     def install_may_change(self, unit: Unit) -> bool:
@@ -211,7 +211,7 @@ class UnitWriter:
         if not self._is_regular_file(path):
             return True
         new = (unit.contents or "").encode()
-        old = fsops.read_bytes_nofollow(self._root.join(path))
+        old = atomicfs.read_bytes_nofollow(self._root.join(path))
         if old == new:
             return False
         if old is None or install_section(old) != install_section(new):
@@ -230,7 +230,7 @@ class UnitWriter:
             return True  # cannot tell: keep the disable
         for entry in entries:
             try:
-                data = fsops.read_bytes_nofollow(directory / entry)
+                data = atomicfs.read_bytes_nofollow(directory / entry)
             except OSError:
                 return True
             if data is not None and INSTALL_HEADER in data:
@@ -391,7 +391,7 @@ class UnitWriter:
             if self.files.remove_unit_path(path, keep_unrecorded=keep_unrecorded):
                 log.info("Removed stale systemd unit %s", path)
                 removed.append(path)
-            if fsops.lstat_or_none(self._root.join(path)) is not None:
+            if atomicfs.lstat_or_none(self._root.join(path)) is not None:
                 self._preset(name, "Did not restore preset for restored unit %s: %s")
 
         # the leaked enablement links (LEAKED_SYMLINKS) are removed by FileWriter.delete_stale

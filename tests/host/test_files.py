@@ -27,7 +27,7 @@ from mcd.host.root import HostRoot
 from mcd.host.units import UnitFiles
 from mcd.paths import LEAKED_SYMLINKS, path_in_dropins
 
-# names of fsops temp files a SIGKILL may leave behind (harmless garbage, never read)
+# names of atomicfs temp files a SIGKILL may leave behind (harmless garbage, never read)
 TEMP_NAME = re.compile(r"^\..*\.[0-9a-f]{16}\.tmp$")
 
 

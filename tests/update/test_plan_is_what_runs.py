@@ -27,6 +27,7 @@ from mcd import steps as st
 from mcd.config.ignition import File
 from mcd.config.machineconfig import MachineConfig, empty_machineconfig
 from mcd.config.ostables import ExtensionError, extension_packages
+from mcd.execute import Host, Unreconcilable, UpdateError, mc_json, plan_on_host, update
 from mcd.host import state
 from mcd.host.files import FileWriter
 from mcd.host.originals import Originals
@@ -35,7 +36,6 @@ from mcd.host.rpmostree import RpmOstree
 from mcd.host.ssh import SshKeyWriter
 from mcd.host.units import UnitFiles, UnitWriter
 from mcd.sim.sandbox import make_sandbox_root
-from mcd.update import Host, Unreconcilable, UpdateError, mc_json, plan_on_host, update
 
 Op = tuple[Any, ...]
 

@@ -1,4 +1,4 @@
-"""mcd.host.fsops: atomic, durable writes that leave the target fully old or fully new."""
+"""mcd.host.atomicfs: atomic, durable writes that leave the target fully old or fully new."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from mcd.host import batchwrite, fsops
-from mcd.host.fsops import (
+from mcd.host import atomicfs, batchwrite
+from mcd.host.atomicfs import (
     atomic_symlink,
     atomic_write,
     copy_preserving,
@@ -121,7 +121,7 @@ def test_parent_that_is_a_file_fails_cleanly(tmp_path: Path) -> None:
 
 def test_make_dirs_fsyncs_each_new_directorys_parent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     synced: list[Path] = []
-    monkeypatch.setattr(fsops, "fsync_dir", synced.append)
+    monkeypatch.setattr(atomicfs, "fsync_dir", synced.append)
     make_dirs(tmp_path / "a/b/c")
     assert synced == [tmp_path, tmp_path / "a", tmp_path / "a/b"]
 
@@ -378,18 +378,18 @@ def test_holds_bytes_compares_the_file_the_lstat_saw(tmp_path: Path) -> None:
     target = tmp_path / "f"
     target.write_bytes(b"same")
     st = os.lstat(target)
-    assert fsops.holds_bytes(target, st, b"same") is True
-    assert fsops.holds_bytes(target, st, b"diff") is False
-    assert fsops.holds_bytes(target, st, b"same, longer") is False
+    assert atomicfs.holds_bytes(target, st, b"same") is True
+    assert atomicfs.holds_bytes(target, st, b"diff") is False
+    assert atomicfs.holds_bytes(target, st, b"same, longer") is False
     target.write_bytes(b"same plus more")  # grew after the lstat
-    assert fsops.holds_bytes(target, st, b"same") is False
+    assert atomicfs.holds_bytes(target, st, b"same") is False
     target.write_bytes(b"same")
     os.link(target, tmp_path / "keep")  # keeps the inode busy: the replacement gets another one
     (tmp_path / "other").write_bytes(b"same")
     os.rename(tmp_path / "other", target)  # another file now, same bytes
-    assert fsops.holds_bytes(target, st, b"same") is False
+    assert atomicfs.holds_bytes(target, st, b"same") is False
     os.unlink(target)
-    assert fsops.holds_bytes(target, st, b"same") is False
+    assert atomicfs.holds_bytes(target, st, b"same") is False
 
 
 def test_create_empty_never_shows_the_marker_with_another_mode(
@@ -407,14 +407,14 @@ def test_create_empty_never_shows_the_marker_with_another_mode(
     monkeypatch.setattr(os, "fchmod", fchmod)
     old_umask = os.umask(0o077)
     try:
-        assert fsops.create_empty(marker, 0o644) is True
+        assert atomicfs.create_empty(marker, 0o644) is True
     finally:
         os.umask(old_umask)
     assert seen == [False]
     assert mode_of(marker) == 0o644 and marker.read_bytes() == b""
     assert entries(marker.parent) == ["m"]
-    assert fsops.create_empty(marker, 0o644) is False
-    assert fsops.create_empty(tmp_path / "d" / "n", 0o644, link_from=marker) is True
+    assert atomicfs.create_empty(marker, 0o644) is False
+    assert atomicfs.create_empty(tmp_path / "d" / "n", 0o644, link_from=marker) is True
     assert os.lstat(tmp_path / "d" / "n").st_ino == os.lstat(marker).st_ino
 
 

@@ -3,7 +3,7 @@
 Upstream's `update()` order is kept: files, units, stale data, SSH keys and passwords, OS
 (rpm-ostree), persisted current config, post-config action. Each completed step registers
 its undo; when a later step fails, the undos run in reverse and the node is back in the old
-config. Crash safety comes from three facts: every single write is atomic (fsops), every step
+config. Crash safety comes from three facts: every single write is atomic (atomicfs), every step
 is idempotent (re-writing identical content writes nothing, backups are taken once), and a
 write-ahead record (`state.TRANSACTION`) is on disk from before the first change to after the
 last — a restarted process finds it and re-runs the same transaction, which converges.
@@ -21,7 +21,7 @@ from mcd import failpoints, policy
 from mcd import steps as st
 from mcd.config.ignition import EMPTY_IGNITION, IgnitionConfig
 from mcd.config.machineconfig import MachineConfig, empty_machineconfig, machineconfig_from_object
-from mcd.host import fsops, ondisk, state
+from mcd.host import atomicfs, ondisk, state
 from mcd.host.errors import HostError
 from mcd.host.facts import probe
 from mcd.host.originals import noorig_path, orig_path
@@ -175,7 +175,7 @@ def _apply(
     reboot = next((s for s in p.steps if isinstance(s, st.Reboot)), None)
     try:
         # directory entries are made durable once per directory, before the commit
-        with fsops.deferred_dir_sync(), host.files.originals.replacing(old_ign):
+        with atomicfs.deferred_dir_sync(), host.files.originals.replacing(old_ign):
             for step in p.steps:
                 if not isinstance(step, st.ACTION_STEPS):
                     run.step(step)
@@ -239,9 +239,9 @@ def _sweep_temp_files(host: Host, old_ign: IgnitionConfig, new_ign: IgnitionConf
     Only the daemon's own directory unless an update was interrupted (its record is there):
     every other write happens inside a transaction.
     """
-    for leftover in fsops.sweep_temp_files(host.root.join(state.STATE_DIR, follow_final=True)):
+    for leftover in atomicfs.sweep_temp_files(host.root.join(state.STATE_DIR, follow_final=True)):
         LOG.warning("removed %s, left by an interrupted write", leftover)
-    if fsops.lstat_or_none(host.root.join(state.TRANSACTION)) is None:
+    if atomicfs.lstat_or_none(host.root.join(state.TRANSACTION)) is None:
         return
     paths = {f"{SSH_DIR}/x"}
     for ign in (old_ign, new_ign):
@@ -259,7 +259,7 @@ def _sweep_temp_files(host: Host, old_ign: IgnitionConfig, new_ign: IgnitionConf
             host_dir = host.root.join(d, follow_final=True)
         except PathEscapeError:
             continue
-        for leftover in fsops.sweep_temp_files(host_dir):
+        for leftover in atomicfs.sweep_temp_files(host_dir):
             LOG.warning("removed %s, left by an interrupted write", leftover)
 
 
