@@ -117,8 +117,7 @@ class UnitFiles:
 
         The unit file replaced by the mask is backed up like any other (upstream removes it with
         no copy) and comes back when the config drops the mask. A directory in the way cannot be
-        kept: it is removed, as upstream does. True when the path changed. The systemd module's
-        `mask_file` hook.
+        kept: it is removed, as upstream does. True when the path changed.
         """
         host = self.originals.join(path)
         st = atomicfs.lstat_or_none(host)
