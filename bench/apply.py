@@ -18,7 +18,7 @@ writeback is not charged to them. Figures (medians):
                       overhead over its write strategy
   verify_all_ms       ondisk.check_config(root, new) over everything, no enablement (warm cache)
   verify_all_enablement_ms  the same with the systemd manager's is_enabled (one batched call)
-  verify_one_us       ondisk.check_file(root, f) for one file, median of single calls
+  verify_one_us       ondisk.first_error(root, <config of one file>), median of single calls
 With --profile (or by default when a ratio target is missed) one extra run of each apply is
 profiled with cProfile and the top functions are added under "profile".
 """
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import dataclasses
 import json
 import os
 import pstats
@@ -44,8 +45,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from mcd.config.ignition import IgnitionConfig
+    from mcd.execute import Host
     from mcd.host.runner import CommandResult, Runner
-    from mcd.update import Host
 
 REPO = Path(__file__).resolve().parents[1]
 WORKLOAD = REPO.parent / "shared" / "bench" / "make_workload.py"
@@ -90,7 +91,8 @@ class TimedRunner:
 
 def config_writes(ign: IgnitionConfig) -> list[Write]:
     """Every file, dropin and unit file the config declares, as the writers would write them."""
-    from mcd.host.files import UNIT_FILE_MODE, dropin_path, unit_path
+    from mcd.host.originals import UNIT_FILE_MODE
+    from mcd.paths import dropin_path, unit_path
 
     writes = [(f.path, f.data, f.effective_mode) for f in ign.files]
     for u in ign.units:
@@ -173,10 +175,10 @@ def new_root(tmp: str, tag: str) -> str:
 
 
 def fresh_host(tmp: str) -> tuple[Host, TimedRunner]:
+    from mcd.execute import Host
     from mcd.host.root import HostRoot
     from mcd.host.runner import SubprocessRunner
     from mcd.sim.sandbox import make_sandbox_root
-    from mcd.update import Host
 
     root = make_sandbox_root(new_root(tmp, "mcd"))
     runner = TimedRunner(SubprocessRunner())
@@ -218,8 +220,8 @@ def main() -> int:
     sys.path.insert(0, str(REPO))
     from mcd.config.load import load_machineconfig
     from mcd.config.machineconfig import empty_machineconfig
+    from mcd.execute import update
     from mcd.host import ondisk
-    from mcd.update import update
 
     tmp = tempfile.mkdtemp(prefix="mcd-apply-bench-")
     try:
@@ -294,12 +296,12 @@ def main() -> int:
             for _ in range(args.verify_runs)
         ]
         _, en_calls = verify_runner.take()
-        one = new_ign.files[0]
-        ondisk.check_file(last.root, one)
+        one = dataclasses.replace(new_ign, files=new_ign.files[:1], units=())
+        ondisk.first_error(last.root, one)
         one_ns = []
         for _ in range(args.one_calls):
             t0 = time.perf_counter_ns()
-            ondisk.check_file(last.root, one)
+            ondisk.first_error(last.root, one)
             one_ns.append(time.perf_counter_ns() - t0)
         shutil.rmtree(last.root.prefix)
 

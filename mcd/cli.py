@@ -102,14 +102,16 @@ def _path(f: Any) -> str:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from mcd import policy
-    from mcd.config.findings import InputError
     from mcd.config.ignition import ParseOptions
-    from mcd.config.load import load_machineconfig, load_objects
+    from mcd.config.load import load_machineconfig
     from mcd.config.machineconfig import empty_machineconfig
-    from mcd.config.overrides import storage_overrides
+    from mcd.config.machineconfiguration import load_machineconfiguration
     from mcd.plan import Facts, plan
-    from mcd.render import plan_text
 
+    if args.root_mount is not None:
+        return _plan_on_root(args)
+    if args.new is None:
+        args.parser.error("give OLD and NEW, or --root-mount DIR and NEW")
     # small files are kept (registries.conf is read), larger ones measured and decoded on demand
     options = ParseOptions(max_file_size=args.max_file_size)
     old = (
@@ -119,27 +121,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
     )
     new = load_machineconfig(_read(args.new), args.new, options=options)
     policies = policy.DEFAULT_POLICIES
-    overrides: list[str] = []
+    overrides: tuple[str, ...] = ()
     if args.policy:
-        objs = [
-            (p, o)
-            for p, o in load_objects(_read(args.policy), args.policy)
-            if o.get("kind") == "MachineConfiguration"
-        ]
-        if len(objs) != 1:
-            from mcd.config.findings import Finding
-
-            raise InputError(
-                args.policy, [Finding((), f"expected one MachineConfiguration, found {len(objs)}")]
-            )
-        path, obj = objs[0]
-        try:
-            policies = policy.policies_from_machineconfiguration(obj)
-        except policy.PolicyError as exc:
-            raise InputError(args.policy, [f.located(path) for f in exc.findings]) from None
-        overrides, bad = storage_overrides(obj)
-        if bad:
-            raise InputError(args.policy, [f.located(path) for f in bad])
+        machineconfiguration = load_machineconfiguration(_read(args.policy), args.policy)
+        policies = policy.policies_of(machineconfiguration)
+        overrides = machineconfiguration.storage_overrides
     facts = Facts(
         forcefile=args.forcefile,
         node_fips=None if args.node_fips is None else args.node_fips == "1",
@@ -151,6 +137,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
     bad_input = [(args.new, f) for f in new.located_findings() if f.severity == "error"]
     if old.ignition.stage == "parse":
         bad_input = [(args.old, f) for f in old.located_findings() if f.severity == "error"] + bad_input
+    return _print_plan(result, args, bad_input)
+
+
+def _print_plan(result: Any, args: argparse.Namespace, bad_input: Sequence[tuple[str, Any]] = ()) -> int:
+    from mcd.plantext import plan_text
+
     doc = result.to_json()
     if bad_input:
         # the document still answers (upstream reports an invalid config as unreconcilable)
@@ -167,10 +159,30 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return EXIT_OK if result.reconcilable else EXIT_UNRECONCILABLE
 
 
+def _plan_on_root(args: argparse.Namespace) -> int:
+    """`mcd plan --root-mount DIR NEW`: what `mcd start --once-from NEW` would do on that root."""
+    from mcd.config.findings import Finding, InputError
+    from mcd.oncefrom import plan_once_from
+
+    given = [o for o in ("--policy", "--legacy", "--forcefile", "--node-fips") if _flag_given(args, o)]
+    if args.new is not None or given:
+        what = "OLD" if args.new is not None else ", ".join(given)
+        raise InputError(
+            "mcd plan",
+            [Finding((), f"with --root-mount, {what} comes from the node: give only NEW")],
+        )
+    return _print_plan(plan_once_from(_host(args.root_mount), args.old), args)
+
+
+def _flag_given(args: argparse.Namespace, flag: str) -> bool:
+    value = getattr(args, flag.lstrip("-").replace("-", "_"))
+    return value not in (None, False)
+
+
 def _host(root_mount: str) -> Any:
+    from mcd.execute import Host
     from mcd.host.root import HostRoot
     from mcd.host.runner import SubprocessRunner
-    from mcd.update import Host
 
     root = Path(root_mount)
     if not root.is_dir():
@@ -202,26 +214,27 @@ def cmd_start(args: argparse.Namespace) -> int:
 
 
 def cmd_firstboot(args: argparse.Namespace) -> int:
+    from mcd.firstboot import firstboot
     from mcd.host.state import ENCAPSULATED_CONFIG
-    from mcd.oncefrom import describe, firstboot
+    from mcd.oncefrom import describe
 
     _setup_logging(args.verbose)
     if args.persist_nics:
         sys.stderr.write("mcd firstboot-complete-machineconfig: --persist-nics is not supported; ignored\n")
         return EXIT_OK
-    result = firstboot(
+    outcome = firstboot(
         _host(args.root_mount),
         args.machineconfig_file,
         default_path=args.machineconfig_file == ENCAPSULATED_CONFIG,
         skip_reboot=args.skip_reboot,
     )
-    summary = describe(result.outcome) if result.outcome else {"applied": False}
+    summary = describe(outcome) if outcome is not None else {"applied": False}
     _dump(summary, args.output, sys.stdout)
     return EXIT_OK
 
 
 def cmd_check_disk(args: argparse.Namespace) -> int:
-    from mcd.oncefrom import check_disk
+    from mcd.checkdisk import check_disk
 
     _setup_logging(args.verbose)
     result = check_disk(_host(args.root_mount), args.config)
@@ -292,6 +305,7 @@ def _max_file_size_flag(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     from mcd import __version__
+    from mcd.nodefacts import TOPOLOGIES
 
     parser = _Parser(
         prog="mcd",
@@ -319,7 +333,13 @@ def build_parser() -> argparse.ArgumentParser:
         "Exit 0 reconcilable, 2 unreconcilable, 1 bad input.",
     )
     p.add_argument("old", metavar="OLD", help="current rendered MachineConfig ('-' for the empty config)")
-    p.add_argument("new", metavar="NEW", help="desired rendered MachineConfig")
+    p.add_argument("new", metavar="NEW", nargs="?", help="desired rendered MachineConfig")
+    p.add_argument(
+        "--root-mount",
+        metavar="DIR",
+        help="plan NEW against the node at DIR (its recorded config, files and units), with the action "
+        "table `mcd start --once-from` uses there: usage `mcd plan --root-mount DIR NEW`",
+    )
     p.add_argument(
         "--policy", metavar="FILE", help="MachineConfiguration object with the node disruption policy"
     )
@@ -337,13 +357,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--topology",
         default="HighlyAvailable",
-        choices=("SingleReplica", "HighlyAvailable", "HighlyAvailableArbiter", "DualReplica"),
+        choices=TOPOLOGIES,
         help="control plane topology (SingleReplica skips the drain)",
     )
     p.add_argument("--arch", default="x86_64", help="node architecture (64k-pages kernels need aarch64)")
     p.add_argument("-o", "--output", choices=("json", "yaml", "text"), default="json")
     _max_file_size_flag(p)
-    p.set_defaults(func=cmd_plan)
+    p.set_defaults(func=cmd_plan, parser=p)
 
     s = sub.add_parser(
         "start",
@@ -446,7 +466,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return EXIT_OK
     except Exception as exc:  # host-side failures: a clear message, never a traceback
-        from mcd.update import Unreconcilable, UpdateError
+        from mcd.execute import Unreconcilable, UpdateError
 
         if isinstance(exc, Unreconcilable):
             sys.stderr.write(f"mcd: unreconcilable: {exc}\n")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from mcd.config.ignition import EMPTY_IGNITION, File, IgnitionConfig, Unit, User
 from mcd.config.machineconfig import MachineConfig
-from mcd.osupdate import canonical_kernel_type
+from mcd.config.ostables import canonical_kernel_type
 
 ADDED, REMOVED, MODIFIED = "added", "removed", "modified"
 
@@ -20,7 +20,9 @@ ADDED, REMOVED, MODIFIED = "added", "removed", "modified"
 class Change:
     """One changed thing. `details` say what changed inside it (fields, dropins)."""
 
-    kind: str  # file | unit | sshkey | osImageURL | kernelArguments | kernelType | extensions | fips
+    kind: (
+        str  # file | unit | sshkey | password | osImageURL | kernelArguments | kernelType | extensions | fips
+    )
     name: str
     change: str  # added | removed | modified
     details: tuple[str, ...] = ()
@@ -220,10 +222,16 @@ def _passwd_changes(old: IgnitionConfig, new: IgnitionConfig) -> tuple[Change, .
     out: list[Change] = []
     for name, user in after.items():
         prev = before.get(name)
-        if prev is None:
-            out.append(Change("sshkey", name, ADDED, _user_fields(None, user)))
-        elif prev != user:
-            out.append(Change("sshkey", name, MODIFIED, _user_fields(prev, user)))
+        if prev is not None and prev == user:
+            continue
+        fields = _user_fields(prev, user)
+        # a password hash is no SSH key: it gets its own row (the hash itself is never shown)
+        if "passwordHash" in fields:
+            out.append(Change("password", name, ADDED if prev is None else MODIFIED, ("passwordHash",)))
+            fields = tuple(f for f in fields if f != "passwordHash")
+            if not fields:
+                continue
+        out.append(Change("sshkey", name, ADDED if prev is None else MODIFIED, fields))
     out.extend(Change("sshkey", name, REMOVED) for name in before if name not in after)
     if old.groups != new.groups:
         out.append(Change("sshkey", "groups", MODIFIED, ("passwd groups",)))

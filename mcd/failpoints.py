@@ -1,46 +1,29 @@
-"""Crash injection for the kill-at-every-step tests (the gofail pattern).
+"""Crash points: the places where a kill matters (the gofail pattern), for tests to hook into.
 
 Writers call `hit(name)` at every point where a crash matters (temp file written, rename done,
-backup taken, step finished …). Normally a hit costs one comparison. A test arms the module
-(`arm(n)` in a forked child, or `MCD_FAILPOINT_KILL_AT=n` for a child process) and the n-th hit
-SIGKILLs the process there, exactly as a power cut or an OOM kill would stop it.
+backup taken, step finished …). In the daemon nothing is installed and a hit is one global
+lookup: no environment variable or flag can make it do anything. The kill-at-every-step
+tests install a hook (`tests/killing.py`) that counts hits and SIGKILLs the process at the
+n-th one, exactly as a power cut or an OOM kill would stop it.
 """
 
 from __future__ import annotations
 
-import os
-import signal
-import threading
+from collections.abc import Callable
 
-_ENV = "MCD_FAILPOINT_KILL_AT"
+Hook = Callable[[str], None]
 
-
-class _State:
-    kill_at: int | None = None
-    count = 0
-    env_read = False
-    # batched writes pass failpoints from worker threads: each hit gets its own number
-    lock = threading.Lock()
+_hook: Hook | None = None
 
 
-def arm(kill_at: int | None) -> None:
-    """Kill the process at hit number `kill_at` (1-based) from now on; None disarms and only counts."""
-    _State.kill_at, _State.count, _State.env_read = kill_at, 0, True
-
-
-def hits() -> int:
-    """How many failpoints were passed since the last `arm`."""
-    return _State.count
+def install(hook: Hook | None) -> None:
+    """Call `hook(name)` at every crash point from now on (None: remove it). For tests only."""
+    global _hook  # noqa: PLW0603  # one process-wide hook, set by the test harness only
+    _hook = hook
 
 
 def hit(name: str) -> None:
     """A point where the process may die; `name` documents the point (and shows up in tracebacks)."""
-    with _State.lock:
-        if not _State.env_read:
-            _State.env_read = True
-            value = os.environ.get(_ENV)
-            _State.kill_at = int(value) if value and value.isdigit() else None
-        _State.count += 1
-        kill = _State.kill_at is not None and _State.count == _State.kill_at
-    if kill:
-        os.kill(os.getpid(), signal.SIGKILL)
+    hook = _hook
+    if hook is not None:
+        hook(name)

@@ -16,34 +16,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcd import kargs as kargs_mod
-from mcd import osupdate, policy
+from mcd import policy, rpmostree_args
+from mcd import steps as st
+from mcd.config import ostables
 from mcd.config.ignition import EMPTY_IGNITION, IgnitionConfig
 from mcd.config.machineconfig import MachineConfig
+from mcd.config.ostables import canonical_kernel_type
 from mcd.diff import ConfigDiff, diff
-from mcd.osupdate import canonical_kernel_type
+from mcd.nodefacts import NO_FACTS, Facts
 from mcd.reconcile import reconcile, unreconcilable_reason
-from mcd.registries import is_safe_registries_change
+from mcd.registries import REGISTRIES_CONF, is_safe_registries_change
+from mcd.steps import Step, reboot_command
+from mcd.updatesteps import disk_steps
 
-REGISTRIES_CONF = "/etc/containers/registries.conf"
+__all__ = ["Facts", "Plan", "PlannedChange", "plan", "reboot_command"]
+
 SINGLE_REPLICA = "SingleReplica"
-TOPOLOGIES = ("SingleReplica", "HighlyAvailable", "HighlyAvailableArbiter", "DualReplica")
-REBOOT_UNIT = "machine-config-daemon-reboot"
-
-
-@dataclass(frozen=True)
-class Facts:
-    """What the planner needs to know about the node; gathered elsewhere (probes) or given by flags."""
-
-    forcefile: bool = False
-    node_fips: bool | None = None
-    topology: str = "HighlyAvailable"
-    coreos: bool = True
-    arch: str = "x86_64"  # x86_64, aarch64, s390x or ppc64le (osupdate.node_arch)
-    # The booted deployment (CoreOS, from `rpm-ostree status`); None when unknown, e.g. `mcd plan`
-    # without a node: the OS step then assumes the node runs what the old config says.
-    booted_image: str | None = None
-    requested_packages: tuple[str, ...] | None = None
-    requested_base_removals: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -71,13 +59,21 @@ class Plan:
     drain: bool
     drain_rule: str
     changes: tuple[PlannedChange, ...] = ()
-    commands: tuple[tuple[str, ...], ...] = ()
+    # what the update does, in order: the executor runs exactly these
+    steps: tuple[Step, ...] = ()
     warnings: tuple[str, ...] = field(default=())
     # OS fields the node cannot apply (unknown extension, 64k-pages off aarch64): the update must
     # fail before it changes anything; `warnings` says the same for `mcd plan`
     os_errors: tuple[str, ...] = ()
     # extension packages the staged deployment must request once the OS step ran (spec §5.6)
     extension_packages: tuple[str, ...] = ()
+    # what the update leaves alone and why (a unit with no file to enable, no /etc/shadow …)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def commands(self) -> tuple[tuple[str, ...], ...]:
+        """The command lines of the steps, in order (file operations have none)."""
+        return tuple(c for c in map(st.command, self.steps) if c is not None)
 
     @property
     def reason(self) -> str:
@@ -114,6 +110,8 @@ class Plan:
             "commands": [list(c) for c in self.commands],
             "warnings": list(self.warnings),
             "osErrors": list(self.os_errors),
+            "steps": [st.step_json(s) for s in self.steps],
+            "notes": list(self.notes),
         }
 
 
@@ -124,7 +122,7 @@ def _action_json(action: object) -> object:
 def plan(
     old: MachineConfig,
     new: MachineConfig,
-    facts: Facts = Facts(),
+    facts: Facts = NO_FACTS,
     policies: policy.ClusterPolicies = policy.DEFAULT_POLICIES,
     *,
     legacy: bool = False,
@@ -165,18 +163,23 @@ def plan(
     if facts.topology == SINGLE_REPLICA:
         drain, drain_rule = False, "single-node topology (SingleReplica): drain skipped"
     os_step = _os_step(old, new, d, facts)
-    commands: list[tuple[str, ...]] = []
+    steps: list[Step] = []
+    notes: list[str] = []
     if not os_step.errors:
-        commands = _commands(
-            old_ign,
-            new_ign,
-            d,
-            os_step.commands,
-            new_name=new.name,
-            facts=facts,
-            actions=actions,
-            legacy=legacy,
-        )
+        # an update the node would refuse runs nothing
+        if facts.forcefile:
+            steps.append(st.ConsumeForcefile())
+        if drain:
+            steps.append(st.Drain())
+        steps += disk_steps(old_ign, new_ign, d, facts, notes)
+        steps += os_step.steps
+        steps += _tuning_steps(facts)
+        steps += _action_steps(actions, new.name, facts.coreos)
+        if facts.owed_reboot is not None and not any(isinstance(s, st.Reboot) for s in steps):
+            # this change needs none, but an earlier one still does: ask again
+            steps.append(
+                st.Reboot(facts.owed_reboot, reboot_command(facts.owed_reboot, facts.coreos), owed=True)
+            )
     # upstream fails such an update on the node (Degraded); say so before the rollout
     warnings = [f"the update would fail on the node: {e}" for e in os_step.errors]
     return Plan(
@@ -191,10 +194,11 @@ def plan(
         drain,
         drain_rule,
         tuple(changes),
-        tuple(commands),
+        tuple(steps),
         tuple(warnings),
         os_step.errors,
         os_step.extension_packages,
+        tuple(notes),
     )
 
 
@@ -316,71 +320,9 @@ def _drain_rule(drain: bool, actions: Sequence[Any], d: ConfigDiff) -> str:
     return "no action needs a drain"
 
 
-def reboot_command(rationale: str, coreos: bool = True) -> tuple[str, ...]:
-    """Upstream's reboot through a transient unit, ordered after ostree's staged finalization."""
-    cmd = ["systemd-run", "--unit", REBOOT_UNIT, "--description", f"machine-config-daemon: {rationale}"]
-    if coreos:
-        cmd += ["-p", "Requires=ostree-finalize-staged.service", "-p", "After=ostree-finalize-staged.service"]
-    return (*cmd, "/bin/sh", "-c", "systemctl reboot")
-
-
-def _unit_commands(
-    old: IgnitionConfig, new: IgnitionConfig, d: ConfigDiff, all_units: bool
-) -> list[tuple[str, ...]]:
-    changed = {c.name for c in d.unit_changes}
-    enable: list[str] = []
-    disable: list[str] = []
-    out: list[tuple[str, ...]] = []
-    for u in new.units:
-        if not all_units and u.name not in changed:
-            continue
-        if u.mask:
-            continue
-        if u.enabled is True:
-            enable.append(u.name)
-        elif u.enabled is False:
-            disable.append(u.name)
-        else:
-            out.append(("systemctl", "preset", u.name))
-    if enable:
-        out.append(("systemctl", "enable", *enable))
-    if disable:
-        out.append(("systemctl", "disable", *disable))
-    new_names = {u.name for u in new.units}
-    # removed units go back to their preset before their files are deleted
-    out.extend(("systemctl", "preset", u.name) for u in old.units if u.name not in new_names)
-    return out
-
-
-def _commands(
-    old_ign: IgnitionConfig,
-    new_ign: IgnitionConfig,
-    d: ConfigDiff,
-    os_commands: Sequence[tuple[str, ...]],
-    *,
-    new_name: str,
-    facts: Facts,
-    actions: Sequence[Any],
-    legacy: bool,
-) -> list[tuple[str, ...]]:
-    out = _unit_commands(old_ign, new_ign, d, all_units=facts.forcefile)
-    old_core = {u.name: u for u in old_ign.users}.get("core")
-    new_core = {u.name: u for u in new_ign.users}.get("core")
-    if (
-        d.passwd
-        and new_core is not None
-        and (old_core is None or old_core.password_hash != new_core.password_hash)
-    ):
-        # the hash itself is not shown: plans are printed and logged
-        out.append(("usermod", "-p", "<passwordHash>", "core"))
-    out.extend(os_commands)
-    out.extend(_action_commands(actions, new_name, facts.coreos, legacy))
-    return out
-
-
 @dataclass(frozen=True)
 class _OsStep:
-    commands: tuple[tuple[str, ...], ...] = ()
+    steps: tuple[Step, ...] = ()
     extension_packages: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()
 
@@ -391,79 +333,89 @@ def _os_step(old: MachineConfig, new: MachineConfig, d: ConfigDiff, facts: Facts
     Discard any pending deployment; undo a realtime/64k kernel swap the booted deployment
     carries; rebase (unless the node already boots the target image, OCPBUGS-2757); kernel
     arguments; put the realtime/64k kernel in; bring the extension packages to the new set,
-    counted against the booted deployment's requests.
+    counted against the booted deployment's requests; then check the staged deployment.
     """
     new_type = canonical_kernel_type(new.kernel_type)
     if not facts.coreos or not (
-        d.os_update or d.extensions or d.kernel_type or d.kargs or new_type != osupdate.KERNEL_TYPE_DEFAULT
+        d.os_update or d.extensions or d.kernel_type or d.kargs or new_type != ostables.KERNEL_TYPE_DEFAULT
     ):
         return _OsStep()
     target = new.ocl_image or new.os_image_url
     os_update = d.os_update and not (facts.booted_image is not None and facts.booted_image == target)
     kernel_swap = not d.ocl_enabled and (os_update or d.kernel_type)
-    out: list[tuple[str, ...]] = [tuple(osupdate.cleanup_pending_command())]
+    out: list[Step] = [st.OsCommand(st.OS_CLEANUP, tuple(rpmostree_args.cleanup_pending_command()))]
     errors: list[str] = []
     if kernel_swap:
-        revert = osupdate.kernel_swap_revert_command(
+        revert = rpmostree_args.kernel_swap_revert_command(
             old.kernel_type, facts.requested_base_removals, facts.requested_packages
         )
         if revert is not None:
-            out.append(tuple(revert))
+            out.append(st.OsCommand(st.OS_OVERRIDE_RESET, tuple(revert)))
     if os_update and target:
-        out.append(tuple(osupdate.rebase_command(target)))
+        out.append(st.Rebase(target, tuple(rpmostree_args.rebase_command(target))))
     if d.kargs:
         cmd = kargs_mod.kargs_command(list(old.kernel_arguments), list(new.kernel_arguments))
         if cmd:
-            out.append(tuple(cmd))
+            out.append(st.OsCommand(st.OS_KARGS, tuple(cmd)))
     if d.ocl_enabled:
         # a layered image carries its kernel and extensions itself
         return _OsStep(tuple(out))
     if kernel_swap:
         try:
-            switch = osupdate.kernel_switch_command(new_type, facts.arch)
-        except osupdate.KernelTypeError as exc:
+            switch = rpmostree_args.kernel_switch_command(new_type, facts.arch)
+        except rpmostree_args.KernelTypeError as exc:
             errors.append(str(exc))
         else:
             if switch is not None:
-                out.append(tuple(switch))
+                out.append(st.OsCommand(st.OS_KERNEL_SWITCH, tuple(switch)))
     expected: tuple[str, ...] = ()
     if (d.extensions or old.os_image_url != new.os_image_url) and (old.extensions or new.extensions):
         try:
-            expected = tuple(osupdate.extension_packages(list(new.extensions)))
-        except osupdate.ExtensionError as exc:
+            expected = tuple(ostables.extension_packages(list(new.extensions)))
+        except ostables.ExtensionError as exc:
             errors.append(str(exc))
         else:
             installed = facts.requested_packages
             if installed is None:
-                known = [e for e in old.extensions if e in osupdate.SUPPORTED_EXTENSIONS]
-                installed = tuple(osupdate.extension_packages(known))
-            cmd = osupdate.extensions_command(list(installed), list(new.extensions))
+                known = [e for e in old.extensions if e in ostables.SUPPORTED_EXTENSIONS]
+                installed = tuple(ostables.extension_packages(known))
+            cmd = rpmostree_args.extensions_command(list(installed), list(new.extensions))
             if cmd:
-                out.append(tuple(cmd))
+                out.append(st.OsCommand(st.OS_EXTENSIONS, tuple(cmd)))
     if errors:
         return _OsStep(errors=tuple(errors))
+    if expected:
+        out.append(st.VerifyExtensions(expected))
     return _OsStep(tuple(out), expected)
 
 
-def _action_commands(
-    actions: Sequence[Any], new_name: str, coreos: bool, legacy: bool
-) -> list[tuple[str, ...]]:
-    out: list[tuple[str, ...]] = []
+def _tuning_steps(facts: Facts) -> list[Step]:
+    """The legacy tuning file's kernel arguments: upstream applies them on every CoreOS update."""
+    if not facts.coreos or facts.tuning_file is None:
+        return []
+    argvs = kargs_mod.tuning_commands(facts.tuning_file, facts.cmdline, facts.el)
+    return [st.OsCommand(st.OS_TUNING, tuple(argv)) for argv in argvs]
+
+
+CRIO = "crio.service"
+
+
+def _action_steps(actions: Sequence[Any], new_name: str, coreos: bool) -> list[Step]:
+    """The post-config actions as steps, from the policy's or the legacy table's actions."""
+    out: list[Step] = []
     for a in actions:
         kind = a if isinstance(a, str) else a.type
         if kind in ("reboot", "Reboot"):
-            out.append(reboot_command(f"Node will reboot into config {new_name}", coreos))
-            return out
-        if kind == "reload crio":
-            out.append(("systemctl", "reload", "crio"))
+            reason = f"Node will reboot into config {new_name}"
+            return [st.Reboot(reason, reboot_command(reason, coreos))]
+        if kind in ("reload crio", "Special"):
+            out.append(st.ReloadService(CRIO))
         elif kind == "restart crio":
-            out += [("update-ca-trust",), ("systemctl", "restart", "crio")]
+            out += [st.UpdateCaTrust(), st.RestartService(CRIO)]
         elif kind == "Reload":
-            out.append(("systemctl", "reload", a.service))
+            out.append(st.ReloadService(a.service))
         elif kind == "Restart":
-            out.append(("systemctl", "restart", a.service))
+            out.append(st.RestartService(a.service))
         elif kind == "DaemonReload":
-            out.append(("systemctl", "daemon-reload"))
-        elif kind == "Special":
-            out.append(("systemctl", "reload", "crio"))
+            out.append(st.DaemonReload())
     return out

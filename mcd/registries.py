@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-REGISTRIES_CONF_PATH = "/etc/containers/registries.conf"
+REGISTRIES_CONF = "/etc/containers/registries.conf"
 DIGEST_ONLY = "digest-only"  # sysregistriesv2.MirrorByDigestOnly, the pull-from-mirror value
 
 
@@ -165,9 +165,7 @@ def parse_registries_conf(text: str | None) -> RegistriesConf:
         tables = _check(f.get("registry", []), _is_table_list, "an array of tables", "registry")
         return RegistriesConf(tuple(search), tuple(_registry(t) for t in tables))
     except (tomllib.TOMLDecodeError, RegistriesError) as err:
-        raise RegistriesError(
-            f"Failed decoding TOML content from file {REGISTRIES_CONF_PATH}: {err}"
-        ) from err
+        raise RegistriesError(f"Failed decoding TOML content from file {REGISTRIES_CONF}: {err}") from err
 
 
 # --- the safety rules ----------------------------------------------------------------------------

@@ -6,7 +6,11 @@ import json
 import urllib.parse
 from typing import Any
 
+from mcd.config.findings import JsonPath
 from mcd.config.machineconfig import MachineConfig, machineconfig_from_object
+from mcd.policy import Action, PolicyError
+from mcd.policy.model import SPEC_ACTION_TYPES, STATUS_ACTION_TYPES
+from mcd.policy.parse import parse_action
 
 
 def data_url(text: str) -> str:
@@ -53,3 +57,11 @@ def mc(*args: Any, **kwargs: Any) -> MachineConfig:
 def load(obj: dict[str, Any]) -> MachineConfig:
     # a JSON round trip, as if read from a file
     return machineconfig_from_object(json.loads(json.dumps(obj)), "test")
+
+
+def action_from_api(obj: object, path: JsonPath = (), *, allow_special: bool = True) -> Action:
+    """One API action (the status enum, or the spec enum without ``Special``); PolicyError if invalid."""
+    action, findings = parse_action(obj, path, STATUS_ACTION_TYPES if allow_special else SPEC_ACTION_TYPES)
+    if findings or action is None:
+        raise PolicyError(findings)
+    return action

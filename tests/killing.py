@@ -1,4 +1,8 @@
-"""Run code in a forked child that SIGKILLs itself at a failpoint (see mcd/failpoints.py)."""
+"""Run code in a forked child that SIGKILLs itself at a failpoint (see mcd/failpoints.py).
+
+The daemon only marks its crash points; the hook installed here counts them and kills the
+process at the chosen one.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +10,49 @@ import contextlib
 import ctypes
 import os
 import signal
+import threading
 from collections.abc import Callable
 
+from mcd import failpoints
+
 _PR_SET_CHILD_SUBREAPER = 36
+
+
+class _Counter:
+    """Counts failpoint hits; kills the process at hit number `kill_at` (1-based) when set."""
+
+    def __init__(self, kill_at: int | None) -> None:
+        self.kill_at = kill_at
+        self.count = 0
+        # batched writes pass failpoints from worker threads: each hit gets its own number
+        self.lock = threading.Lock()
+
+    def __call__(self, name: str) -> None:
+        with self.lock:
+            self.count += 1
+            kill = self.kill_at is not None and self.count == self.kill_at
+        if kill:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+_counter = _Counter(None)
+
+
+def arm(kill_at: int | None) -> None:
+    """Count failpoint hits from now on and die at hit `kill_at` (None: only count)."""
+    global _counter  # noqa: PLW0603  # one hook per (forked) test process
+    _counter = _Counter(kill_at)
+    failpoints.install(_counter)
+
+
+def disarm() -> None:
+    """Remove the hook: failpoints do nothing again."""
+    failpoints.install(None)
+
+
+def hits() -> int:
+    """How many failpoints were passed since the last `arm`."""
+    return _counter.count
 
 
 def _become_subreaper() -> None:
@@ -24,15 +68,13 @@ def in_child(fn: Callable[[], object], kill_at: int | None) -> int | None:
     (a real node's cgroup would take them down with the daemon as well). A child that raised
     fails the calling test.
     """
-    from mcd import failpoints
-
     _become_subreaper()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - child
         code = 0
         try:
             os.setpgid(0, 0)
-            failpoints.arm(kill_at)
+            arm(kill_at)
             fn()
         except BaseException:  # reported through the exit code only: the parent asserts
             code = 3

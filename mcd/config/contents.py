@@ -11,7 +11,6 @@ API (also for the host writer):
 * `iter_contents(resource, max_size=...)` yields the decoded bytes of one resource, in order;
   raises `ContentsError` (which field is wrong, and why) possibly after some pieces, so a
   writer must discard a partial result. A declared hash is verified after the last piece.
-* `measure_contents(resource, max_size=...)` runs the stream to its end: `Measured(size, sha256)`.
 * `DEFAULT_MAX_FILE_SIZE`: the cap used when none is given (`--max-file-size`).
 """
 
@@ -21,7 +20,6 @@ import hashlib
 import re
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mcd.config.dataurl import iter_data_url
@@ -45,12 +43,6 @@ class ContentsError(ValueError):
     def __init__(self, field: tuple[str, ...], message: str) -> None:
         super().__init__(message)
         self.field = field
-
-
-@dataclass(frozen=True)
-class Measured:
-    size: int
-    sha256: str  # hex digest of the decoded contents
 
 
 _SIZE = re.compile(r"\s*(\d+)\s*([KMGT]?)(?:I?B)?\s*")
@@ -99,18 +91,6 @@ def iter_contents(
             f"{hasher.name} verification failed for {owner}: contents hash to {hasher.hexdigest()}, "
             f"config expects {want}",
         )
-
-
-def measure_contents(
-    res: Resource, *, max_size: int | None = DEFAULT_MAX_FILE_SIZE, owner: str = "the file"
-) -> Measured:
-    """Size and SHA-256 of the decoded contents, streamed (nothing kept)."""
-    digest = hashlib.sha256()
-    size = 0
-    for piece in iter_contents(res, max_size=max_size, owner=owner):
-        size += len(piece)
-        digest.update(piece)
-    return Measured(size, digest.hexdigest())
 
 
 def _decoded(source: str, owner: str) -> Iterator[bytes]:

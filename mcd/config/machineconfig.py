@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcd import osupdate
+from mcd.config import ostables
 from mcd.config.findings import Finding, InputError, JsonPath
 from mcd.config.ignition import (
     DEFAULT_PARSE,
@@ -129,7 +129,7 @@ def machineconfig_from_object(
         notes.append(
             Finding((*path, "spec", "kernelType"), f"kernelType={kernel_type} is invalid (want {valid})")
         )
-    known = osupdate.SUPPORTED_EXTENSIONS
+    known = ostables.SUPPORTED_EXTENSIONS
     notes += [
         Finding(
             (*path, "spec", "extensions", i),

@@ -67,12 +67,6 @@ def is_unknown_key(finding: Finding) -> bool:
     return finding.severity == "warning" and finding.message.startswith(_UNKNOWN_PREFIXES)
 
 
-def validate_ignition_schema_plain(doc: object, version: str) -> list[Finding]:
-    """The same findings as `validate_ignition_schema`, without memoisation (the reference for tests)."""
-    spec = _spec(version)
-    return _sorted(_findings(spec, spec.root, doc, ()))
-
-
 # --- validators -------------------------------------------------------------------------------------
 
 

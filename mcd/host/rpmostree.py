@@ -1,6 +1,6 @@
 """rpm-ostree client: OS changes run through the Runner, `status --json` parsed into typed values.
 
-Command lines come from the pure builders in `mcd.osupdate` and `mcd.kargs`; this module only
+Command lines come from the pure builders in `mcd.rpmostree_args` and `mcd.kargs`; this module only
 runs them (as client `machine-config-operator`, so rpm-ostreed's journal names the caller), wraps
 failures into RpmOstreeError and retries the rebase, which pulls over the network (spec §5.2).
 """
@@ -17,10 +17,8 @@ from typing import Any
 import yaml
 
 from mcd.host.runner import CommandError, CommandResult, Runner
-from mcd.osupdate import (
+from mcd.rpmostree_args import (
     cleanup_pending_command,
-    cleanup_rollback_command,
-    local_rebase_command,
     missing_extension_packages,
     missing_extensions_error,
     rebase_command,
@@ -348,16 +346,8 @@ class RpmOstree:
         ) from last
 
     def run_planned(self, argv: Sequence[str]) -> None:
-        """Run an rpm-ostree command line the planner built; a registry rebase gets `rebase`'s retries."""
-        prefix = rebase_command("")
-        if len(argv) == len(prefix) and list(argv[:-1]) == prefix[:-1] and argv[-1].startswith(prefix[-1]):
-            self.rebase(argv[-1][len(prefix[-1]) :])
-            return
+        """Run an rpm-ostree command line the planner built (a rebase goes through `rebase`)."""
         self._run(argv)
-
-    def rebase_local(self, repo_digest: str) -> None:
-        """Stage an image already in the node's container storage (no pull, so no retry)."""
-        self._run(local_rebase_command(repo_digest), f"failed to rebase to {repo_digest}")
 
     def kargs_output(self) -> str:
         """The pending deployment's kernel arguments as `rpm-ostree kargs` prints them."""
@@ -380,7 +370,3 @@ class RpmOstree:
     def cleanup_pending(self) -> None:
         """Discard the staged deployment (`cleanup -p`); fine when there is none."""
         self._run(cleanup_pending_command(), "failed to remove staged deployment")
-
-    def cleanup_rollback(self) -> None:
-        """Remove the rollback deployment (`cleanup -r`)."""
-        self._run(cleanup_rollback_command(), "failed to remove rollback deployment")

@@ -18,7 +18,6 @@ import queue
 import threading
 import time
 from collections.abc import Iterable
-from types import TracebackType
 from typing import Any
 
 from mcd.policy import DEFAULT_POLICIES, PolicyError, merge_policies
@@ -242,8 +241,7 @@ class ControllerStandIn:
     def __enter__(self) -> ControllerStandIn:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:  # fmt: skip
+    def __exit__(self, *_exc: object) -> None:
         self.stop()
 
     def _next_wait(self) -> float:

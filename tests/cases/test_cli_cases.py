@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 from builders import data_url, mc_object
+from casebuilders import ndp_configs
 from casefiles import case_params, load_cases
-from test_plan_cases import ndp_configs
 
 from mcd.cli import main
 

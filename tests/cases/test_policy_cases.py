@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from builders import action_from_api
 from casefiles import CASES_DIR, case_params, load_cases
 
 from mcd.policy import (
     DEFAULT_POLICIES,
-    REGISTRIES_CONF,
     Action,
     ClusterPolicies,
     actions_for_changes,
@@ -27,6 +27,7 @@ from mcd.policy import (
     ndp_drain_required,
     parse_cluster_policies,
 )
+from mcd.registries import REGISTRIES_CONF
 
 NDP_FILE = "node_disruption_policy.json"
 LEGACY_FILE = "post_config_action_legacy.json"
@@ -36,7 +37,7 @@ NDP_REBOOT_FLAGS = ("forcefile", "osUpdate", "kargs", "fips", "kernelType", "ext
 
 
 def _actions(api: list[dict[str, Any]]) -> tuple[Action, ...]:
-    return tuple(Action.from_api(a, ("expected", i)) for i, a in enumerate(api))
+    return tuple(action_from_api(a, ("expected", i)) for i, a in enumerate(api))
 
 
 def _policies(spec: object) -> ClusterPolicies:

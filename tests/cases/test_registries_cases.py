@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from casefiles import case_params, load_cases
 
-from mcd.registries import REGISTRIES_CONF_PATH, is_safe_registries_change
+from mcd.registries import REGISTRIES_CONF, is_safe_registries_change
 
 CASES = load_cases("registries_conf_drain.json")
 NDP_ACTION_KEYS = ("ndpActions", "nodeDisruptionActions", "actions")
@@ -42,7 +42,7 @@ def drain_required(inp: dict[str, Any]) -> bool:
     old, new = inp.get("old_registries_conf"), inp.get("new_registries_conf")
     if "legacyActions" in inp:
         files = inp.get("diffFileSet")
-        changed = REGISTRIES_CONF_PATH in files if files is not None else old != new
+        changed = REGISTRIES_CONF in files if files is not None else old != new
         return legacy_drain_required(inp["legacyActions"], changed, old, new)
     key = next((k for k in NDP_ACTION_KEYS if k in inp), None)
     assert key is not None, f"case input has no action list: {sorted(inp)}"

@@ -336,7 +336,7 @@ def test_legacy(run: Run, workdir: Path) -> None:
     assert out["actions"] == ["reload crio"]
     assert out["changes"][0]["actions"] == ["reload crio"]
     assert out["drain"] is False
-    assert out["commands"] == [["systemctl", "reload", "crio"]]
+    assert out["commands"] == [["systemctl", "reload", "crio.service"]]
     assert plan_json(run, old, new)["actions"] == [
         {"type": "Reload", "reload": {"serviceName": "crio.service"}}
     ]
@@ -392,7 +392,7 @@ def test_registries_digest_only_mirror(run: Run, workdir: Path) -> None:
     assert (out["actions"], out["drain"], out["commands"]) == (
         [{"type": "Special"}],
         False,
-        [["systemctl", "reload", "crio"]],
+        [["systemctl", "reload", "crio.service"]],
     )
     assert plan_json(run, old, unsafe)["drain"] is True
 
@@ -439,7 +439,15 @@ def test_text_output(run: Run, workdir: Path) -> None:
     assert "action: Reboot  (reboot required by /etc/foo)" in lines
     assert "drain:  yes  (a reboot or drain action drains the node)" in lines
     assert lines.index("action: Reboot  (reboot required by /etc/foo)") > header + 2
-    assert "commands:" in lines
+    # the steps the update runs, in order, as `-o json` lists them
+    steps = lines[lines.index("steps:") + 1 :]
+    assert steps == [
+        "  1. drain the node",
+        "  2. write 2 file(s): /etc/foo /etc/containers/policy.json",
+        "  3. reboot: Node will reboot into config rendered-new",
+    ]
+    kinds = [s["kind"] for s in plan_json(run, old, new)["steps"]]
+    assert kinds == ["drain", "write-files", "reboot"]
 
 
 def test_text_output_with_policy(run: Run, workdir: Path) -> None:

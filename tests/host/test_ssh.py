@@ -10,15 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from killing import killed_at
+from killing import disarm, killed_at
+from recording import RecordingRunner
 from trees import CORE_GROUP, CORE_PASSWD, put
 
-from mcd import failpoints
 from mcd.config.ignition import User
 from mcd.host.accounts import Accounts
 from mcd.host.errors import HostError
 from mcd.host.root import HostRoot
-from mcd.host.runner import RecordingRunner
 from mcd.host.ssh import KEYS_PATH, SshKeyWriter
 
 SHADOW = "root:*:19000::::::\ncore:*:19000::::::\n"
@@ -177,12 +176,12 @@ def test_apply_converges_after_a_kill_anywhere(tmp_path: Path) -> None:
             setup(base)
             if not killed_at(n, functools.partial(op, base)):
                 break
-            failpoints.arm(None)
+            disarm()
             op(base)
             assert snapshot(base) == expected, f"no convergence after a kill at failpoint {n}"
             n += 1
     finally:
-        failpoints.arm(None)
+        disarm()
     assert n > 5
 
 

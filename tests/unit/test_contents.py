@@ -8,15 +8,30 @@ import hashlib
 import os
 import tracemalloc
 import urllib.parse
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
 from mcd.config import contents
-from mcd.config.contents import ContentsError, iter_contents, measure_contents, parse_size
+from mcd.config.contents import ContentsError, iter_contents, parse_size
 from mcd.config.dataurl import decode_data_url, iter_data_url
 from mcd.config.findings import format_path
 from mcd.config.ignition import File, ParseOptions, Resource, parse_ignition
+
+
+class Measured(NamedTuple):
+    size: int
+    sha256: str
+
+
+def measure_contents(res: Any, *, max_size: int | None = None, owner: str = "the file") -> Measured:
+    """Runs the stream to its end, keeping only its size and SHA-256 (as a writer would)."""
+    digest, size = hashlib.sha256(), 0
+    kwargs: dict[str, Any] = {"owner": owner} if max_size is None else {"owner": owner, "max_size": max_size}
+    for piece in iter_contents(res, **kwargs):
+        size += len(piece)
+        digest.update(piece)
+    return Measured(size, digest.hexdigest())
 
 
 def b64_url(data: bytes, wrap: int = 0) -> str:

@@ -261,10 +261,25 @@ def test_password_hash_and_other_fields() -> None:
             ignition={"ignition": {"version": "3.5.0"}, "passwd": {"users": [{"name": "core", **fields}]}},
         )
 
-    [change] = diff(
+    password, other = diff(
         core(sshAuthorizedKeys=["k"]), core(sshAuthorizedKeys=["k"], passwordHash="$6$h", uid=5)
     ).passwd_changes
-    assert change.details == ("passwordHash", "other fields")
+    # a password hash change is labelled as one, never as an SSH key change
+    assert (password.kind, password.name, password.details) == ("password", "core", ("passwordHash",))
+    assert (other.kind, other.details) == ("sshkey", ("other fields",))
+
+
+def test_a_password_hash_change_alone_is_no_ssh_key_change() -> None:
+    def core(**fields: Any) -> MachineConfig:
+        return mc(
+            "x",
+            ignition={"ignition": {"version": "3.5.0"}, "passwd": {"users": [{"name": "core", **fields}]}},
+        )
+
+    changes = diff(core(passwordHash="$6$a"), core(passwordHash="$6$b")).passwd_changes
+    assert [(c.kind, c.name, c.change, c.details) for c in changes] == [
+        ("password", "core", "modified", ("passwordHash",))
+    ]
 
 
 def test_spec_changes() -> None:

@@ -8,6 +8,7 @@ import pytest
 from builders import ign_file, load, mc, mc_object
 
 from mcd import policy
+from mcd import steps as st
 from mcd.config.machineconfig import MachineConfig, empty_machineconfig
 from mcd.plan import Facts, Plan, plan, reboot_command
 from mcd.reconcile import FIPS_MESSAGE
@@ -572,13 +573,27 @@ def test_unit_enablement_commands() -> None:
         ],
     )
     p = plan(old, new)
+    # without a node, units with no contents are assumed to have a unit file there (upstream
+    # enables a masked unit too: the mask link is its unit file)
     assert p.commands == (
         ("systemctl", "preset", "preset.service"),
-        ("systemctl", "enable", "on.service"),
+        ("systemctl", "enable", "on.service", "masked.service"),
         ("systemctl", "disable", "off.service"),
         ("systemctl", "preset", "gone.service"),
         reboot_into(),
     )
+    assert st.Mask("masked.service") in p.steps
+    assert st.RemoveFile("/etc/systemd/system/gone.service") in p.steps
+    assert any("on.service has no contents" in n for n in p.notes)
+
+
+def test_units_without_contents_are_enabled_only_when_the_node_has_their_file() -> None:
+    new = mc(
+        "new", units=[{"name": "on.service", "enabled": True}, {"name": "off.service", "enabled": False}]
+    )
+    p = plan(mc("old"), new, Facts(unit_files=frozenset({"off.service"})))
+    assert [s for s in p.steps if isinstance(s, st.Enable | st.Disable)] == [st.Disable(("off.service",))]
+    assert p.notes == ('Could not enable unit "on.service", because it has no contents, skipping',)
 
 
 def test_ssh_key_change_needs_no_action() -> None:
@@ -646,7 +661,7 @@ def test_digest_only_mirror_added_is_special_without_drain() -> None:
     assert p.actions == (policy.Action("Special"),)
     assert not p.drain
     assert p.drain_rule == f"{REGISTRIES} change is safe (only digest-only mirrors added): no drain"
-    assert p.commands == (("systemctl", "reload", "crio"),)
+    assert p.commands == (("systemctl", "reload", "crio.service"),)
 
 
 def test_tag_mirror_added_drains() -> None:
@@ -654,7 +669,7 @@ def test_tag_mirror_added_drains() -> None:
     assert p.actions == (policy.Action("Special"),)
     assert p.drain
     assert p.drain_rule.startswith(f"{REGISTRIES} change is not safe")
-    assert p.commands == (("systemctl", "reload", "crio"),)
+    assert p.commands == (("systemctl", "reload", "crio.service"),)
 
 
 def test_unparsable_registries_conf_drains() -> None:
@@ -666,7 +681,7 @@ def test_legacy_registries_conf(text: str, drain: bool) -> None:
     p = registries_update(text, legacy=True)
     assert p.actions == ("reload crio",)
     assert p.drain is drain
-    assert p.commands == (("systemctl", "reload", "crio"),)
+    assert p.commands == (("systemctl", "reload", "crio.service"),)
 
 
 # ---------------------------------------------------------------- legacy table
@@ -678,13 +693,13 @@ def test_legacy_actions_and_commands() -> None:
     assert p.actions == ("reload crio",)
     assert p.action_rule == "legacy post-config action table: reload crio"
     assert p.changes[0].actions == ("reload crio",)
-    assert p.commands == (("systemctl", "reload", "crio"),)
+    assert p.commands == (("systemctl", "reload", "crio.service"),)
 
 
 def test_legacy_restart_crio_updates_the_trust_store_first() -> None:
     p = file_update(CA_BUNDLE, legacy=True)
     assert p.actions == ("restart crio",)
-    assert p.commands == (("update-ca-trust",), ("systemctl", "restart", "crio"))
+    assert p.commands == (("update-ca-trust",), ("systemctl", "restart", "crio.service"))
 
 
 def test_legacy_unit_change_reboots() -> None:
@@ -740,3 +755,22 @@ def test_to_json_contract() -> None:
         "kernelType": False,
         "extensions": False,
     }
+
+
+def test_the_legacy_tuning_file_adds_kargs_on_every_coreos_update() -> None:
+    text = "ADD nosmt\nDELETE quiet\nADD mitigations=off\n"
+    old, new = mc("old", files=[ign_file("/etc/a", "1")]), mc("new", files=[ign_file("/etc/a", "2")])
+
+    def tuning(facts: Facts) -> list[tuple[str, ...]]:
+        return [s.argv for s in plan(old, new, facts).steps if isinstance(s, st.OsCommand)]
+
+    # on RHEL-based CoreOS only nosmt is allowlisted; elsewhere additions come before deletions
+    assert tuning(Facts(tuning_file=text, cmdline="root=x quiet", el=True)) == [
+        ("rpm-ostree", "kargs", "--append=nosmt")
+    ]
+    assert tuning(Facts(tuning_file=text, cmdline="root=x quiet")) == [
+        ("rpm-ostree", "kargs", "--append=nosmt"),
+        ("rpm-ostree", "kargs", "--append=mitigations=off"),
+        ("rpm-ostree", "kargs", "--delete=quiet"),
+    ]
+    assert tuning(Facts(tuning_file=text, coreos=False)) == []

@@ -5,15 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from builders import action_from_api
 
 from mcd.policy import (
     DEFAULT_POLICIES,
-    MSG_BAD_NAME,
-    MSG_BAD_SUFFIX,
-    MSG_NONE_ALONE,
-    MSG_REBOOT_ALONE,
-    MSG_RELOAD_UNION,
-    MSG_RESTART_UNION,
     Action,
     ClusterPolicies,
     Decision,
@@ -33,6 +28,14 @@ from mcd.policy import (
     policies_from_machineconfiguration,
     sshkey_decision,
     unit_decision,
+)
+from mcd.policy.model import (
+    MSG_BAD_NAME,
+    MSG_BAD_SUFFIX,
+    MSG_NONE_ALONE,
+    MSG_REBOOT_ALONE,
+    MSG_RELOAD_UNION,
+    MSG_RESTART_UNION,
 )
 
 REBOOT, NONE, DRAIN, SPECIAL, DAEMON_RELOAD = (
@@ -73,7 +76,7 @@ def never() -> bool:
     ],
 )
 def test_action_round_trips_through_the_api_form(api: dict[str, Any], action: Action) -> None:
-    assert Action.from_api(api, ()) == action
+    assert action_from_api(api, ()) == action
     assert action.to_api() == api
 
 
@@ -123,7 +126,7 @@ def test_action_round_trips_through_the_api_form(api: dict[str, Any], action: Ac
 )
 def test_invalid_actions_are_reported_at_their_json_path(api: object, expected: list[Any]) -> None:
     with pytest.raises(PolicyError) as exc:
-        Action.from_api(api, ())
+        action_from_api(api, ())
     assert findings_of(exc) == expected
 
 
@@ -133,19 +136,19 @@ def test_invalid_actions_are_reported_at_their_json_path(api: object, expected: 
 )
 def test_valid_service_names_are_accepted(name: str) -> None:
     # the API's name rule only checks the start (allowed characters up to a dot): "a.b@c d.mount" passes
-    assert Action.from_api({"type": "Restart", "restart": {"serviceName": name}}, ()).service == name
+    assert action_from_api({"type": "Restart", "restart": {"serviceName": name}}, ()).service == name
 
 
 def test_template_instance_names_are_refused_as_upstream_does() -> None:
     with pytest.raises(PolicyError) as exc:
-        Action.from_api({"type": "Restart", "restart": {"serviceName": "getty@tty1.service"}}, ())
+        action_from_api({"type": "Restart", "restart": {"serviceName": "getty@tty1.service"}}, ())
     assert findings_of(exc) == [(("restart", "serviceName"), MSG_BAD_NAME)]
 
 
 def test_special_is_refused_where_users_write_policies() -> None:
-    assert Action.from_api({"type": "Special"}, (), allow_special=True) == SPECIAL
+    assert action_from_api({"type": "Special"}, (), allow_special=True) == SPECIAL
     with pytest.raises(PolicyError):
-        Action.from_api({"type": "Special"}, (), allow_special=False)
+        action_from_api({"type": "Special"}, (), allow_special=False)
 
 
 def test_action_objects_reject_impossible_shapes() -> None:

@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 from builders import ign_file, mc
+from recording import RecordingRunner
 
 from mcd.config.machineconfig import MachineConfig
+from mcd.execute import Host, UpdateError, update
 from mcd.host.reboot import RebootError
 from mcd.host.root import HostRoot
-from mcd.host.runner import RecordingRunner
 from mcd.host.systemd import SystemdError, SystemdManager
-from mcd.plan import reboot_command
 from mcd.sim.sandbox import make_sandbox_root
-from mcd.update import Host, UpdateError, update
+from mcd.steps import reboot_command
 
 STATE = "etc/machine-config-daemon"
 BOOT_ID = "proc/sys/kernel/random/boot_id"
@@ -199,7 +199,7 @@ def test_restart_crio_runs_update_ca_trust_first_on_a_live_host(root: Path) -> N
             restarted.append(unit)
 
     outcome = update(dataclasses.replace(h, systemd=Recording(inner)), a, b, legacy=True)
-    assert outcome.actions_run == ("restart crio.service",)
+    assert outcome.actions_run == ("update-ca-trust", "restart crio.service")
     assert restarted == ["crio.service"]
 
 

@@ -18,14 +18,15 @@ from typing import Any
 
 import pytest
 from builders import data_url, mc_object
+from recording import RecordingRunner
 from trees import Tree, walk
 
 from mcd.cli import main
+from mcd.execute import Host, UpdateError
 from mcd.host.root import HostRoot
-from mcd.host.runner import RecordingRunner, SubprocessRunner
+from mcd.host.runner import SubprocessRunner
 from mcd.oncefrom import run_once_from
 from mcd.sim.sandbox import CORE_GID, CORE_UID, make_sandbox_root
-from mcd.update import Host, UpdateError
 
 commands = pytest.mark.allow_commands
 
@@ -728,3 +729,63 @@ def test_an_unexpected_command_fails_the_run(root: Path, tmp_path: Path) -> None
             Host.for_root(HostRoot(root), runner), write_config(tmp_path, config_a()), skip_reboot=True
         )
     assert runner.commands[0][:2] == ("systemctl", f"--root={root.resolve()}")
+
+
+# --- 8. `mcd plan --root-mount DIR NEW` prints what `mcd start --once-from NEW` then runs --------------
+
+
+def plan_then_start(capsys: pytest.CaptureFixture[str], root: Path, config: str) -> tuple[Any, Any]:
+    code, out, err = cli(capsys, "plan", "--root-mount", str(root), config, "-o", "json")
+    assert (code, err) == (0, "")
+    planned = json.loads(out)
+    summary = apply(capsys, root, config)
+    ran = [{k: v for k, v in s.items() if k != "skipped"} for s in summary["steps"]]
+    assert ran == planned["steps"]
+    return planned, summary
+
+
+@commands
+def test_plan_on_the_root_is_what_start_runs(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b = write_config(tmp_path, config_a()), write_config(tmp_path, config_b())
+    planned, _ = plan_then_start(capsys, root, a)
+    assert planned["old"] != "rendered-a"
+    assert planned["mode"] == "legacy"  # the action table once-from uses, not the cluster's policy
+    planned, summary = plan_then_start(capsys, root, b)
+    assert planned["old"] == "rendered-a"
+    kinds = [s["kind"] for s in summary["steps"]]
+    assert "restore-original" in kinds or "remove-file" in kinds
+    # applied: planning the same config again shows nothing left to do but the owed reboot
+    _, out, _ = cli(capsys, "plan", "--root-mount", str(root), b, "-o", "json")
+    assert [s["kind"] for s in json.loads(out)["steps"]] in ([], ["reboot"])
+
+
+@commands
+def test_a_unit_without_contents_is_not_enabled_in_the_plan_or_the_run(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write_config(
+        tmp_path, mc_object("rendered-foo", units=[{"name": "foo.service", "enabled": True}])
+    )
+    planned, _ = plan_then_start(capsys, root, config)
+    assert [s for s in planned["steps"] if s["kind"] == "enable"] == []
+    assert planned["notes"] == ['Could not enable unit "foo.service", because it has no contents, skipping']
+    assert [c[:2] for c in planned["commands"]] == [["systemd-run", "--unit"]]  # the legacy reboot only
+    # without a node the plan cannot know, and says so
+    _, out, _ = cli(capsys, "plan", "-", config, "-o", "json")
+    unknown = json.loads(out)
+    assert unknown["commands"][0] == ["systemctl", "enable", "foo.service"]
+    assert "plan with --root-mount to know" in unknown["notes"][0]
+
+
+def test_plan_on_a_root_takes_only_new(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b = write_config(tmp_path, config_a()), write_config(tmp_path, config_b())
+    code, _, err = cli(capsys, "plan", "--root-mount", str(root), a, b)
+    assert code == 1
+    assert "with --root-mount, OLD comes from the node: give only NEW" in err
+    code, _, err = cli(capsys, "plan", "--root-mount", str(root), a, "--legacy")
+    assert code == 1
+    assert "--legacy comes from the node" in err

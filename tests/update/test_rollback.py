@@ -16,16 +16,17 @@ from typing import Any
 
 import pytest
 from builders import data_url, mc_object
+from recording import RecordingRunner
 from trees import Tree, walk
 
-import mcd.update
+import mcd.host.wiring
 from mcd.cli import main
+from mcd.execute import Host, UpdateError
 from mcd.host.root import HostRoot
 from mcd.host.rpmostree import RpmOstree
-from mcd.host.runner import RecordingRunner, SubprocessRunner
+from mcd.host.runner import SubprocessRunner
 from mcd.oncefrom import run_once_from
 from mcd.sim.sandbox import make_sandbox_root
-from mcd.update import Host, UpdateError
 
 pytestmark = pytest.mark.allow_commands
 
@@ -119,7 +120,7 @@ class Node:
         # `mcd start` builds its own RpmOstree: keep its rebase retries, record the waits instead
         self.sleeps: list[float] = []
         monkeypatch.setattr(
-            mcd.update,
+            mcd.host.wiring,
             "RpmOstree",
             functools.partial(RpmOstree, retry_delays=RETRY_DELAYS, sleep=self.sleeps.append),
         )

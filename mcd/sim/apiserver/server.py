@@ -12,12 +12,11 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import yaml
 
-from mcd.host.fsops import atomic_write
+from mcd.host.atomicfs import atomic_write
 from mcd.sim.apiserver import errors
 from mcd.sim.apiserver.app import App
 from mcd.sim.apiserver.audit import AuditLog
@@ -220,8 +219,7 @@ class ApiServer:
         return self.start()
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+        self, *_exc: object) -> None:
         self.stop()
 
     @property

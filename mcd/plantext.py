@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 from typing import Any
 
 from mcd.plan import Plan
+from mcd.steps import step_text
 
 
 def action_text(action: Any) -> str:
@@ -45,7 +45,9 @@ def plan_text(p: Plan) -> str:
     lines.append(f"drain:  {'yes' if p.drain else 'no'}  ({p.drain_rule})")
     for w in p.warnings:
         lines.append(f"warning: {w}")
-    if p.commands:
-        lines.append("commands:")
-        lines += [f"  {shlex.join(c)}" for c in p.commands]
+    for n in p.notes:
+        lines.append(f"note: {n}")
+    if p.steps:
+        lines.append("steps:")
+        lines += [f"  {i}. {step_text(s)}" for i, s in enumerate(p.steps, 1)]
     return "\n".join(lines) + "\n"

@@ -1,0 +1,336 @@
+"""The update transaction: turn a plan into the desired on-disk state, or leave the old one.
+
+Upstream's `update()` order is kept: files, units, stale data, SSH keys and passwords, OS
+(rpm-ostree), persisted current config, post-config action. Each completed step registers
+its undo; when a later step fails, the undos run in reverse and the node is back in the old
+config. Crash safety comes from three facts: every single write is atomic (atomicfs), every step
+is idempotent (re-writing identical content writes nothing, backups are taken once), and a
+write-ahead record (`state.TRANSACTION`) is on disk from before the first change to after the
+last — a restarted process finds it and re-runs the same transaction, which converges.
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from mcd import failpoints, policy
+from mcd import steps as st
+from mcd.config.ignition import EMPTY_IGNITION, IgnitionConfig
+from mcd.config.machineconfig import MachineConfig, empty_machineconfig, machineconfig_from_object
+from mcd.host import atomicfs, ondisk, state
+from mcd.host.errors import HostError
+from mcd.host.facts import probe
+from mcd.host.originals import noorig_path, orig_path
+from mcd.host.root import PathEscapeError
+from mcd.host.wiring import Host
+from mcd.nodefacts import Facts
+from mcd.paths import KUBELET_CA, UNIT_DIR, dropin_path, unit_path
+from mcd.perform import Drainer, Ran, StepRunner, unchanged_paths
+from mcd.plan import Plan, plan
+
+__all__ = ["Host", "Outcome", "Ran", "Unreconcilable", "UpdateError", "recover", "request_reboot", "update"]
+
+LOG = logging.getLogger(__name__)
+
+SSH_DIR = "/home/core/.ssh/authorized_keys.d"
+
+
+class UpdateError(RuntimeError):
+    """The update failed; the node was rolled back to the old config."""
+
+
+class Unreconcilable(UpdateError):
+    """The update cannot be applied in place; nothing was changed."""
+
+    def __init__(self, plan_: Plan) -> None:
+        self.plan = plan_
+        super().__init__(plan_.reason)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What an update did."""
+
+    plan: Plan
+    reboot: bool
+    rebooted: bool
+    actions_run: tuple[str, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+    # the plan's steps, in the order they ran (empty when the node already was in the config)
+    ran: tuple[Ran, ...] = ()
+
+
+def mc_json(mc: MachineConfig) -> Mapping[str, Any]:
+    """The object persisted for a config (the source object; a bare Ignition is wrapped)."""
+    raw = mc.raw
+    if raw.get("kind") == "MachineConfig":
+        return raw
+    return {
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineConfig",
+        "metadata": {"name": mc.name},
+        "spec": {"config": dict(raw)} if raw else {},
+    }
+
+
+def load_mc(obj: Mapping[str, Any] | None, what: str) -> MachineConfig:
+    """A persisted config back into a MachineConfig (None: upstream's empty config)."""
+    if obj is None:
+        return empty_machineconfig()
+    return machineconfig_from_object(obj, what)
+
+
+def facts_for(
+    host: Host, old: MachineConfig, new: MachineConfig, *, skip_certificate_write: bool = False
+) -> Facts:
+    """The probe's facts, its failures as UpdateError (nothing was changed yet)."""
+    try:
+        return probe(host, old, new, skip_certificate_write=skip_certificate_write)
+    except HostError as exc:
+        raise UpdateError(str(exc)) from exc
+
+
+def plan_on_host(
+    host: Host,
+    old: MachineConfig,
+    new: MachineConfig,
+    *,
+    legacy: bool,
+    policies: policy.ClusterPolicies = policy.DEFAULT_POLICIES,
+    skip_certificate_write: bool = False,
+    storage_overrides: Sequence[str] = (),
+) -> Plan:
+    """The plan `update` would run on this host now (what `mcd plan --root-mount` prints)."""
+    facts = facts_for(host, old, new, skip_certificate_write=skip_certificate_write)
+    return plan(old, new, facts, policies, legacy=legacy, storage_overrides=storage_overrides)
+
+
+def update(
+    host: Host,
+    old: MachineConfig,
+    new: MachineConfig,
+    *,
+    legacy: bool,
+    policies: policy.ClusterPolicies = policy.DEFAULT_POLICIES,
+    skip_reboot: bool = False,
+    skip_certificate_write: bool = False,
+    facts: Facts | None = None,
+    drain: Drainer | None = None,
+    storage_overrides: Sequence[str] = (),
+) -> Outcome:
+    """Apply `new` over `old` on the host; on failure roll back and raise UpdateError.
+
+    The host is probed (unless `facts` are given), the pure planner turns the facts into steps,
+    and exactly those steps run, in order. `drain` is the cluster agent's drain (without one a
+    planned drain is reported skipped); `storage_overrides` are the MachineConfiguration's
+    irreconcilableValidationOverrides.storage.
+    """
+    # an update joins thousands of paths in a few directories: resolve each directory once
+    with host.root.caching_dirs():
+        if facts is None:
+            facts = facts_for(host, old, new, skip_certificate_write=skip_certificate_write)
+        p = plan(old, new, facts, policies, legacy=legacy, storage_overrides=storage_overrides)
+        return _apply(host, old, new, p, facts, skip_reboot=skip_reboot, drain=drain)
+
+
+def _apply(
+    host: Host,
+    old: MachineConfig,
+    new: MachineConfig,
+    p: Plan,
+    facts: Facts,
+    *,
+    skip_reboot: bool,
+    drain: Drainer | None,
+) -> Outcome:
+    old_ign = old.config or EMPTY_IGNITION
+    new_ign = new.config or EMPTY_IGNITION
+    _sweep_temp_files(host, old_ign, new_ign)
+    if not p.reconcilable:
+        raise Unreconcilable(p)
+    if p.os_errors:
+        raise UpdateError(f"update to {p.new_name} refused: {'; '.join(p.os_errors)}")
+    if p.diff.is_empty and not facts.forcefile and state.pending(host.root) is None:
+        drift = ondisk.first_error(host.root, new_ign, host.systemd.is_enabled)
+        if drift is None and state.read_current_config(host.root) == mc_json(new):
+            # already there: no transaction record, no write, no action (re-runs are no-ops);
+            # only backups of restored originals left by an interrupted commit are collected
+            host.files.originals.collect_restored(None, new_ign)
+            owed = state.pending_reboot(host.root)
+            if owed is None:
+                return Outcome(p, reboot=False, rebooted=False, notes=("already in the desired config",))
+            # applied, but the reboot it needs failed, was skipped or was cut short: ask again
+            return _reboot(host, p, owed.reason, skip_reboot=skip_reboot, notes=("reboot still pending",))
+    _check(host, old_ign, new_ign, p, facts)
+    old_json, new_json = mc_json(old), mc_json(new)
+    state.begin(host.root, state.Transaction(old_json, new_json, "apply", "legacy" if p.legacy else "policy"))
+    failpoints.hit("transaction recorded")
+    for note in p.notes:
+        LOG.info("%s", note)
+    run = StepRunner(host, old_ign, new_ign, drain)
+    reboot = next((s for s in p.steps if isinstance(s, st.Reboot)), None)
+    try:
+        # directory entries are made durable once per directory, before the commit
+        with atomicfs.deferred_dir_sync(), host.files.originals.replacing(old_ign):
+            for step in p.steps:
+                if not isinstance(step, st.ACTION_STEPS):
+                    run.step(step)
+        # reloads and restarts run before the commit: when one fails the update is rolled back
+        # (as upstream); a reboot is requested once the new config is committed
+        for step in p.steps:
+            if isinstance(step, st.ACTION_STEPS) and not isinstance(step, st.Reboot):
+                run.action(step)
+        if reboot is not None and not reboot.owed:
+            state.mark_reboot(host.root, new.name, reboot.reason)
+        state.commit(host.root, new.ocl_image)
+        failpoints.hit("transaction committed")
+    except Exception as exc:
+        try:
+            _roll_back(host, old_ign, run.undo, failed=new.name)
+        except UpdateError as rollback_exc:
+            # both matter: why the update failed, and why the node could not be put back
+            raise UpdateError(f"update to {new.name} failed: {exc}; {rollback_exc}") from exc
+        if isinstance(exc, UpdateError):
+            raise
+        raise UpdateError(f"update to {new.name} failed and was rolled back: {exc}") from exc
+    # committed: no re-run can follow, so the backups of restored originals can go
+    host.files.originals.collect_restored(None, new_ign)
+    actions_run = tuple(_label(r) for r in run.ran if isinstance(r.step, st.ACTION_STEPS))
+    if reboot is None:
+        return Outcome(p, reboot=False, rebooted=False, actions_run=actions_run, ran=tuple(run.ran))
+    # an owed reboot: this change needs none, but an earlier one never happened (skipped or failed)
+    notes = ("reboot still pending",) if reboot.owed else ()
+    outcome = _reboot(host, p, reboot.reason, skip_reboot=skip_reboot, notes=notes)
+    skipped = "" if outcome.rebooted else "not rebooting here (--skip-reboot or not a running system)"
+    return replace(outcome, actions_run=actions_run, ran=(*run.ran, Ran(reboot, skipped)))
+
+
+def _label(r: Ran) -> str:
+    """An action as `actionsRun` has always named it (`reload crio.service`, `daemon-reload`)."""
+    argv = st.command(r.step) or (r.step.kind,)
+    text = " ".join(argv[1:] if argv[0] == "systemctl" else argv)
+    return f"{text} (skipped: {r.skipped})" if r.skipped else text
+
+
+def _check(host: Host, old_ign: IgnitionConfig, new_ign: IgnitionConfig, p: Plan, facts: Facts) -> None:
+    """Everything the host could refuse, checked before anything is recorded or written."""
+    changed_units = {c.name for c in p.diff.unit_changes}
+    units = new_ign.units if facts.forcefile else tuple(u for u in new_ign.units if u.name in changed_units)
+    try:
+        host.files.check(
+            new_ign.files,
+            units,
+            skip=(KUBELET_CA,) if facts.skip_certificate_write else (),
+            unchanged=unchanged_paths(old_ign, new_ign),
+        )
+        # pruning touches the old config's units that go away
+        host.files.check((), [u for u in old_ign.units if u.name in changed_units])
+    except HostError as exc:
+        raise UpdateError(f"update to {p.new_name} refused, nothing was changed: {exc}") from exc
+
+
+def _sweep_temp_files(host: Host, old_ign: IgnitionConfig, new_ign: IgnitionConfig) -> None:
+    """Remove what writers killed mid-write left behind, in every directory an update writes to.
+
+    Only the daemon's own directory unless an update was interrupted (its record is there):
+    every other write happens inside a transaction.
+    """
+    for leftover in atomicfs.sweep_temp_files(host.root.join(state.STATE_DIR, follow_final=True)):
+        LOG.warning("removed %s, left by an interrupted write", leftover)
+    if atomicfs.lstat_or_none(host.root.join(state.TRANSACTION)) is None:
+        return
+    paths = {f"{SSH_DIR}/x"}
+    for ign in (old_ign, new_ign):
+        paths.update(f.path for f in ign.files)
+        for u in ign.units:
+            paths.add(unit_path(u.name))
+            paths.update(dropin_path(u.name, d.name) for d in u.dropins)
+    dirs = set()
+    for path in paths:
+        for p in (path, orig_path(path), noorig_path(path)):
+            dirs.add(posixpath.dirname(p))
+    dirs.add(f"{UNIT_DIR}/multi-user.target.wants")
+    for d in sorted(dirs):
+        try:
+            host_dir = host.root.join(d, follow_final=True)
+        except PathEscapeError:
+            continue
+        for leftover in atomicfs.sweep_temp_files(host_dir):
+            LOG.warning("removed %s, left by an interrupted write", leftover)
+
+
+def _roll_back(
+    host: Host, old_ign: IgnitionConfig, undo: list[tuple[str, Callable[[], None]]], *, failed: str
+) -> None:
+    owed = state.pending_reboot(host.root)
+    if owed is not None and owed.config == failed:
+        state.clear_reboot(host.root)  # the failed config will not be booted into
+    new_record = state.pending(host.root)
+    if new_record is not None:
+        state.begin(host.root, state.Transaction(new_record.old, new_record.new, "rollback", new_record.mode))
+    errors: list[str] = []
+    for what, fn in reversed(undo):
+        try:
+            fn()
+        except Exception as exc:  # every undo runs; the failures are reported together
+            errors.append(f"{what}: {exc}")
+    if errors:
+        # the record stays: a restart re-runs the transaction and converges
+        raise UpdateError("error rolling back changes: " + "; ".join(errors))
+    state.finish(host.root)
+    host.files.originals.collect_restored(None, old_ign)
+
+
+def _reboot(host: Host, p: Plan, reason: str, *, skip_reboot: bool, notes: tuple[str, ...] = ()) -> Outcome:
+    """Request the reboot the committed config needs (it stays recorded until the node has rebooted).
+
+    A failed request raises RebootError (upstream's message); the record makes the next run ask
+    again instead of taking the node as done.
+    """
+    if skip_reboot:
+        LOG.info("reboot required (%s), skipped (--skip-reboot)", reason)
+        return Outcome(p, reboot=True, rebooted=False, notes=notes)
+    if not request_reboot(host, reason):
+        return Outcome(p, reboot=True, rebooted=False, notes=(*notes, "reboot skipped: not a running system"))
+    return Outcome(p, reboot=True, rebooted=True, notes=notes)
+
+
+def request_reboot(host: Host, reason: str) -> bool:
+    """Reboot the node; False (nothing done) under a root that is not a running system.
+
+    Raises RebootError when the reboot could not be requested.
+    """
+    if not host.live:
+        LOG.info("reboot required (%s), skipped: %s is not a running system", reason, host.root.prefix)
+        return False
+    host.rebooter.reboot(reason)
+    return True
+
+
+def recover(host: Host, *, skip_reboot: bool = True) -> Outcome | None:
+    """Finish an interrupted update: re-run the recorded transaction, which converges.
+
+    A record in phase "apply" means the process died while applying: the same update runs
+    again. In phase "rollback" it died while undoing a failed update: the update runs again
+    too, fails at the same step if the cause persists, and rolls back completely this time.
+    """
+    txn = state.pending(host.root)
+    if txn is None:
+        return None
+    LOG.warning("found an interrupted update (phase %s): re-running it", txn.phase)
+    old = load_mc(txn.old, state.TRANSACTION)
+    new = load_mc(txn.new, state.TRANSACTION)
+    try:
+        return update(
+            host,
+            old,
+            new,
+            legacy=txn.mode == "legacy",
+            skip_reboot=skip_reboot,
+        )
+    except HostError as exc:
+        raise UpdateError(str(exc)) from exc

@@ -1,0 +1,79 @@
+"""`Host`: everything an update touches on one root, wired once (writers, systemd, rpm-ostree).
+
+The pod mounts the node at a prefix: systemd is then reached over the node's bus and host
+commands run inside its root; a plain directory gets offline `systemctl --root`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mcd.host.accounts import Accounts
+from mcd.host.files import FileWriter
+from mcd.host.reboot import Rebooter, Reboots
+from mcd.host.root import HostRoot
+from mcd.host.rpmostree import RpmOstree
+from mcd.host.runner import ChrootRunner, Runner
+from mcd.host.ssh import SshKeyWriter
+from mcd.host.systemd import SystemdManager, make_manager
+from mcd.host.units import UnitFiles, UnitWriter
+
+OSTREE_BOOTED = "/run/ostree-booted"
+
+
+@dataclass
+class Host:
+    """Everything an update touches on one root, wired once."""
+
+    root: HostRoot
+    runner: Runner
+    coreos: bool
+    accounts: Accounts
+    files: FileWriter
+    systemd: SystemdManager
+    units: UnitWriter
+    ssh: SshKeyWriter
+    rpmostree: RpmOstree | None
+    rebooter: Reboots
+    # a running system (the live `/`): services can be reloaded and the machine rebooted
+    live: bool = False
+
+    @classmethod
+    def for_root(
+        cls,
+        root: HostRoot,
+        runner: Runner,
+        *,
+        coreos: bool | None = None,
+        rpmostree_binary: str = "rpm-ostree",
+    ) -> Host:
+        if coreos is None:
+            coreos = root.join(OSTREE_BOOTED).exists()
+        accounts = Accounts.load(root)
+        files = FileWriter(root, accounts, coreos=coreos)
+        live = root.runs_systemd
+        host_runner: Runner = runner
+        if live and not root.is_live:
+            host_runner = ChrootRunner(runner, str(root.prefix))
+            systemd = make_manager(root, host_runner, live=True, bus_address=_bus_address(root))
+        else:
+            systemd = make_manager(root, runner)
+        units = UnitWriter(root, systemd, UnitFiles(files.originals))
+        return cls(
+            root=root,
+            runner=runner,
+            coreos=coreos,
+            accounts=accounts,
+            files=files,
+            systemd=systemd,
+            units=units,
+            ssh=SshKeyWriter(root, accounts, runner),
+            rpmostree=RpmOstree(host_runner, binary=rpmostree_binary) if coreos else None,
+            rebooter=Rebooter(host_runner, coreos=coreos),
+            live=live,
+        )
+
+
+def _bus_address(root: HostRoot) -> str:
+    """The D-Bus system bus of the system mounted at `root` (its socket, through the mount)."""
+    return f"unix:path={root.prefix}/run/dbus/system_bus_socket"

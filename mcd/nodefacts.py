@@ -1,0 +1,61 @@
+"""What the planner knows about the node it plans for. Pure: a record, filled by the host probe.
+
+`mcd plan OLD NEW` plans without a node: every host fact is then None ("unknown") and the
+planner assumes a node that runs exactly the old config. `mcd plan --root-mount` and the
+executor fill them from the root (`mcd.host.facts.probe`), so the plan printed is the one run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# the control plane topologies a node can report (SingleReplica skips the drain)
+TOPOLOGIES = ("SingleReplica", "HighlyAvailable", "HighlyAvailableArbiter", "DualReplica")
+
+
+@dataclass(frozen=True)
+class Facts:
+    """Node facts the planner decides from; gathered by the host probe or given by flags."""
+
+    forcefile: bool = False
+    node_fips: bool | None = None
+    topology: str = "HighlyAvailable"
+    coreos: bool = True
+    arch: str = "x86_64"  # x86_64, aarch64, s390x or ppc64le (mcd.rpmostree_args.node_arch)
+    # The booted deployment (CoreOS, from `rpm-ostree status`); None when unknown, e.g. `mcd plan`
+    # without a node: the OS step then assumes the node runs what the old config says.
+    booted_image: str | None = None
+    requested_packages: tuple[str, ...] | None = None
+    requested_base_removals: tuple[str, ...] | None = None
+    # `start --skip-certificate-write`: the kubelet CA is written by someone else
+    skip_certificate_write: bool = False
+    # --- the disk (None: unknown, the node is assumed to hold the old config exactly) ---
+    # files declared identically in the old and new config that are exactly right on disk
+    matching_paths: frozenset[str] | None = None
+    # paths with a `.mcdorig` backup and no `.mcdnoorig` stamp: dropping them restores the original
+    backed_up: frozenset[str] | None = None
+    # units the new config rewrites that are enabled now and whose [Install] links may change
+    enabled_rewrites: frozenset[str] | None = None
+    # contents-less units with an enablement whose unit file systemd finds on the node
+    unit_files: frozenset[str] | None = None
+    # units the new config drops whose file in /etc/systemd/system is a regular file
+    regular_unit_files: frozenset[str] | None = None
+    # leaked enablement links (OCPBUGS-33694) present on the node
+    leaked_links: frozenset[str] = frozenset()
+    # permission bits of the kubelet's kubeconfig when it is a regular file
+    kubeconfig_mode: int | None = None
+    # accounts: core exists, the root has /etc/shadow, users whose hash already is the wanted one
+    has_core: bool | None = None
+    has_shadow: bool | None = None
+    password_matches: frozenset[str] | None = None
+    # the reason of a reboot an earlier update recorded and the node has not done yet
+    owed_reboot: str | None = None
+    # the legacy tuning file /etc/pivot/kernel-args (None: absent or unknown), the running
+    # kernel command line, and whether the OS is RHEL-based (only allowlisted arguments count)
+    tuning_file: str | None = None
+    cmdline: str = ""
+    el: bool = False
+
+
+# a node about which nothing is known (`mcd plan OLD NEW`)
+NO_FACTS = Facts()

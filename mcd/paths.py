@@ -1,0 +1,93 @@
+"""Paths the daemon manages and what the planner knows about them. Pure: no I/O.
+
+Shared by the planner (which paths a step names) and the host layer (where it writes them),
+so both spell a unit file, a dropin or a never-deleted certificate the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mcd.config.ignition import Unit
+
+UNIT_DIR = "/etc/systemd/system"
+DEV_NULL = "/dev/null"
+KUBECONFIG = "/etc/kubernetes/kubeconfig"
+KUBELET_CA = "/etc/kubernetes/kubelet-ca.crt"
+FORCEFILE = "/run/machine-config-daemon-force"
+
+# Certificates managed by the certificate writer: deleting them when an MC stops declaring them
+# would leave the node without its CAs.
+NEVER_DELETED = frozenset(
+    {
+        "/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt",
+        KUBELET_CA,
+        "/etc/kubernetes/static-pod-resources/configmaps/cloud-config/ca-bundle.pem",
+    }
+)
+# Any file whose directory contains this (image registry CAs) is never deleted either.
+IMAGE_CA_DIR = "/etc/docker/certs.d"
+# Enablement symlinks leaked by older daemons (OCPBUGS-33694), removed on every prune.
+LEAKED_SYMLINKS = (
+    "/etc/systemd/system/network-online.target.requires/node-valid-hostname.service",
+    "/etc/systemd/system/network-online.target.wants/ovs-configuration.service",
+)
+
+
+def unit_path(name: str) -> str:
+    """Config path of unit file `name`."""
+    return f"{UNIT_DIR}/{name}"
+
+
+def dropin_path(unit: str, dropin: str) -> str:
+    """Config path of dropin `dropin` of unit `unit`."""
+    return f"{UNIT_DIR}/{unit}.d/{dropin}"
+
+
+def never_deleted(path: str) -> bool:
+    """Whether pruning must leave `path` alone even when no config declares it any more."""
+    return path in NEVER_DELETED or IMAGE_CA_DIR in path.rsplit("/", 1)[0]
+
+
+def path_in_dropins(path: str, units: Sequence[Unit]) -> bool:
+    """True when `path` is the dropin file of a dropin declared in `units`.
+
+    Mirrors upstream's parsing: a `.conf` file under /etc/systemd/system whose directory name
+    ends in `.d` names the unit (the directory name without `.d`).
+    """
+    if not path.startswith(UNIT_DIR) or not path.endswith(".conf"):
+        return False
+    segments = path.split("/")
+    if len(segments) < 2:
+        return False
+    dropin, unit_dir = segments[-1], segments[-2]
+    unit_name, dot, suffix = unit_dir.rpartition(".")
+    if suffix != "d":
+        return False
+    if not dot:
+        unit_name = ""
+    return any(u.name == unit_name and any(d.name == dropin for d in u.dropins) for u in units)
+
+
+INSTALL_HEADER = b"[Install]"
+
+
+def install_section(text: bytes) -> tuple[bytes, ...]:
+    """The lines of a unit file's [Install] section(s), stripped, without comments.
+
+    Equal results mean the same [Install] semantics (the comparison is on text, so equivalent
+    but differently written sections compare unequal: that only costs a disable). Blank lines
+    are kept: one can end a continued line.
+    """
+    lines: list[bytes] = []
+    inside = False
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith(b"[") and line.endswith(b"]"):
+            inside = line == INSTALL_HEADER
+            if inside:
+                lines.append(line)  # two [Install] headers are not one
+            continue
+        if inside and not line.startswith((b"#", b";")):
+            lines.append(line)
+    return tuple(lines)
