@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 # Pure core modules named in docs/architecture.md, plus everything under mcd/config/.
 PURE_MODULES = (
     "mcd.diff", "mcd.reconcile", "mcd.policy", "mcd.registries", "mcd.kargs", "mcd.osupdate", "mcd.plan",
-    "mcd.render",
+    "mcd.render", "mcd.kube.annotations",
 )  # fmt: skip
 BANNED_IMPORTS = (
     "subprocess", "socket", "kubernetes", "dbus", "pyinotify", "shutil", "tempfile",
