@@ -33,6 +33,7 @@ from mcd.sync import Result, Syncer
 LOG = logging.getLogger(__name__)
 
 WATCH_RETRY_MAX = 30.0
+WATCH_MIN_SECONDS = 1.0
 
 
 class Daemon:
@@ -109,6 +110,7 @@ class Daemon:
                         self.writer.forget()
                     else:
                         self._observe(obj)
+                started = time.monotonic()
                 for etype, obj in self.client.watch_node(name, rv, self.settings.watch_timeout_seconds):
                     rv = str((obj.get("metadata") or {}).get("resourceVersion", rv))
                     if etype == "BOOKMARK":
@@ -120,6 +122,9 @@ class Daemon:
                     backoff.reset()
                     if self.stop.is_set():
                         return
+                if time.monotonic() - started < WATCH_MIN_SECONDS:
+                    # a server (or proxy) that ends watches at once must not make this loop spin
+                    self.stop.wait(backoff.next_delay())
             except GoneError:
                 LOG.info("watch of node %s expired: listing it again", name)
                 rv = ""
