@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Agent benchmark: `mcd start` as a real process against a local API server; prints JSON figures.
+
+Workload: the rendered worker config of ../shared/bench/make_workload.py (2,000 files of 1 KiB,
+300 units with dropins) laid down on a fresh sandbox root. Each of the N updates (default 50) is
+a one-file rebootless change of it: registries.conf gains one more digest-only mirror (a
+NodeDisruptionPolicy `Special`: crio reload, no drain). A controller stand-in answers the
+uncordon handshake at once. Figures:
+  api_requests_per_update  requests the agent sent per update, by verb and kind, from the
+                           desiredConfig patch to state=Done (watch streams and Events apart)
+  done_ms_p50 / p99        desiredConfig patch -> the API server stores state=Done
+  idle_rss_mb              the agent's resident memory after the updates, idle
+  idle_cpu_percent         its CPU use over an idle window (the watch is open, nothing changes)
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "tests" / "agent")]
+
+from fakeapi import FakeApi  # noqa: E402  (the tests' API server; mcd sim-cluster will replace it)
+from harness import NODE, Agent, answer_drains, make_root  # noqa: E402
+
+from mcd.host.runner import SubprocessRunner  # noqa: E402
+from mcd.kube import annotations as ann  # noqa: E402
+
+REG = "/etc/containers/registries.conf"
+
+
+def _workload(files: int, units: int) -> dict[str, Any]:
+    sys.path.insert(0, str(REPO.parent / "shared" / "bench"))
+    import make_workload  # type: ignore[import-not-found]
+
+    old, _ = make_workload.build(files, units)
+    return dict(old)
+
+
+def _with_mirrors(base: dict[str, Any], name: str, mirrors: int) -> dict[str, Any]:
+    mc = copy.deepcopy(base)
+    mc["metadata"] = {"name": name}
+    reg = 'unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]\n'
+    reg += '[[registry]]\nlocation = "quay.io/openshift"\n'
+    for i in range(mirrors + 1):
+        reg += f'[[registry.mirror]]\nlocation = "mirror{i}.example.com/openshift"\n'
+        reg += 'pull-from-mirror = "digest-only"\n'
+    for f in mc["spec"]["config"]["storage"]["files"]:
+        if f["path"] == REG:
+            f["contents"] = {"source": "data:," + urllib.parse.quote(reg, safe="")}
+    return mc
+
+
+def _kind(method: str, path: str, query: str) -> str:
+    """The resource a request was about: `events` for a POST to .../events, `nodes` for .../nodes/x."""
+    parts = path.rstrip("/").split("/")
+    if "watch=true" in query:
+        return f"{parts[-1]} (watch)"
+    if method == "POST" or path in ("/api/v1/nodes", "/api/v1/pods"):
+        return parts[-1]
+    return parts[-2]
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--updates", type=int, default=50)
+    ap.add_argument("--files", type=int, default=2000)
+    ap.add_argument("--units", type=int, default=300)
+    ap.add_argument("--idle-seconds", type=float, default=10.0)
+    args = ap.parse_args()
+
+    base = _with_mirrors(_workload(args.files, args.units), "rendered-worker-0", 0)
+    with tempfile.TemporaryDirectory(prefix="mcd-bench-agent-") as tmp:
+        tmp_path = Path(tmp)
+        root = make_root(tmp_path, base, SubprocessRunner())
+        api = FakeApi().start()
+        try:
+            answer_drains(api)
+            api.add_mc(base)
+            first = "rendered-worker-0"
+            api.add_node(NODE, {ann.CURRENT_CONFIG: first, ann.DESIRED_CONFIG: first, ann.STATE: "Done"})
+            kubeconfig = api.write_kubeconfig(tmp_path / "kubeconfig")
+            agent = Agent(root, kubeconfig, tmp_path / "agent.log").start()
+            assert agent.proc is not None
+            agent.wait_log("is in config rendered-worker-0: Done", timeout=120)
+            times: list[float] = []
+            per_update: list[dict[str, int]] = []
+            for i in range(1, args.updates + 1):
+                name = f"rendered-worker-{i}"
+                api.add_mc(_with_mirrors(base, name, i))
+                mark = len(api.audit)
+                start = time.monotonic()
+                api.patch_node(NODE, {"metadata": {"annotations": {ann.DESIRED_CONFIG: name}}})
+                api.wait_node(
+                    NODE,
+                    lambda n, name=name: (n["metadata"]["annotations"].get(ann.STATE) == "Done"
+                                          and n["metadata"]["annotations"].get(ann.CURRENT_CONFIG) == name),
+                    timeout=120,
+                )  # fmt: skip
+                times.append((time.monotonic() - start) * 1000)
+                counts: dict[str, int] = {}
+                for a in api.audit[mark:]:
+                    key = f"{a.method} {_kind(a.method, a.path, a.query)}"
+                    counts[key] = counts.get(key, 0) + 1
+                per_update.append(counts)
+            time.sleep(1.0)  # let the last Events go out before the idle window
+            pid = agent.proc.pid
+            cpu0, t0 = _cpu_seconds(pid), time.monotonic()
+            time.sleep(args.idle_seconds)
+            cpu1, t1 = _cpu_seconds(pid), time.monotonic()
+            rss = _rss_mb(pid)
+            agent.stop()
+        finally:
+            api.stop()
+    keys = sorted({k for c in per_update for k in c})
+    result = {
+        "updates": args.updates,
+        "files": args.files,
+        "units": args.units,
+        "api_requests_per_update": {k: statistics.mean(c.get(k, 0) for c in per_update) for k in keys},
+        "done_ms_p50": round(_pct(times, 0.5), 1),
+        "done_ms_p99": round(_pct(times, 0.99), 1),
+        "done_ms_max": round(max(times), 1),
+        "idle_rss_mb": round(rss, 1),
+        "idle_cpu_percent": round(100 * (cpu1 - cpu0) / (t1 - t0), 2),
+    }
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
