@@ -201,7 +201,6 @@ class BuiltinDrainer(_Base):
 
     def drain(self, config: str) -> None:
         assert self.api is not None
-        self.check_budgets()
         node = self.writer.node()
         if not node.unschedulable:
             self.writer.set_annotations({CORDONED_BY: config}, unschedulable=True)
@@ -210,6 +209,8 @@ class BuiltinDrainer(_Base):
             LOG.info(
                 "node %s was already cordoned by someone else: it stays cordoned after the update", self.node
             )
+        # cordoned first, as kubectl drain does: no new pod lands while a budget holds the drain
+        self.check_budgets()
         self.events.normal("Drain", "Draining node to update config.")
         deadline = time.monotonic() + self.timeout
         pending = {
