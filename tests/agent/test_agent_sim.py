@@ -94,8 +94,9 @@ def _setup(sim: ApiServer, tmp_path: Path) -> tuple[Path, Path]:
     sim.put(b)
     sim.add_node(NODE)
     sim.add_node("worker-1")
-    sim.patch("Node", NODE, {"metadata": {"annotations": {
-        ann.CURRENT_CONFIG: "rendered-worker-a", ann.DESIRED_CONFIG: "rendered-worker-a", ann.STATE: "Done"}}})  # fmt: skip
+    first = "rendered-worker-a"
+    boot = {ann.CURRENT_CONFIG: first, ann.DESIRED_CONFIG: first, ann.STATE: "Done"}
+    sim.patch("Node", NODE, {"metadata": {"annotations": boot}})
     return root, sim.write_kubeconfig(tmp_path / "kubeconfig")
 
 
@@ -128,8 +129,11 @@ def test_reboot_update_through_the_handshake_seen_by_kubectl_and_the_audit_log(
             agent.kill()
     jsonpath = "{.metadata.annotations.machineconfiguration\\.openshift\\.io/state} {.spec.unschedulable}"
     assert _kubectl(kubeconfig, "get", "node", NODE, "-o", f"jsonpath={jsonpath}").strip() == "Done"
-    events = json.loads(_kubectl(kubeconfig, "get", "events", "-n", "openshift-machine-config-operator",
-                                 "--field-selector", f"involvedObject.name={NODE}", "-o", "json"))  # fmt: skip
+    selector = f"involvedObject.name={NODE}"
+    ns = "openshift-machine-config-operator"
+    events = json.loads(
+        _kubectl(kubeconfig, "get", "events", "-n", ns, "--field-selector", selector, "-o", "json")
+    )
     reasons = [e["reason"] for e in events["items"]]
     assert {"Drain", "Reboot", "NodeDone", "Uncordon"} <= set(reasons)
     assert all(e["source"]["component"] == "machineconfigdaemon" for e in events["items"])
@@ -166,8 +170,9 @@ def test_builtin_drain_blocked_by_a_budget_shows_the_cordon_to_kubectl_and_names
     sim: ApiServer, tmp_path: Path
 ) -> None:
     root, kubeconfig = _setup(sim, tmp_path)
-    sim.put({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web-1", "namespace": "default",
-             "labels": {"app": "web"}}, "spec": {"nodeName": NODE, "containers": [{"name": "c", "image": "x"}]}})  # fmt: skip
+    meta = {"name": "web-1", "namespace": "default", "labels": {"app": "web"}}
+    spec = {"nodeName": NODE, "containers": [{"name": "c", "image": "x"}]}
+    sim.put({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec})
     sim.put({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
              "metadata": {"name": "web", "namespace": "default"},
              "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}})  # fmt: skip
