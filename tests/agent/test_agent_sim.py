@@ -171,7 +171,7 @@ def test_builtin_drain_blocked_by_a_budget_shows_the_cordon_to_kubectl_and_names
 ) -> None:
     root, kubeconfig = _setup(sim, tmp_path)
     meta = {"name": "web-1", "namespace": "default", "labels": {"app": "web"}}
-    spec = {"nodeName": NODE, "containers": [{"name": "c", "image": "x"}]}
+    spec = {"nodeName": NODE, "containers": [{"name": "c", "image": "x"}], "terminationGracePeriodSeconds": 1}
     sim.put({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec})
     sim.put({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
              "metadata": {"name": "web", "namespace": "default"},
