@@ -4,8 +4,8 @@
 Workload: the rendered worker config of ../shared/bench/make_workload.py (2,000 files of 1 KiB,
 300 units with dropins) laid down on a fresh sandbox root. Each of the N updates (default 50) is
 a one-file rebootless change of it: registries.conf gains one more digest-only mirror (a
-NodeDisruptionPolicy `Special`: crio reload, no drain). A controller stand-in answers the
-uncordon handshake at once. Figures:
+NodeDisruptionPolicy `Special`: crio reload, no drain). The server is `mcd.sim.apiserver`
+(HTTPS, as kube-apiserver) and a controller stand-in answers the uncordon handshake at once. Figures:
   api_requests_per_update  requests the agent sent per update, by verb and kind, from the
                            desiredConfig patch to state=Done (watch streams and Events apart)
   done_ms_p50 / p99        desiredConfig patch -> the API server stores state=Done
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import datetime
 import json
 import os
 import statistics
@@ -30,11 +31,11 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "tests" / "agent")]
 
-from fakeapi import FakeApi  # noqa: E402  (the tests' API server; mcd sim-cluster will replace it)
-from harness import NODE, Agent, answer_drains, make_root  # noqa: E402
+from harness import NODE, Agent, ControllerStandIn, make_root  # noqa: E402
 
 from mcd.host.runner import SubprocessRunner  # noqa: E402
 from mcd.kube import annotations as ann  # noqa: E402
+from mcd.sim.apiserver import ApiServer  # noqa: E402
 
 REG = "/etc/containers/registries.conf"
 
@@ -61,14 +62,28 @@ def _with_mirrors(base: dict[str, Any], name: str, mirrors: int) -> dict[str, An
     return mc
 
 
-def _kind(method: str, path: str, query: str) -> str:
-    """The resource a request was about: `events` for a POST to .../events, `nodes` for .../nodes/x."""
-    parts = path.rstrip("/").split("/")
-    if "watch=true" in query:
-        return f"{parts[-1]} (watch)"
-    if method == "POST" or path in ("/api/v1/nodes", "/api/v1/pods"):
-        return parts[-1]
-    return parts[-2]
+def _done(sim: ApiServer, name: str) -> bool:
+    a = (sim.get("Node", NODE) or {}).get("metadata", {}).get("annotations") or {}
+    return a.get(ann.STATE) == "Done" and a.get(ann.CURRENT_CONFIG) == name
+
+
+def _stamp(text: str) -> float:
+    return datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.UTC).timestamp()
+
+
+def _requests_per_update(audit: Path, marks: list[tuple[float, float]]) -> list[dict[str, int]]:
+    """The agent's requests received between each desiredConfig patch and Done, by verb and resource."""
+    entries = [json.loads(line) for line in audit.read_text().splitlines() if line.strip()]
+    mine = [e for e in entries if e["userAgent"].startswith("machine-config-daemon/")]
+    out = []
+    for start, end in marks:
+        counts: dict[str, int] = {}
+        for e in mine:
+            if start <= _stamp(e["requestReceivedTimestamp"]) <= end:
+                key = f"{e['verb']} {(e.get('objectRef') or {}).get('resource', '?')}"
+                counts[key] = counts.get(key, 0) + 1
+        out.append(counts)
+    return out
 
 
 def _rss_mb(pid: int) -> float:
@@ -100,45 +115,39 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="mcd-bench-agent-") as tmp:
         tmp_path = Path(tmp)
         root = make_root(tmp_path, base, SubprocessRunner())
-        api = FakeApi().start()
+        sim = ApiServer(audit_log_path=tmp_path / "audit.log").start()
         try:
-            answer_drains(api)
-            api.add_mc(base)
+            sim.put(base)
+            sim.add_node(NODE)
             first = "rendered-worker-0"
-            api.add_node(NODE, {ann.CURRENT_CONFIG: first, ann.DESIRED_CONFIG: first, ann.STATE: "Done"})
-            kubeconfig = api.write_kubeconfig(tmp_path / "kubeconfig")
-            agent = Agent(root, kubeconfig, tmp_path / "agent.log").start()
-            assert agent.proc is not None
-            agent.wait_log("is in config rendered-worker-0: Done", timeout=120)
-            times: list[float] = []
-            per_update: list[dict[str, int]] = []
-            for i in range(1, args.updates + 1):
-                name = f"rendered-worker-{i}"
-                api.add_mc(_with_mirrors(base, name, i))
-                mark = len(api.audit)
-                start = time.monotonic()
-                api.patch_node(NODE, {"metadata": {"annotations": {ann.DESIRED_CONFIG: name}}})
-                api.wait_node(
-                    NODE,
-                    lambda n, name=name: (n["metadata"]["annotations"].get(ann.STATE) == "Done"
-                                          and n["metadata"]["annotations"].get(ann.CURRENT_CONFIG) == name),
-                    timeout=120,
-                )  # fmt: skip
-                times.append((time.monotonic() - start) * 1000)
-                counts: dict[str, int] = {}
-                for a in api.audit[mark:]:
-                    key = f"{a.method} {_kind(a.method, a.path, a.query)}"
-                    counts[key] = counts.get(key, 0) + 1
-                per_update.append(counts)
-            time.sleep(1.0)  # let the last Events go out before the idle window
-            pid = agent.proc.pid
-            cpu0, t0 = _cpu_seconds(pid), time.monotonic()
-            time.sleep(args.idle_seconds)
-            cpu1, t1 = _cpu_seconds(pid), time.monotonic()
-            rss = _rss_mb(pid)
-            agent.stop()
+            boot = {ann.CURRENT_CONFIG: first, ann.DESIRED_CONFIG: first, ann.STATE: "Done"}
+            sim.patch("Node", NODE, {"metadata": {"annotations": boot}})
+            kubeconfig = sim.write_kubeconfig(tmp_path / "kubeconfig")
+            with ControllerStandIn(sim):
+                agent = Agent(root, kubeconfig, tmp_path / "agent.log").start()
+                assert agent.proc is not None
+                agent.wait_log("is in config rendered-worker-0: Done", timeout=120)
+                times: list[float] = []
+                marks: list[tuple[float, float]] = []
+                for i in range(1, args.updates + 1):
+                    name = f"rendered-worker-{i}"
+                    sim.put(_with_mirrors(base, name, i))
+                    start = time.monotonic()
+                    sim.patch("Node", NODE, {"metadata": {"annotations": {ann.DESIRED_CONFIG: name}}})
+                    sim.wait_for(lambda name=name: _done(sim, name), timeout=120)
+                    end = time.monotonic()
+                    times.append((end - start) * 1000)
+                    marks.append((time.time() - (end - start), time.time()))
+                time.sleep(1.0)  # let the last Events go out before the idle window
+                pid = agent.proc.pid
+                cpu0, t0 = _cpu_seconds(pid), time.monotonic()
+                time.sleep(args.idle_seconds)
+                cpu1, t1 = _cpu_seconds(pid), time.monotonic()
+                rss = _rss_mb(pid)
+                agent.stop()
         finally:
-            api.stop()
+            sim.stop()
+        per_update = _requests_per_update(tmp_path / "audit.log", marks)
     keys = sorted({k for c in per_update for k in c})
     result = {
         "updates": args.updates,
