@@ -32,7 +32,7 @@ class Metrics:
 
     def __init__(self) -> None:
         # upstream exports no `_created` series; without this every counter would add one
-        disable_created_metrics()
+        disable_created_metrics()  # type: ignore[no-untyped-call]
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.host_os = Gauge(
