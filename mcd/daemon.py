@@ -32,7 +32,8 @@ from mcd.sync import Result, Syncer
 
 LOG = logging.getLogger(__name__)
 
-WATCH_RETRY_MAX = 30.0
+# a watch that keeps failing is retried at least this often: the node's changes are the work
+WATCH_RETRY_MAX = 5.0
 WATCH_MIN_SECONDS = 1.0
 
 

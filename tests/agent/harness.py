@@ -137,19 +137,29 @@ class Agent:
     """`mcd start` as a child process; its log goes to a file the test can read."""
 
     def __init__(
-        self, root: Path, kubeconfig: Path, log: Path, *extra: str, env: dict[str, str] | None = None
+        self,
+        root: Path,
+        kubeconfig: Path,
+        log: Path,
+        *extra: str,
+        env: dict[str, str] | None = None,
+        kill_at: int | None = None,
     ) -> None:
         self.root, self.kubeconfig, self.log_path = root, kubeconfig, log
         self.extra = extra
         self.env = env or {}
+        self.kill_at = kill_at
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> Agent:
         env = dict(os.environ)
         env.update({"NODE_NAME": NODE, "PYTHONPATH": str(REPO)}, **self.env)
         env.pop("NOTIFY_SOCKET", None)
+        launcher = ["-m", "mcd"]
+        if self.kill_at is not None:
+            launcher = [str(Path(__file__).with_name("crashing_mcd.py")), str(self.kill_at)]
         argv = [
-            sys.executable, "-m", "mcd", "start",
+            sys.executable, *launcher, "start",
             "--kubeconfig", str(self.kubeconfig),
             "--root-mount", str(self.root),
             "--metrics-url", "127.0.0.1:0",
