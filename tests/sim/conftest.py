@@ -93,3 +93,27 @@ def eventually(check: Callable[[], Any], timeout: float = 10.0) -> Any:
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout}s")
         time.sleep(0.05)
+
+
+def raw_request(
+    sim: ApiServer, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, str], bytes]:
+    """One HTTPS request with the server's token and CA, no client-side retries."""
+    import ssl
+    import urllib.error
+    import urllib.request
+
+    assert sim.cert is not None
+    ctx = ssl.create_default_context(cadata=sim.cert.cert_pem.decode())
+    req = urllib.request.Request(
+        sim.url + path,
+        data=body,
+        method=method,
+        headers={"Authorization": f"Bearer {sim.token}", **(headers or {})},
+    )
+    try:
+        with urllib.request.urlopen(req, context=ctx, timeout=10) as resp:
+            return int(resp.status), dict(resp.headers.items()), resp.read()
+    except urllib.error.HTTPError as err:
+        with err:
+            return err.code, dict(err.headers.items()), err.read()

@@ -120,3 +120,29 @@ def test_watch_bookmarks_and_timeout(sim: ApiServer, client: Any) -> None:
     resp.release_conn()
     assert lines and all(e["type"] == "BOOKMARK" for e in lines)
     assert lines[-1]["object"]["metadata"]["resourceVersion"] == rv
+
+
+def test_watch_with_a_selector_sees_objects_enter_and_leave(sim: ApiServer, client: Any) -> None:
+    core = k8s.CoreV1Api(client)
+    rv = core.list_node(label_selector="canary=yes").metadata.resource_version
+    events: list[tuple[str, str]] = []
+    w = watch.Watch()
+
+    def collect() -> None:
+        for event in w.stream(
+            core.list_node, label_selector="canary=yes", resource_version=rv, timeout_seconds=20
+        ):
+            events.append((event["type"], event["object"].metadata.name))
+            if len(events) == 3:
+                w.stop()
+
+    before = sim.store.watcher_count()
+    reader = threading.Thread(target=collect, daemon=True)
+    reader.start()
+    sim.wait_for(lambda: sim.store.watcher_count() > before)
+    sim.patch("Node", "worker-0", {"metadata": {"labels": {"canary": "yes"}}})
+    sim.patch("Node", "worker-1", {"metadata": {"labels": {"unrelated": "1"}}})  # not selected: no event
+    sim.patch("Node", "worker-0", {"metadata": {"annotations": {"touched": "1"}}})
+    sim.patch("Node", "worker-0", {"metadata": {"labels": {"canary": None}}})
+    reader.join(timeout=20)
+    assert events == [("ADDED", "worker-0"), ("MODIFIED", "worker-0"), ("DELETED", "worker-0")]

@@ -6,8 +6,10 @@ import json
 import queue
 import re
 import threading
+from pathlib import Path
 
 import pytest
+import yaml
 from conftest import Kubectl
 
 from mcd.sim.apiserver import ApiServer
@@ -103,3 +105,94 @@ def test_get_nodes_watch_sees_a_change(sim: ApiServer, kubectl: Kubectl) -> None
             proc.wait(timeout=10)
             reader.join(timeout=10)
             sim.patch("Node", "worker-0", {"spec": {"unschedulable": None}})
+
+
+MACHINE_CONFIG = """\
+apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  name: 99-worker-ssh
+  labels:
+    machineconfiguration.openshift.io/role: worker
+spec:
+  config:
+    ignition:
+      version: 3.4.0
+    passwd:
+      users:
+      - name: core
+        sshAuthorizedKeys: ["ssh-ed25519 AAAA core@example"]
+"""
+
+MACHINE_CONFIGURATION = """\
+apiVersion: operator.openshift.io/v1
+kind: MachineConfiguration
+metadata:
+  name: cluster
+spec:
+  logLevel: Normal
+  operatorLogLevel: Normal
+  nodeDisruptionPolicy:
+    files:
+    - path: /etc/my-app.conf
+      actions:
+      - type: Restart
+        restart:
+          serviceName: my-app.service
+"""
+
+
+CREATE_CASES = {
+    "machineconfig": (MACHINE_CONFIG, "machineconfig.machineconfiguration.openshift.io/99-worker-ssh created",
+                      "mc", "99-worker-ssh"),
+    "machineconfiguration": (MACHINE_CONFIGURATION,
+                             "machineconfiguration.operator.openshift.io/cluster created",
+                             "machineconfigurations.operator.openshift.io", "cluster"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", CREATE_CASES)
+def test_create_from_file_and_get(sim: ApiServer, kubectl: Kubectl, tmp_path: Path, case: str) -> None:
+    text, created, resource, name = CREATE_CASES[case]
+    manifest = tmp_path / "obj.yaml"
+    manifest.write_text(text)
+    proc = kubectl.run("create", "-f", str(manifest))  # validation on: the server-side kind
+    assert (proc.stdout, proc.stderr) == (created + "\n", "")
+    again = kubectl.run("create", "-f", str(manifest), check=False)
+    assert again.returncode == 1
+    assert "(AlreadyExists)" in again.stderr and f'"{name}" already exists' in again.stderr
+    got = json.loads(kubectl("get", resource, name, "-o", "json"))
+    expected = yaml.safe_load(text)
+    assert got["spec"] == expected["spec"]
+    assert got["metadata"]["generation"] == 1
+    table = kubectl("get", resource, name).splitlines()
+    assert table[1].split()[0] == name
+
+
+def test_patch_status_subresource(sim: ApiServer, kubectl: Kubectl) -> None:
+    patch = '{"status":{"conditions":[{"type":"Ready","status":"False","reason":"KubeletNotReady"}]}}'
+    out = kubectl("patch", "node", "worker-1", "--subresource=status", "--type", "strategic", "-p", patch)
+    assert out == "node/worker-1 patched\n"
+    node = sim.get("Node", "worker-1")
+    assert node is not None
+    conditions = {c["type"]: c["status"] for c in node["status"]["conditions"]}
+    assert conditions["Ready"] == "False" and conditions["MemoryPressure"] == "False"  # merged by type
+    assert re.search(r"worker-1\s+NotReady\s+worker", kubectl("get", "nodes"))
+    # a status write through the main resource is ignored, as kube-apiserver does
+    kubectl("patch", "node", "worker-1", "--type", "merge", "-p", '{"status":{"phase":"Gone"}}')
+    node = sim.get("Node", "worker-1")
+    assert node is not None and "phase" not in node["status"]
+    ready_again = [
+        {**c, "status": "True"} if c["type"] == "Ready" else c for c in node["status"]["conditions"]
+    ]
+    sim.patch("Node", "worker-1", {"status": {"conditions": ready_again}}, status=True)
+
+
+def test_invalid_name_is_422(kubectl: Kubectl, tmp_path: Path) -> None:
+    manifest = tmp_path / "bad.yaml"
+    manifest.write_text("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: Bad_Name\n")
+    proc = kubectl.run("create", "-f", str(manifest), check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(
+        'The Namespace "Bad_Name" is invalid: metadata.name: Invalid value: "Bad_Name": a lowercase RFC 1123'
+    )

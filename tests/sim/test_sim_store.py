@@ -132,3 +132,15 @@ def test_finalizers_hold_deletion_until_removed() -> None:
     assert not gone and store.get(MC, "", "mc")["metadata"]["deletionTimestamp"]
     store.mutate(MC, "", "mc", lambda o: {**o, "metadata": {**o["metadata"], "finalizers": []}})
     assert store.find(MC, "", "mc") is None
+
+
+def test_terminated_pod_goes_when_its_last_finalizer_does() -> None:
+    store = Store()
+    store.create(NS, "", {"metadata": {"name": "default"}})
+    store.create(PODS, "default", {"metadata": {"name": "p", "finalizers": ["x"]}, "spec": {"nodeName": "n"}})
+    obj, gone = store.delete(PODS, "default", "p", grace_seconds=0)
+    assert not gone
+    # the finalizer holds it past its (zero) grace period
+    assert not store.finish_termination(PODS, "default", "p", obj["metadata"]["uid"])
+    store.mutate(PODS, "default", "p", lambda o: {**o, "metadata": {**o["metadata"], "finalizers": None}})
+    assert store.find(PODS, "default", "p") is None

@@ -14,8 +14,11 @@ class ApiError(Exception):
         reason: str,
         message: str,
         details: dict[str, Any] | None = None,
+        *,
+        retry_after: int | None = None,
     ) -> None:
         super().__init__(message)
+        self.retry_after = retry_after  # seconds, sent as Retry-After (client-go then retries by itself)
         self.code = code
         self.reason = reason
         self.message = message
@@ -30,8 +33,11 @@ class ApiError(Exception):
             "message": self.message,
             "reason": self.reason,
         }
-        if self.details is not None:
-            body["details"] = self.details
+        details = dict(self.details or {})
+        if self.retry_after is not None:
+            details["retryAfterSeconds"] = self.retry_after
+        if details:
+            body["details"] = details
         body["code"] = self.code
         return body
 

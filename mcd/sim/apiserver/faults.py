@@ -173,4 +173,6 @@ class Faults:
 def status_error(rule: Rule, req: RequestFacts) -> ApiError:
     if rule.action == "conflict":
         return conflict(req.resource, "", req.name)
-    return ApiError(rule.code, rule.reason, rule.message)
+    # a 429 or 503 tells the client when to come back, as kube-apiserver's priority and fairness does
+    retry = 1 if rule.code in (429, 503) else None
+    return ApiError(rule.code, rule.reason, rule.message, retry_after=retry)

@@ -148,7 +148,7 @@ class Handler(BaseHTTPRequestHandler):
             self._reset()
         except ApiError as exc:
             code = exc.code
-            headers = {"Retry-After": "1"} if exc.code == 429 else {}
+            headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after is not None else {}
             self._send(Response(exc.code, exc.status(), headers))
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True

@@ -84,6 +84,11 @@ RESOURCES: tuple[ResourceType, ...] = (
     ResourceType(MC_GROUP, "v1", "machineconfigs", "MachineConfig", False, ("mc",), generation=True),
     ResourceType(MC_GROUP, "v1", "machineconfigpools", "MachineConfigPool", False, ("mcp",),
                  status=True, generation=True),
+    # not in the list, but the daemon reads them (certificate writer, MCN reporting)
+    ResourceType(MC_GROUP, "v1", "controllerconfigs", "ControllerConfig", False, status=True,
+                 generation=True),
+    ResourceType(MC_GROUP, "v1", "machineconfignodes", "MachineConfigNode", False, status=True,
+                 generation=True),
     ResourceType(OPERATOR_GROUP, "v1", "machineconfigurations", "MachineConfiguration", False,
                  status=True, generation=True),
 )  # fmt: skip

@@ -285,6 +285,11 @@ class ApiServer:
             if exc.code != 404:
                 raise
 
+    def evict(self, namespace: str, name: str, grace_seconds: int | None = None) -> None:
+        """POST pods/NAME/eviction as a client would: ApiError 429 while a PDB forbids it."""
+        options = {} if grace_seconds is None else {"deleteOptions": {"gracePeriodSeconds": grace_seconds}}
+        self.lifecycle.evict(namespace, name, options)
+
     def events(self) -> list[Obj]:
         """Every core/v1 Event, oldest first."""
         return sorted(self.objects("Event"), key=lambda e: int(e["metadata"]["resourceVersion"]))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import queue
+import re
 import threading
 import time
 import uuid
@@ -55,6 +56,33 @@ class Watcher:
         if self.key and event.key != self.key:
             return False  # key "" watches every resource
         return self.namespace is None or event.obj["metadata"].get("namespace") == self.namespace
+
+
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_SUBDOMAIN_RULE = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
+    "start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+
+
+def _validate_metadata(rt: ResourceType, name: str, meta: Obj) -> None:
+    """What kube-apiserver checks on every object: a DNS-1123 name, string label and annotation values."""
+    causes: list[tuple[str, str]] = []
+    if len(name) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(name):
+        causes.append(("metadata.name", f'Invalid value: "{name}": {_SUBDOMAIN_RULE}'))
+    for part in ("labels", "annotations"):
+        values = meta.get(part)
+        if values is None:
+            continue
+        if not isinstance(values, dict):
+            causes.append((f"metadata.{part}", "Invalid value: must be a map of strings"))
+            continue
+        for key, value in values.items():
+            if not isinstance(value, str):
+                causes.append((f"metadata.{part}", f"Invalid value: {key!r}: must be a string"))
+    if causes:
+        raise errors.invalid(rt.kind, rt.group, name, causes)
 
 
 def _spec_part(obj: Obj, rt: ResourceType) -> Obj:
@@ -140,6 +168,7 @@ class Store:
                     )
                 if self._objects.get(("/namespaces", "", namespace)) is None:
                     raise errors.not_found("namespaces", "", namespace)
+            _validate_metadata(rt, name, meta)
             key = self._key(rt, namespace, name)
             if key in self._objects:
                 raise errors.already_exists(rt.plural, rt.group, name)
@@ -223,6 +252,7 @@ class Store:
                     result.pop("status", None)
             else:
                 result = self._merge_main(rt, current, new)
+                _validate_metadata(rt, name, result["metadata"])
             if result == current:
                 return copy.deepcopy(current)  # kube-apiserver skips no-op writes: same resourceVersion
             if rt.generation and _spec_part(result, rt) != _spec_part(current, rt):
@@ -352,6 +382,10 @@ class Store:
         with self._lock:
             self._watchers.discard(watcher)
 
+    def watcher_count(self) -> int:
+        with self._lock:
+            return len(self._watchers)
+
     def close_watches(self) -> int:
         """End every open watch (server stop, fault injection); returns how many."""
         with self._lock:
@@ -410,7 +444,9 @@ class Store:
         if not meta.get("deletionTimestamp") or meta.get("finalizers"):
             return False
         if rt.kind == "Pod" and (result.get("spec") or {}).get("nodeName"):
-            return False  # the kubelet stand-in removes it when its grace period ends
+            stamp = str(meta["deletionTimestamp"]).replace("Z", "+00:00")
+            if datetime.fromisoformat(stamp).timestamp() > self.clock():
+                return False  # the kubelet stand-in removes it when its grace period ends
         self._commit("MODIFIED", key, result, current)
         self._remove(key)
         return True
