@@ -23,6 +23,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
 from pathlib import Path
@@ -31,7 +32,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "tests" / "agent")]
 
-from harness import NODE, Agent, ControllerStandIn, make_root  # noqa: E402
+from harness import NODE, Agent, make_root  # noqa: E402
 
 from mcd.host.runner import SubprocessRunner  # noqa: E402
 from mcd.kube import annotations as ann  # noqa: E402
@@ -60,6 +61,52 @@ def _with_mirrors(base: dict[str, Any], name: str, mirrors: int) -> dict[str, An
         if f["path"] == REG:
             f["contents"] = {"source": "data:," + urllib.parse.quote(reg, safe="")}
     return mc
+
+
+class HandshakeResponder:
+    """Only the drain controller's side of the handshake: cordon or uncordon, then confirm.
+
+    Not `mcd.sim.controller.ControllerStandIn`: that one also recomputes the pool status and
+    the node disruption policy on every store change, in this process, where it competes with
+    the API server for the interpreter and adds some 200 ms per update that are not the agent's.
+    """
+
+    def __init__(self, sim: ApiServer) -> None:
+        self.sim = sim
+        self.patches = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _pending(self) -> tuple[str, str] | None:
+        node = self.sim.get("Node", NODE) or {}
+        a = node.get("metadata", {}).get("annotations") or {}
+        want = a.get(ann.DESIRED_DRAIN, "")
+        if self._stop.is_set():
+            return ("", "")
+        return (want, "") if want and want != a.get(ann.LAST_APPLIED_DRAIN) else None
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                want, _ = self.sim.wait_for(self._pending, timeout=1.0)
+            except TimeoutError:
+                continue
+            if not want:
+                return
+            cordon = want.startswith("drain-")
+            for patch in ({"spec": {"unschedulable": cordon or None}},
+                          {"metadata": {"annotations": {ann.LAST_APPLIED_DRAIN: want}}}):  # fmt: skip
+                before = self.sim.store.resource_version
+                self.sim.patch("Node", NODE, patch)
+                self.patches += self.sim.store.resource_version != before  # a no-op is not committed
+
+    def __enter__(self) -> HandshakeResponder:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
 
 
 def _done(sim: ApiServer, name: str) -> bool:
@@ -123,7 +170,7 @@ def main() -> int:
             boot = {ann.CURRENT_CONFIG: first, ann.DESIRED_CONFIG: first, ann.STATE: "Done"}
             sim.patch("Node", NODE, {"metadata": {"annotations": boot}})
             kubeconfig = sim.write_kubeconfig(tmp_path / "kubeconfig")
-            with ControllerStandIn(sim):
+            with HandshakeResponder(sim):
                 agent = Agent(root, kubeconfig, tmp_path / "agent.log").start()
                 assert agent.proc is not None
                 agent.wait_log("is in config rendered-worker-0: Done", timeout=120)

@@ -94,7 +94,8 @@ class Syncer:
         # on a large config, and one waits on the API server and the other on the disk
         new = self._pool.submit(self._machineconfig, decision.desired_config)
         if not self.applier.forcefile_present():
-            self._check_disk(decision.current_config, "PreflightConfigDriftCheckFailed")
+            with self._phase("check"):
+                self._check_disk(decision.current_config, "PreflightConfigDriftCheckFailed")
         return self._update(decision.current_config, decision.desired_config, new)
 
     # -- boot path

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -25,8 +24,6 @@ from mcd.update import Host, update
 
 if TYPE_CHECKING:
     from fakeapi import FakeApi
-
-    from mcd.sim.apiserver import ApiServer
 
 REPO = Path(__file__).resolve().parents[2]
 NODE = "worker-0"
@@ -90,47 +87,6 @@ def answer_drains(api: FakeApi) -> None:
             )
 
     api.on_node_change.append(on_change)
-
-
-class ControllerStandIn:
-    """The drain controller's side of the handshake: cordon or uncordon, then confirm."""
-
-    def __init__(self, sim: ApiServer) -> None:
-        self.sim = sim
-        self.patches = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _pending(self) -> tuple[str, str] | None:
-        node = self.sim.get("Node", NODE) or {}
-        a = node.get("metadata", {}).get("annotations") or {}
-        want = a.get(ann.DESIRED_DRAIN, "")
-        if self._stop.is_set():
-            return ("", "")
-        return (want, "") if want and want != a.get(ann.LAST_APPLIED_DRAIN) else None
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                want, _ = self.sim.wait_for(self._pending, timeout=1.0)
-            except TimeoutError:
-                continue
-            if not want:
-                return
-            cordon = want.startswith("drain-")
-            for patch in ({"spec": {"unschedulable": cordon or None}},
-                          {"metadata": {"annotations": {ann.LAST_APPLIED_DRAIN: want}}}):  # fmt: skip
-                before = self.sim.store.resource_version
-                self.sim.patch("Node", NODE, patch)
-                self.patches += self.sim.store.resource_version != before  # a no-op is not committed
-
-    def __enter__(self) -> ControllerStandIn:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(5)
 
 
 class Agent:
