@@ -124,8 +124,10 @@ class Daemon:
                     if self.stop.is_set():
                         return
                 if time.monotonic() - started < WATCH_MIN_SECONDS:
-                    # a server (or proxy) that ends watches at once must not make this loop spin
+                    # a server (or proxy) that ends watches at once must not make this loop
+                    # spin, nor keep changes from us: back off, then list (a list always answers)
                     self.stop.wait(backoff.next_delay())
+                    rv = ""
             except GoneError:
                 LOG.info("watch of node %s expired: listing it again", name)
                 rv = ""
