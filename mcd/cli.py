@@ -291,13 +291,12 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
 
 
 def cmd_sim_cluster(args: argparse.Namespace) -> int:
-    from mcd.config.findings import Finding, InputError
-    from mcd.sim.cluster import SimClusterOptions, parse_listen, serve
-
     try:
-        listen = parse_listen(args.listen)
-    except ValueError as exc:
-        raise InputError("--listen", [Finding((), str(exc))]) from None
+        from mcd.sim.cluster import SimClusterOptions, parse_listen, serve
+    except ImportError as exc:  # cryptography comes with the `sim` extra only
+        sys.stderr.write(f"mcd sim-cluster: needs the sim extra (pip install 'mcd[sim]'): {exc}\n")
+        return EXIT_INPUT
+    listen = parse_listen(args.listen)  # ValueError: main prints "mcd: <why>", exit 1
     audit = Path(args.audit_log_path) if args.audit_log_path else None
     return serve(SimClusterOptions(Path(args.kubeconfig), listen, tuple(args.node), audit))
 
