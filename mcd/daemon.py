@@ -22,7 +22,7 @@ from mcd.agent.kubelet import KubeletHealth
 from mcd.agent.node_apply import NodeApplier
 from mcd.agent.settings import AgentSettings
 from mcd.drain import BuiltinDrainer, Drainer, HandshakeDrainer
-from mcd.errors import ApiError, Backoff, GoneError, classify
+from mcd.errors import ApiError, Backoff, GoneError, StoppingError, classify
 from mcd.kube.annotations import NodeState
 from mcd.kube.client import KubeClient
 from mcd.report.events import EventRecorder
@@ -236,6 +236,9 @@ class Daemon:
             result = self.syncer.sync()
             backoff.reset()
             return result
+        except StoppingError:
+            LOG.info("sync of node %s interrupted: the daemon is stopping", self.settings.node_name)
+            return None
         except Exception as exc:  # every error is reported on the node, never fatal
             verdict = classify(exc)
             self._retry_delay = backoff.next_delay(verdict.retry_after)

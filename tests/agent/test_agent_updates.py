@@ -201,3 +201,19 @@ def test_on_disk_config_wins_over_the_annotation_with_upstreams_log_line(
     agent.wait_log(
         'Disk currentConfig "rendered-worker-a" overrides node\'s currentConfig annotation "rendered-'
     )
+
+
+def test_sigterm_while_waiting_for_the_controller_exits_cleanly_and_reports_no_error(
+    cluster: Cluster, start_agent: Callable[..., Agent], tmp_path: Path
+) -> None:
+    root = make_root(tmp_path, config_a())
+    cluster.add_mc(config_a())
+    _boot_node(cluster, "rendered-worker-a")
+    agent = start_agent(cluster, root)  # no controller: the uncordon request is never answered
+    cluster.wait_node(
+        NODE, lambda n: n["metadata"]["annotations"].get(ann.DESIRED_DRAIN) == "uncordon-rendered-worker-a"
+    )
+    assert agent.stop() == 0
+    cluster.wait_event("GotSigtermDuringUpdate")
+    assert cluster.annotations()[ann.STATE] == "Done"
+    assert cluster.state_history() == ["Done"]
