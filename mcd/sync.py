@@ -216,8 +216,17 @@ class Syncer:
                 self.drainer.drain(desired)
         elif node.single_replica:
             self.events.normal("Drain", "Drain not required, skipping")
+        # upstream's pivot error gauge: counts failed OS changes, back to 0 after one succeeds
+        os_change = p.diff.os_update or p.diff.kernel_type or p.diff.extensions
         with self._phase("apply"):
-            applied = self.applier.apply(old, new, facts, policies)
+            try:
+                applied = self.applier.apply(old, new, facts, policies)
+            except McdError:
+                if os_change:
+                    self.metrics.pivot_errors.inc()
+                raise
+        if os_change:
+            self.metrics.pivot_errors.set(0)
         if applied.reboot:
             return self._reboot(new.name)
         self._report_actions(applied)
