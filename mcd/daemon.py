@@ -10,11 +10,14 @@ watch resumes from the last resourceVersion it saw when the stream breaks and li
 
 from __future__ import annotations
 
+import ctypes
+import gc
 import logging
 import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from types import FrameType
 
 from mcd.agent import sdnotify
@@ -215,6 +218,7 @@ class Daemon:
                     next_sync = time.monotonic() + self.settings.resync_seconds
                     continue
                 result = self._sync_once(backoff)
+                _release_memory()
                 if result is Result.SIMULATED_REBOOT:
                     return result
                 if result is Result.REBOOTING:
@@ -274,3 +278,25 @@ class Daemon:
         if self._server is not None:
             self._server.stop()
             self._server = None
+
+
+def _libc_trim() -> Callable[[int], int] | None:
+    try:
+        trim: Callable[[int], int] = ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None  # not glibc: nothing to hand back explicitly
+    return trim
+
+
+_TRIM = _libc_trim()
+
+
+def _release_memory() -> None:
+    """Hand the memory of a sync's configs back to the system.
+
+    A rendered config parsed is tens of megabytes of small objects; once a sync is over the
+    agent keeps one of them, and glibc would otherwise keep the freed arenas for the process.
+    """
+    gc.collect()
+    if _TRIM is not None:
+        _TRIM(0)
