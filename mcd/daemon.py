@@ -81,6 +81,7 @@ class Daemon:
             drainer=drainer,
         )
         self._in_sync = False
+        self._retry_delay = 0.0
         self._last_loop = time.monotonic()
         self._server: MetricsServer | None = None
 
@@ -230,8 +231,6 @@ class Daemon:
         finally:
             self.shutdown()
         return Result.IDLE
-
-    _retry_delay = 0.0
 
     def _sync_once(self, backoff: Backoff) -> Result | None:
         """One sync; None when it failed (the retry delay is set)."""

@@ -7,9 +7,10 @@
 controller: cordon, evict through `pods/eviction` (429s retried), wait for the pods to go,
 uncordon only a node it cordoned.
 
-Both first name the PodDisruptionBudgets that allow no disruption of a pod on the node: such a
-drain cannot finish, so the update stops there with a reason that names them (no upstream tool
-says which budget blocks), and the level-triggered loop retries until a budget allows it.
+Both name the PodDisruptionBudgets that allow no disruption of a pod on the node (the built-in
+drainer after cordoning, the handshake before asking): such a drain cannot finish, so the update
+stops there with a reason that names them (no upstream tool says which budget blocks), and the
+level-triggered loop retries until a budget allows it.
 """
 
 from __future__ import annotations
