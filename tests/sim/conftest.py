@@ -25,6 +25,14 @@ def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
         yield server
 
 
+@pytest.fixture(autouse=True)
+def _no_leftover_faults(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test that fails before its faulted requests ran leaves no rule for the next test."""
+    yield
+    if "sim" in request.fixturenames:
+        request.getfixturevalue("sim").faults.clear()
+
+
 @pytest.fixture(scope="module")
 def kubeconfig(sim: ApiServer, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return sim.write_kubeconfig(tmp_path_factory.mktemp("kube") / "kubeconfig")
