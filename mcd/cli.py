@@ -199,18 +199,79 @@ def _setup_logging(verbosity: int) -> None:
 
     level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    # one line per HTTP connection says nothing an operator needs, even at -vv
+    logging.getLogger("urllib3").setLevel(logging.WARNING)
 
 
 def cmd_start(args: argparse.Namespace) -> int:
+    _setup_logging(max(args.verbose, args.v))
+    if not args.once_from:
+        return _start_agent(args)
     from mcd.oncefrom import describe, run_once_from
 
-    _setup_logging(args.verbose)
-    if not args.once_from:
-        sys.stderr.write("mcd start: cluster mode is not available yet; use --once-from FILE|URL\n")
-        return EXIT_INPUT
     outcome = run_once_from(_host(args.root_mount), args.once_from, skip_reboot=args.skip_reboot)
     _dump(describe(outcome), args.output, sys.stdout)
     return EXIT_OK
+
+
+def _start_agent(args: argparse.Namespace) -> int:
+    """The cluster agent: sync the node until stopped; a simulated reboot restarts this process."""
+    import os
+
+    from mcd.agent.node_apply import NodeApplier
+    from mcd.agent.settings import AgentSettings
+    from mcd.config.findings import Finding, InputError
+    from mcd.daemon import Daemon
+    from mcd.host.root import HostRoot
+    from mcd.host.runner import SubprocessRunner
+    from mcd.kube.client import KubeClient
+    from mcd.sync import Result
+
+    if not args.node_name:
+        raise InputError("--node-name", [Finding((), "required (or the NODE_NAME environment variable)")])
+    if not Path(args.root_mount).is_dir():
+        raise InputError(args.root_mount, [Finding((), "--root-mount is not a directory")])
+    settings = AgentSettings(
+        node_name=args.node_name,
+        root_mount=args.root_mount,
+        kubeconfig=args.kubeconfig,
+        metrics_url=args.metrics_url,
+        kubelet_healthz_enabled=args.kubelet_healthz_enabled,
+        kubelet_healthz_endpoint=args.kubelet_healthz_endpoint,
+        builtin_drainer=args.builtin_drainer,
+        resync_seconds=args.resync_interval,
+        drain_timeout_seconds=args.drain_timeout,
+    )
+    client = KubeClient.from_kubeconfig(settings.kubeconfig or None)
+    applier = NodeApplier(HostRoot(Path(settings.root_mount)), SubprocessRunner())
+    result = Daemon(settings, client, applier).run()
+    client.close()
+    if result is Result.SIMULATED_REBOOT:
+        # the post-boot path of a real node: a new process, which starts with the boot checks
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execv(sys.executable, [sys.executable, "-m", "mcd", *sys.argv[1:]])
+    return EXIT_OK
+
+
+def _env(name: str, default: str = "") -> str:
+    import os
+
+    return os.environ.get(f"MCD_{name}", default)
+
+
+def _env_bool(name: str, default: bool) -> bool:
+    value = _env(name, "true" if default else "false").strip().lower()
+    return value in ("1", "true", "yes", "on")
+
+
+def _bool_flag(value: str) -> bool:
+    v = value.strip().lower()
+    if v in ("1", "true", "yes", "on"):
+        return True
+    if v in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
 
 
 def cmd_firstboot(args: argparse.Namespace) -> int:
@@ -367,14 +428,42 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser(
         "start",
-        help="apply a config once (--once-from), as the Machine Config Daemon does",
-        description="Apply a MachineConfig or Ignition config from a file or http(s) URL to the root, with "
-        "the legacy post-update action (no cluster needed). Re-running with the same config changes nothing.",
+        help="run the node agent, or apply a config once (--once-from)",
+        description="Without --once-from: the cluster agent. It watches its Node, applies the "
+        "MachineConfig named by the desiredConfig annotation to the root and reports through the node "
+        "annotations, as the Machine Config Daemon does. With --once-from: apply a MachineConfig or Ignition "
+        "config from a file or http(s) URL to the root, with the legacy post-update action (no cluster "
+        "needed). Every flag defaults to an MCD_<FLAG> environment variable (--node-name also to NODE_NAME).",
     )
-    s.add_argument("--once-from", metavar="FILE|URL", help="MachineConfig or Ignition config to apply")
-    s.add_argument("--root-mount", default="/rootfs", metavar="DIR", help="host root (default /rootfs)")
-    s.add_argument("--skip-reboot", action="store_true", help="do not reboot even when the change needs it")
-    s.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-v, -vv)")
+    s.add_argument("--once-from", metavar="FILE|URL", default=_env("ONCE_FROM") or None,
+                   help="MachineConfig or Ignition config to apply once")
+    s.add_argument("--root-mount", default=_env("ROOT_MOUNT", "/rootfs"), metavar="DIR",
+                   help="host root (default /rootfs)")
+    s.add_argument("--skip-reboot", action="store_true", default=_env_bool("SKIP_REBOOT", False),
+                   help="once-from: do not reboot even when the change needs it")
+    import os as _os
+
+    s.add_argument("--node-name", default=_env("NODE_NAME") or _os.environ.get("NODE_NAME", ""),
+                   help="the node this agent manages (env NODE_NAME)")
+    s.add_argument("--kubeconfig", default=_env("KUBECONFIG"), metavar="FILE",
+                   help="kubeconfig to use instead of the in-cluster service account")
+    s.add_argument("--metrics-url", default=_env("METRICS_URL", "127.0.0.1:8797"), metavar="HOST:PORT",
+                   help="where /metrics and /healthz listen (default 127.0.0.1:8797; empty: none)")
+    s.add_argument("--kubelet-healthz-enabled", type=_bool_flag, nargs="?", const=True,
+                   default=_env_bool("KUBELET_HEALTHZ_ENABLED", True), metavar="BOOL",
+                   help="poll the kubelet's health endpoint (default true)")
+    s.add_argument("--kubelet-healthz-endpoint", default=_env("KUBELET_HEALTHZ_ENDPOINT",
+                   "http://localhost:10248/healthz"), metavar="URL")
+    s.add_argument("--builtin-drainer", type=_bool_flag, nargs="?", const=True,
+                   default=_env_bool("BUILTIN_DRAINER", False), metavar="BOOL",
+                   help="cordon and evict pods itself instead of asking the machine-config-controller")
+    s.add_argument("--drain-timeout", type=float, default=float(_env("DRAIN_TIMEOUT", "3600")),
+                   metavar="SECONDS", help="give up a drain after this long (default 3600, as upstream)")
+    s.add_argument("--resync-interval", type=float, default=float(_env("RESYNC_INTERVAL", "600")),
+                   metavar="SECONDS", help="sync the node at least this often (default 600)")
+    s.add_argument("-v", "--verbose", action="count", default=int(_env("VERBOSE", "0") or 0),
+                   help="more logging (-v, -vv)")
+    s.add_argument("--v", type=int, default=0, metavar="LEVEL", help="upstream's klog verbosity (2+: -v)")
     s.add_argument("-o", "--output", choices=("json", "yaml"), default="json")
     s.set_defaults(func=cmd_start)
 

@@ -166,17 +166,25 @@ def _apply(
             # applied, but the reboot it needs failed, was skipped or was cut short: ask again
             return _reboot(host, p, owed.reason, skip_reboot=skip_reboot, notes=("reboot still pending",))
     _check(host, old_ign, new_ign, p, facts)
+    run = StepRunner(host, old_ign, new_ign, drain)
+    # The forcefile's removal and the drain lead the plan and change nothing a rollback could
+    # undo: they run before the write-ahead record. A process killed while draining then
+    # starts the whole sync again (drain included) instead of replaying the update without it,
+    # and a drain that fails (blocked by a budget, timed out) reaches the caller as it was raised.
+    lead = 0
+    while lead < len(p.steps) and isinstance(p.steps[lead], st.ConsumeForcefile | st.Drain):
+        run.step(p.steps[lead])
+        lead += 1
     old_json, new_json = mc_json(old), mc_json(new)
     state.begin(host.root, state.Transaction(old_json, new_json, "apply", "legacy" if p.legacy else "policy"))
     failpoints.hit("transaction recorded")
     for note in p.notes:
         LOG.info("%s", note)
-    run = StepRunner(host, old_ign, new_ign, drain)
     reboot = next((s for s in p.steps if isinstance(s, st.Reboot)), None)
     try:
         # directory entries are made durable once per directory, before the commit
         with atomicfs.deferred_dir_sync(), host.files.originals.replacing(old_ign):
-            for step in p.steps:
+            for step in p.steps[lead:]:
                 if not isinstance(step, st.ACTION_STEPS):
                     run.step(step)
         # reloads and restarts run before the commit: when one fails the update is rolled back

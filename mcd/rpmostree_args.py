@@ -129,6 +129,11 @@ def rebase_command(os_image_url: str) -> list[str]:
     return ["rpm-ostree", "rebase", "--experimental", f"ostree-unverified-registry:{os_image_url}"]
 
 
+def cleanup_rollback_command() -> list[str]:
+    """Remove the rollback deployment, as upstream does when the cluster agent starts."""
+    return ["rpm-ostree", "cleanup", "-r"]
+
+
 def cleanup_pending_command() -> list[str]:
     """Discard a staged (pending) deployment."""
     return ["rpm-ostree", "cleanup", "-p"]

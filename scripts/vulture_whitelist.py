@@ -34,3 +34,14 @@ _.files_changed
 
 # step fields: printed through dataclasses.fields() (`mcd plan -o json`, the start summary)
 role
+
+# the cluster agent
+truncate  # mcd.kube.annotations: upstream's truncate helper, pinned by its case table (misc.json)
+_.retries  # kubernetes.client.Configuration fields the agent's client sets
+_.user_agent
+_.config_drift  # the mcd_config_drift gauge, set by the drift monitor
+_.patches  # NodeWriter's count of PATCHes sent, read by the tests that check nothing is written twice
+_.daemon_threads  # http.server attributes and handler hooks of the metrics endpoint
+do_GET
+log_message
+FIRST_PIVOT_CONFIG  # upstream key the first start copies from node-annotations.json; the tests read it

@@ -19,6 +19,7 @@ import yaml
 from mcd.host.runner import CommandError, CommandResult, Runner
 from mcd.rpmostree_args import (
     cleanup_pending_command,
+    cleanup_rollback_command,
     missing_extension_packages,
     missing_extensions_error,
     rebase_command,
@@ -366,6 +367,10 @@ class RpmOstree:
         missing = missing_extension_packages(deployment.requested_packages, expected)
         if missing:
             raise RpmOstreeError(missing_extensions_error(missing))
+
+    def cleanup_rollback(self) -> None:
+        """Remove the rollback deployment (`cleanup -r`), as upstream at the agent's first sync."""
+        self._run(cleanup_rollback_command(), "failed to remove rollback deployment")
 
     def cleanup_pending(self) -> None:
         """Discard the staged deployment (`cleanup -p`); fine when there is none."""

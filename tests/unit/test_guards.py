@@ -19,6 +19,7 @@ PURE_MODULES = (
     "mcd.diff", "mcd.reconcile", "mcd.policy.__init__", "mcd.policy.model", "mcd.policy.parse",
     "mcd.policy.decide", "mcd.policy.legacy", "mcd.registries", "mcd.kargs", "mcd.rpmostree_args", "mcd.plan",
     "mcd.plantext", "mcd.steps", "mcd.updatesteps", "mcd.nodefacts", "mcd.paths",
+    "mcd.kube.annotations",
 )  # fmt: skip
 BANNED_IMPORTS = (
     "subprocess", "socket", "kubernetes", "dbus", "pyinotify", "shutil", "tempfile",

@@ -19,7 +19,7 @@ items:
   kind: MachineConfiguration
   metadata: {name: cluster}
   spec:
-    irreconcilableValidationOverrides: {storage: [disks, 7, raid]}
+    irreconcilableValidationOverrides: {storage: [Disks, Raid]}
     nodeDisruptionPolicy:
       files: [{path: /etc/foo, actions: [{type: Bogus}]}]
 """
@@ -28,7 +28,17 @@ items:
 def test_the_one_machineconfiguration_of_a_list_with_its_storage_overrides() -> None:
     loaded = load_machineconfiguration(MC, "cluster.yaml")
     assert loaded.path == ("items", 1)
-    assert loaded.storage_overrides == ("disks", "raid")  # non-strings are ignored
+    assert loaded.storage_overrides == ("Disks", "Raid")
+
+
+def test_override_values_the_api_refuses_are_located_errors() -> None:
+    bad = MC.replace(b"[Disks, Raid]", b"[disks, 7, Raid]")
+    with pytest.raises(InputError) as info:
+        load_machineconfiguration(bad, "cluster.yaml")
+    assert [f.path[-1] for f in info.value.findings] == [0, 1]
+    assert info.value.findings[0].message == (
+        'Unsupported value: "disks": supported values: "Disks", "FileSystems", "Raid"'
+    )
 
 
 def test_bad_policies_are_located_in_the_file() -> None:

@@ -260,6 +260,9 @@ class Handler(BaseHTTPRequestHandler):
             self._start_stream()
             self._stream_events(watch)
             self.wfile.write(b"0\r\n\r\n")
+        except OSError:  # ssl.SSLError too: a client that hangs up mid-watch is routine
+            LOG.debug("sim apiserver: watch client went away", exc_info=True)
+            self.close_connection = True
         finally:
             self.server.app.store.unwatch(watch.watcher)
             self.server.stream_closed()

@@ -1,0 +1,1 @@
+"""The cluster agent (`mcd start`): its wiring to the executor and host layer."""

@@ -1,0 +1,294 @@
+"""The agent's one door to the executor and the host layer.
+
+Every call the daemon makes into the update transaction, the host wiring, the on-disk records
+and the on-disk check goes through `NodeApplier`, so the executor can change shape (typed plan
+steps, a facts probe) by re-pointing this module only. Nothing here talks to Kubernetes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import Any
+
+from mcd import kargs as kargs_mod
+from mcd import policy
+from mcd.config.findings import InputError
+from mcd.config.ignition import IgnitionConfig
+from mcd.config.machineconfig import MachineConfig, machineconfig_from_object
+from mcd.errors import HostCommandError, McdError
+from mcd.execute import Host, Unreconcilable, UpdateError, facts_for, load_mc, recover, request_reboot, update
+from mcd.host import atomicfs, ondisk, state
+from mcd.host.reboot import RebootError
+from mcd.host.root import HostRoot
+from mcd.host.rpmostree import RpmOstreeError
+from mcd.host.runner import Runner
+from mcd.host.systemd import OfflineSystemctl
+from mcd.host.unitlinks import UnitLinks
+from mcd.plan import Facts, Plan, plan
+
+LOG = logging.getLogger(__name__)
+
+NODE_ANNOTATIONS = "/etc/machine-config-daemon/node-annotations.json"
+# upstream's backup name has "annotation" in the singular
+NODE_ANNOTATIONS_BAK = "/etc/machine-config-daemon/node-annotation.json.bak"
+
+
+@dataclass(frozen=True)
+class ServiceAction:
+    """A rebootless post-config action: `verb` is reload, restart or daemon-reload."""
+
+    verb: str
+    service: str  # without `.service`, as upstream's events name it; "" for daemon-reload
+    skipped: bool  # not run: the root is not a running system
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What one update did: the post-config actions run (or skipped) and whether it needs a reboot."""
+
+    plan: Plan
+    reboot: bool
+    actions: tuple[ServiceAction, ...]
+
+
+def _service_action(label: str) -> ServiceAction:
+    """The executor's label of an action run ("reload crio.service", "daemon-reload", with
+    " (skipped: …)" when not run) as a value."""
+    what, _, note = label.partition(" (")
+    verb, _, service = what.partition(" ")
+    return ServiceAction(verb, service.removesuffix(".service"), skipped=bool(note))
+
+
+def parse_machineconfig(obj: Mapping[str, Any], what: str) -> MachineConfig:
+    """A MachineConfig object from the API as the executor's type; McdError naming it when invalid."""
+    try:
+        mc = machineconfig_from_object(obj, what)
+    except InputError as exc:
+        raise McdError("; ".join(exc.lines())) from None
+    if mc.config is None:
+        errors = "; ".join(f.render(what) for f in mc.located_findings() if f.severity == "error")
+        raise McdError(f"invalid MachineConfig {what}: {errors}")
+    return mc
+
+
+class NodeApplier:
+    """The daemon's node: one root, one runner, the records the executor keeps on it."""
+
+    def __init__(self, root: HostRoot, runner: Runner, *, rpmostree_binary: str = "rpm-ostree") -> None:
+        self.root = root
+        self.runner = runner
+        self.rpmostree_binary = rpmostree_binary
+        self._host: Host | None = None
+        self._disk_cache: tuple[tuple[int, int, int], MachineConfig] | None = None
+
+    def host(self) -> Host:
+        """The host wiring; built again after each update (accounts may have changed)."""
+        if self._host is None:
+            self._host = Host.for_root(self.root, self.runner, rpmostree_binary=self.rpmostree_binary)
+        return self._host
+
+    @property
+    def live(self) -> bool:
+        """A running system: services are reloaded and reboots are real (else they are simulated)."""
+        return self.host().live
+
+    @property
+    def coreos(self) -> bool:
+        return self.host().coreos
+
+    # -- records
+
+    def recover(self) -> None:
+        """Finish an update a killed process left half done (it converges to its new config)."""
+        try:
+            recover(self.host(), skip_reboot=True)
+        except UpdateError as exc:
+            raise McdError(f"finishing an interrupted update failed: {exc}") from exc
+        finally:
+            self._host = None
+
+    def disk_config(self) -> MachineConfig | None:
+        """The config recorded on disk (`currentconfig`), or None on a node that never had one.
+
+        Parsed once per version of the file: a rendered config is megabytes, and every sync
+        reads it.
+        """
+        st = atomicfs.lstat_or_none(self.root.join(state.CURRENT_CONFIG))
+        key = None if st is None else (st.st_ino, st.st_mtime_ns, st.st_size)
+        if key is not None and self._disk_cache is not None and self._disk_cache[0] == key:
+            return self._disk_cache[1]
+        try:
+            obj = state.read_current_config(self.root)
+        except state.StateError as exc:
+            raise McdError(str(exc)) from None
+        mc = None if obj is None else load_mc(obj, state.CURRENT_CONFIG)
+        self._disk_cache = None if key is None or mc is None else (key, mc)
+        return mc
+
+    def disk_image(self) -> str | None:
+        data = atomicfs.read_bytes_nofollow(self.root.join(state.CURRENT_IMAGE))
+        return None if data is None else data.decode(errors="replace").strip()
+
+    def forcefile_present(self) -> bool:
+        return state.forcefile_present(self.root)
+
+    def reboot_pending(self) -> bool:
+        return state.pending_reboot(self.root) is not None
+
+    def bootstrap_annotations(self) -> dict[str, str] | None:
+        """The node-annotations.json the Machine Config Server left for the first start, if any."""
+        data = atomicfs.read_bytes_nofollow(self.root.join(NODE_ANNOTATIONS))
+        if data is None:
+            return None
+        try:
+            obj = json.loads(data)
+        except ValueError as exc:
+            raise McdError(f"cannot parse {NODE_ANNOTATIONS}: {exc}") from None
+        if not isinstance(obj, dict):
+            raise McdError(f"{NODE_ANNOTATIONS} does not hold a JSON object")
+        return {str(k): str(v) for k, v in obj.items()}
+
+    def retire_bootstrap_annotations(self) -> None:
+        """Keep node-annotations.json as upstream's `.bak` once the bootstrap check passed."""
+        src = self.root.join(NODE_ANNOTATIONS)
+        if atomicfs.lstat_or_none(src) is None:
+            return
+        os.replace(src, self.root.join(NODE_ANNOTATIONS_BAK))
+        atomicfs.fsync_dir(src.parent)
+
+    # -- checks
+
+    def check(self, mc: MachineConfig) -> str | None:
+        """The first difference between the node and `mc` (OS image, kernel arguments, files, units)."""
+        host = self.host()
+        try:
+            if host.rpmostree is not None:
+                booted = host.rpmostree.booted_image()
+                want = mc.ocl_image or mc.os_image_url
+                if want and booted != want:
+                    return f'expected target osImageURL "{want}", have "{booted}"'
+                missing = kargs_mod.missing_kargs_error(
+                    host.rpmostree.kargs_output(), list(mc.kernel_arguments)
+                )
+                if missing:
+                    return missing
+        except RpmOstreeError as exc:
+            raise HostCommandError(str(exc)) from None
+        if mc.config is None:
+            return None
+        is_enabled = host.systemd.is_enabled
+        if isinstance(host.systemd, OfflineSystemctl):
+            is_enabled = partial(_settled_enablement, self.root, mc.config, host.systemd.is_enabled)
+        return ondisk.first_error(self.root, mc.config, is_enabled)
+
+    def cleanup_rollback(self) -> None:
+        """`rpm-ostree cleanup -r` at start, as upstream (CoreOS only)."""
+        rpm = self.host().rpmostree
+        if rpm is None:
+            return
+        try:
+            rpm.cleanup_rollback()
+        except RpmOstreeError as exc:
+            raise HostCommandError(str(exc)) from None
+
+    # -- the update
+
+    def facts(self, old: MachineConfig, new: MachineConfig, topology: str) -> Facts:
+        try:
+            return replace(facts_for(self.host(), old, new, skip_certificate_write=True), topology=topology)
+        except UpdateError as exc:
+            raise HostCommandError(str(exc)) from None
+
+    def plan(
+        self,
+        old: MachineConfig,
+        new: MachineConfig,
+        facts: Facts,
+        policies: policy.ClusterPolicies,
+        storage_overrides: Sequence[str] = (),
+    ) -> Plan:
+        return plan(old, new, facts, policies, legacy=False, storage_overrides=storage_overrides)
+
+    def apply(
+        self,
+        old: MachineConfig,
+        new: MachineConfig,
+        facts: Facts,
+        policies: policy.ClusterPolicies,
+        *,
+        drain: Callable[[], None] | None = None,
+        storage_overrides: Sequence[str] = (),
+    ) -> Applied:
+        """Run the update transaction (rolled back on failure); the reboot is left to the caller."""
+        try:
+            outcome = update(
+                self.host(),
+                old,
+                new,
+                legacy=False,
+                policies=policies,
+                skip_reboot=True,
+                skip_certificate_write=True,
+                facts=facts,
+                drain=drain,
+                storage_overrides=storage_overrides,
+            )
+        except Unreconcilable as exc:
+            raise McdError(exc.plan.reason) from exc
+        except UpdateError as exc:
+            raise McdError(str(exc)) from exc
+        finally:
+            self._host = None
+        # `new` is what was just recorded as currentconfig: no need to read and parse it back
+        st = atomicfs.lstat_or_none(self.root.join(state.CURRENT_CONFIG))
+        if st is not None:
+            self._disk_cache = ((st.st_ino, st.st_mtime_ns, st.st_size), new)
+        return Applied(outcome.plan, outcome.reboot, tuple(_service_action(a) for a in outcome.actions_run))
+
+    def reboot(self, reason: str) -> bool:
+        """Reboot a live node (True); on a root that is not a running system, False: simulate it."""
+        try:
+            return request_reboot(self.host(), reason)
+        except RebootError as exc:
+            raise HostCommandError(str(exc)) from None
+
+    def simulated_boot(self) -> None:
+        """What a boot does to the records: the reboot owed is done (a sandbox root has no boot id)."""
+        state.clear_reboot(self.root)
+
+
+def _settled_enablement(
+    root: HostRoot,
+    config: IgnitionConfig,
+    ask: Callable[[Sequence[str]], Mapping[str, str]],
+    names: Sequence[str],
+) -> dict[str, str]:
+    """Enablement states for the on-disk check, with systemctl asked only where links do not settle it.
+
+    The check only needs to know whether a unit expected enabled is enabled, and whether one
+    expected disabled is not: the root's links answer both for plain units (`mcd.host.unitlinks`),
+    where `systemctl --root is-enabled` costs a process of about half a second for a few hundred
+    units on every check. Any unit the links leave in doubt is asked about as before.
+    """
+    expected = {u.name: u.enabled for u in config.units}
+    links = UnitLinks(root)
+    scan = links.enablement_links()
+    states: dict[str, str] = {}
+    unsure: list[str] = []
+    for name in names:
+        want = expected.get(name)
+        if want and links.surely_enabled(name, scan):
+            states[name] = "enabled"
+        elif want is False and links.surely_not_enabled(name, scan):
+            # not enabled, not enabled-runtime: no link on the search path names or leads to it
+            states[name] = "disabled"
+        else:
+            unsure.append(name)
+    if unsure:
+        states.update(ask(unsure))
+    return states

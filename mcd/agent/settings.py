@@ -1,0 +1,29 @@
+"""The agent's settings: one frozen value built from the flags (which default to MCD_* variables)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULT_METRICS_URL = "127.0.0.1:8797"
+DEFAULT_KUBELET_HEALTHZ = "http://localhost:10248/healthz"
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    node_name: str
+    root_mount: str = "/rootfs"
+    kubeconfig: str = ""
+    metrics_url: str = DEFAULT_METRICS_URL
+    kubelet_healthz_enabled: bool = True
+    kubelet_healthz_endpoint: str = DEFAULT_KUBELET_HEALTHZ
+    builtin_drainer: bool = False
+    # upstream's informer resync is minutes; the loop re-reads everything on each
+    resync_seconds: float = 600.0
+    watch_timeout_seconds: int = 300
+    kubelet_poll_seconds: float = 30.0
+    # upstream's drain handshake waits (spec §7): 1 h for the drain, 10 min for the uncordon
+    drain_timeout_seconds: float = 3600.0
+    uncordon_timeout_seconds: float = 600.0
+    # built-in drainer: one attempt's budget and the pause after a refused eviction (upstream's library)
+    eviction_retry_seconds: float = 5.0
+    rpmostree_binary: str = "rpm-ostree"
