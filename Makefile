@@ -25,8 +25,10 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-# The main job on the embedded default: a sandbox root stands in for a node. It applies the
-# shipped rendered config, explains the next one, applies it and verifies the disk.
+# The main job on the embedded defaults: a sandbox root stands in for a node and an in-process
+# cluster for a real one. First the node job alone (apply the shipped rendered config, explain
+# the next one, apply it, verify the disk), then `mcd simulate`: the cluster agent updating a
+# sandbox node of the stand-in API server from old.yaml to new.yaml.
 DEMO_ROOT := .demo/root
 demo: setup
 	@rm -rf .demo
@@ -35,6 +37,7 @@ demo: setup
 	$(BIN)/mcd plan --root-mount $(DEMO_ROOT) examples/new.yaml -o text
 	$(BIN)/mcd start --once-from examples/new.yaml --root-mount $(DEMO_ROOT) --skip-reboot
 	$(BIN)/mcd check-disk --root-mount $(DEMO_ROOT)
+	$(BIN)/mcd simulate --workdir .demo/cluster --old examples/old.yaml --new examples/new.yaml
 
 bench: setup
 	@set -e; found=""; for f in bench/*.py; do \

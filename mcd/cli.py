@@ -342,6 +342,16 @@ def cmd_sim_cluster(args: argparse.Namespace) -> int:
     return serve(SimClusterOptions(Path(args.kubeconfig), listen, tuple(args.node), audit))
 
 
+def cmd_simulate(args: argparse.Namespace) -> int:
+    try:
+        from mcd.sim.simulate import SimulateOptions, simulate
+    except ImportError as exc:  # cryptography comes with the `sim` extra only
+        sys.stderr.write(f"mcd simulate: needs the sim extra (pip install 'mcd[sim]'): {exc}\n")
+        return EXIT_INPUT
+    workdir = Path(args.workdir) if args.workdir else None
+    return simulate(SimulateOptions(workdir, Path(args.old), Path(args.new), args.node, args.timeout))
+
+
 def _size(text: str) -> int:
     from mcd.config.contents import parse_size
 
@@ -524,6 +534,21 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--node", action="append", default=[], metavar="NAME", help="create a Ready worker Node")
     k.add_argument("--audit-log-path", metavar="FILE", help="append one audit.k8s.io/v1 Event per request")
     k.set_defaults(func=cmd_sim_cluster)
+
+    m = sub.add_parser(
+        "simulate",
+        help="run the cluster agent on a sandbox node of an in-process cluster, from OLD to NEW",
+        description="Start the stand-in API server and controller in this process, join a sandbox node "
+        "to them on OLD, run `mcd start --node-name` as a real process, point the node at NEW and print "
+        "every annotation change and Event until it is Done on NEW (exit 0; 1 on timeout).",
+    )
+    m.add_argument("--workdir", metavar="DIR",
+                   help="kubeconfig, node root, agent log (default: a temporary directory)")
+    m.add_argument("--old", default="examples/old.yaml", metavar="FILE", help="config the node joins on")
+    m.add_argument("--new", default="examples/new.yaml", metavar="FILE", help="config it is updated to")
+    m.add_argument("--node", default="worker-0", metavar="NAME", help="node name (default worker-0)")
+    m.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds in all (default 60)")
+    m.set_defaults(func=cmd_simulate)
     return parser
 
 

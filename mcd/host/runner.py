@@ -12,6 +12,7 @@ import shlex
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 log = logging.getLogger(__name__)
@@ -137,3 +138,58 @@ class ChrootRunner:
         return self.inner.run(
             ["chroot", self.root, *argv], check=check, input=input, timeout=timeout, env=env
         )
+
+
+class Spawned:
+    """A long-running child started by `spawn`: its pid, its output file, terminate and wait."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], output: Path) -> None:
+        self._proc = proc
+        self.output = output
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    def poll(self) -> int | None:
+        """The exit status, or None while it runs."""
+        return self._proc.poll()
+
+    def terminate(self) -> None:
+        """SIGTERM (the agent stops cleanly on it); nothing if it has exited already."""
+        if self._proc.poll() is None:
+            self._proc.terminate()
+
+    def kill(self) -> None:
+        if self._proc.poll() is None:
+            self._proc.kill()
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        """The exit status, or None if it still runs after `timeout` seconds."""
+        try:
+            return self._proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+
+def spawn(
+    argv: Sequence[str], *, output: Path, env: Mapping[str, str] | None = None, cwd: Path | None = None
+) -> Spawned:
+    """Start `argv` in the background (no shell, no stdin), stdout and stderr appended to `output`.
+
+    For a process that outlives one call (the agent in `mcd simulate`); `Runner.run` is for
+    commands that finish.
+    """
+    args = tuple(argv)
+    log.debug("spawning: %s", shlex.join(args))
+    with output.open("ab") as out:  # the child keeps its own descriptor
+        proc = subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            env={**os.environ, **env} if env is not None else None,
+            cwd=cwd,
+            close_fds=True,
+        )
+    return Spawned(proc, output)
