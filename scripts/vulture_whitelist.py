@@ -45,3 +45,6 @@ _.daemon_threads  # http.server attributes and handler hooks of the metrics endp
 do_GET
 log_message
 FIRST_PIVOT_CONFIG  # upstream key the first start copies from node-annotations.json; the tests read it
+
+# the long-running child of `mcd simulate` (the agent process); mcd/sim is not read by vulture
+spawn

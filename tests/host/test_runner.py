@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import logging
 import sys
+from pathlib import Path
 
 import pytest
 from recording import RecordedCall, RecordingRunner, UnexpectedCommand
 
-from mcd.host.runner import CommandError, CommandResult, CommandTimeout, SubprocessRunner
+from mcd.host.runner import CommandError, CommandResult, CommandTimeout, SubprocessRunner, spawn
 
 # --- CommandError ---------------------------------------------------------------------------------
 
@@ -175,3 +176,25 @@ def test_each_command_is_logged_at_debug(caplog: pytest.LogCaptureFixture) -> No
     with caplog.at_level(logging.DEBUG, logger="mcd.host.runner"):
         SubprocessRunner().run(["echo", "a b"])
     assert "running: echo 'a b'" in caplog.messages
+
+
+@pytest.mark.allow_commands
+def test_spawn_appends_output_to_the_file(tmp_path: Path) -> None:
+    out = tmp_path / "child.log"
+    out.write_text("before\n")
+    child = spawn([sys.executable, "-c", "import os; print(os.environ['X'])"], output=out, env={"X": "1"})
+    assert child.pid > 0 and child.output == out
+    assert child.wait(10) == 0 and child.poll() == 0
+    assert out.read_text() == "before\n1\n"
+    child.terminate()  # a finished child: nothing to do
+    child.kill()
+
+
+@pytest.mark.allow_commands
+def test_spawn_handle_stops_the_child_on_sigterm(tmp_path: Path) -> None:
+    # the child blocks on a pipe nobody writes to: only the signal ends it
+    code = "import os; r, w = os.pipe(); os.read(r, 1)"
+    child = spawn([sys.executable, "-c", code], output=tmp_path / "child.log")
+    assert child.wait(0.05) is None and child.poll() is None  # still running: wait gave up
+    child.terminate()
+    assert child.wait(10) == -15
