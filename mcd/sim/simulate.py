@@ -133,6 +133,12 @@ class Narrator:
         self.flush()
         self._write(text)
 
+    def block(self, text: str) -> None:
+        """Print several lines, indented, as one piece: nothing that happens meanwhile splits it."""
+        self.flush()
+        for line in text.rstrip("\n").splitlines():
+            self._write(f"   {line}".rstrip())
+
     def _write(self, text: str) -> None:
         self.lines.append(text)
         self.out.write(text + "\n")
@@ -188,7 +194,9 @@ def _done_on(sim: ApiServer, node: str, config: str) -> Callable[[], bool]:
 
     def done() -> bool:
         a = _annotations(sim, node)
-        if a.get(ann.STATE) != "Done" or a.get(ann.CURRENT_CONFIG) != config:
+        # the first sync clears the reason last (after NodeDone): waiting for it keeps its line
+        # out of what is printed next
+        if a.get(ann.STATE) != "Done" or a.get(ann.CURRENT_CONFIG) != config or a.get(ann.REASON) != "":
             return False
         return any(
             e.get("reason") == "NodeDone"
@@ -256,8 +264,7 @@ def simulate(options: SimulateOptions, out: TextIO = sys.stdout) -> int:
 
             _wait(sim, say, agent, node=node, config=old_name, deadline=deadline)
             say.say(f"== node {node} is Done on {old_name}; the agent's plan for {new_name}:")
-            for line in agent_plan(sim, root, options.new).rstrip("\n").splitlines():
-                say.say(f"   {line}")
+            say.block(agent_plan(sim, root, options.new))
 
             say.say(f"== controller: desiredConfig={new_name}")
             controller.set_desired_config(new_name, [node])
