@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from functools import partial
 from typing import Any, Protocol
 
-from mcd import policy
+from mcd import policy, steps
 from mcd.agent.node_apply import Applied, NodeApplier, parse_machineconfig
 from mcd.config.machineconfig import MachineConfig
 from mcd.config.overrides import storage_overrides
@@ -28,6 +28,7 @@ from mcd.drain import Drainer
 from mcd.errors import McdError, NotFoundError, UnreconcilableError
 from mcd.kube import annotations as ann
 from mcd.kube.annotations import NodeState, NodeView, decide_update
+from mcd.plan import Plan
 from mcd.report.events import EventRecorder
 from mcd.report.metrics import Metrics
 from mcd.report.node import NodeWriter
@@ -230,6 +231,9 @@ class Syncer:
             self.events.normal("Drain", "Drain not required, skipping")
         # upstream's pivot error gauge: counts failed OS changes, back to 0 after one succeeds
         os_change = p.diff.os_update or p.diff.kernel_type or p.diff.extensions
+        if self.applier.coreos:
+            for reason, message in os_events_before(p, new):
+                self.events.normal(reason, message)
         with self._phase("apply"):
             try:
                 applied = self.applier.apply(
@@ -241,6 +245,9 @@ class Syncer:
                 raise
         if os_change:
             self.metrics.pivot_errors.set(0)
+        if self.applier.coreos:
+            for reason, message in os_events_after(p, old, new):
+                self.events.normal(reason, message)
         if applied.reboot:
             return self._reboot(new.name)
         self._report_actions(applied)
@@ -299,3 +306,47 @@ class Syncer:
         self.writer.set_state(NodeState.DONE, "", extra)
         self.metrics.set_update(config)
         LOG.info("node %s is in config %s: Done", self.name, config)
+
+
+# --- upstream's OS update events (spec §5.1, §12) ---------------------------------------------
+
+
+def os_events_before(p: Plan, new: MachineConfig) -> list[tuple[str, str]]:
+    """`InClusterUpgrade` and `OSUpdateStarted`, as upstream posts them before an OS change."""
+    d = p.diff
+    out: list[tuple[str, str]] = []
+    if d.os_update or d.extensions or d.kernel_type or d.ocl_enabled:
+        out.append(("InClusterUpgrade", f"Updating from oscontainer {new.os_image_url}"))
+    what = [
+        text
+        for flag, text in (
+            (d.os_update, "Upgrading OS"),
+            (d.extensions, "Installing extensions"),
+            (d.kernel_type, "Changing kernel type"),
+            (d.kargs, "Changing kernel arguments"),
+        )
+        if flag
+    ]
+    if what:
+        out.append(("OSUpdateStarted", "; ".join(what)))
+    elif new.kernel_type in ("realtime", "64k-pages"):
+        # upstream re-applies a non-default kernel on every update
+        out.append(("OSUpdateStarted", f"Updating to a target config with {new.kernel_type} kernel"))
+    return out
+
+
+def os_events_after(p: Plan, old: MachineConfig, new: MachineConfig) -> list[tuple[str, str]]:
+    """`OSUpgradeApplied`, or `OSUpgradeSkipped` when the node already booted the new image."""
+    if not p.diff.os_update:
+        return []
+    url = new.ocl_image or new.os_image_url
+    if any(isinstance(s, steps.Rebase) for s in p.steps):
+        applied = f"OS upgrade applied; new MachineConfig ({new.name}) has new OS image ({url})"
+        return [("OSUpgradeApplied", applied)]
+    return [
+        (
+            "OSUpgradeSkipped",
+            f"OS upgrade skipped; new MachineConfig ({new.name}) has same OS image ({url}) "
+            f"as old MachineConfig ({old.name})",
+        )
+    ]

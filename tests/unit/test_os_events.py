@@ -1,0 +1,72 @@
+"""Upstream's OS update events (spec §5.1 and §12), from the plan the agent runs: pure, no I/O."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from builders import mc
+
+from mcd.nodefacts import Facts
+from mcd.plan import plan
+from mcd.sync import os_events_after, os_events_before
+
+A = "quay.io/openshift/os@sha256:" + "a" * 64
+B = "quay.io/openshift/os@sha256:" + "b" * 64
+
+
+def _plan(old_spec: dict[str, Any], new_spec: dict[str, Any], booted: str = A) -> Any:
+    old, new = mc("rendered-a", **old_spec), mc("rendered-b", **new_spec)
+    facts = Facts(booted_image=booted, requested_packages=(), requested_base_removals=())
+    return old, new, plan(old, new, facts)
+
+
+def test_an_image_change_announces_the_upgrade_and_reports_it_applied() -> None:
+    old, new, p = _plan({"osImageURL": A}, {"osImageURL": B})
+    assert os_events_before(p, new) == [
+        ("InClusterUpgrade", f"Updating from oscontainer {B}"),
+        ("OSUpdateStarted", "Upgrading OS"),
+    ]
+    assert os_events_after(p, old, new) == [
+        ("OSUpgradeApplied", f"OS upgrade applied; new MachineConfig (rendered-b) has new OS image ({B})")
+    ]
+
+
+def test_an_image_the_node_already_booted_is_reported_skipped() -> None:
+    old, new, p = _plan({"osImageURL": A}, {"osImageURL": B}, booted=B)
+    assert os_events_after(p, old, new) == [
+        (
+            "OSUpgradeSkipped",
+            f"OS upgrade skipped; new MachineConfig (rendered-b) has same OS image ({B}) "
+            "as old MachineConfig (rendered-a)",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    ("new_spec", "started"),
+    [
+        ({"osImageURL": A, "kernelArguments": ["nosmt"]}, "Changing kernel arguments"),
+        ({"osImageURL": A, "extensions": ["usbguard"]}, "Installing extensions"),
+        ({"osImageURL": B, "kernelType": "realtime"}, "Upgrading OS; Changing kernel type"),
+    ],
+)
+def test_the_started_event_lists_what_changes_in_upstream_words(
+    new_spec: dict[str, Any], started: str
+) -> None:
+    _, new, p = _plan({"osImageURL": A}, new_spec)
+    assert os_events_before(p, new)[-1] == ("OSUpdateStarted", started)
+
+
+def test_a_realtime_node_announces_its_kernel_on_every_update() -> None:
+    spec = {"osImageURL": A, "kernelType": "realtime"}
+    _, new, p = _plan(spec, {**spec, "kernelArguments": []})
+    assert os_events_before(p, new) == [
+        ("OSUpdateStarted", "Updating to a target config with realtime kernel")
+    ]
+
+
+def test_a_config_without_os_changes_posts_no_os_event() -> None:
+    old, new, p = _plan({"osImageURL": A}, {"osImageURL": A})
+    assert os_events_before(p, new) == []
+    assert os_events_after(p, old, new) == []
