@@ -205,6 +205,7 @@ def _start_agent(args: argparse.Namespace) -> int:
         builtin_drainer=args.builtin_drainer,
         resync_seconds=args.resync_interval,
         drain_timeout_seconds=args.drain_timeout,
+        drift_policy=args.drift_policy,
     )
     client = KubeClient.from_kubeconfig(settings.kubeconfig or None)
     applier = NodeApplier(HostRoot(Path(settings.root_mount)), SubprocessRunner())
@@ -378,6 +379,10 @@ def build_parser() -> argparse.ArgumentParser:
                    metavar="SECONDS", help="give up a drain after this long (default 3600, as upstream)")
     s.add_argument("--resync-interval", type=float, default=float(_env("RESYNC_INTERVAL", "600")),
                    metavar="SECONDS", help="sync the node at least this often (default 600)")
+    s.add_argument("--drift-policy", choices=("degrade", "observe", "heal"),
+                   default=_env("DRIFT_POLICY", "degrade"),
+                   help="what a hand change to a managed path does: degrade the node (default, as "
+                   "upstream), observe (Event and metric only) or heal (put it back; see docs/watchers.md)")
     s.add_argument("-v", "--verbose", action="count", default=int(_env("VERBOSE", "0") or 0),
                    help="more logging (-v, -vv)")
     s.add_argument("--v", type=int, default=0, metavar="LEVEL", help="upstream's klog verbosity (2+: -v)")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol
 
@@ -54,9 +54,12 @@ class Syncer:
         metrics: Metrics,
         applier: NodeApplier,
         drainer: Drainer,
+        before_update: Callable[[], None] | None = None,
     ) -> None:
         self.api, self.writer, self.events, self.metrics = api, writer, events, metrics
         self.applier, self.drainer = applier, drainer
+        # upstream's triggerUpdate stops the drift monitor: the update's own writes are not drift
+        self._before_update = before_update
         self.booting = True
         # parsed MachineConfigs by name and resourceVersion (rendered configs are large and immutable)
         self._mcs: dict[str, tuple[str, MachineConfig]] = {}
@@ -191,6 +194,8 @@ class Syncer:
     def _update(self, current: str, desired: str) -> Result:
         if not desired:
             raise McdError(f"node {self.name} has no desiredConfig annotation")
+        if self._before_update is not None:
+            self._before_update()
         with self._phase("prepare"):
             old = self._disk_or_cluster(current)
             new = self._machineconfig(desired)

@@ -149,7 +149,9 @@ class NodeApplier:
             raise HostCommandError(str(exc)) from None
         if mc.config is None:
             return None
-        return ondisk.first_error(self.root, mc.config, host.systemd.is_enabled)
+        # owners too (upstream compares none): mcd writes exact owners, and the drift monitor
+        # reports a chown, which the next sync must not call clean
+        return ondisk.first_error(self.root, mc.config, host.systemd.is_enabled, host.files.owner_of)
 
     def cleanup_rollback(self) -> None:
         """`rpm-ostree cleanup -r` at start, as upstream (CoreOS only)."""

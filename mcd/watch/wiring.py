@@ -1,0 +1,89 @@
+"""The daemon's watchers in one place, so the loop (`mcd.daemon`) calls five methods and no more.
+
+Each watcher only puts its key into the daemon's work queue from its own thread; the loop then
+calls `handle(keys)` on its thread, which does the checking and reporting.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from mcd import policy, status
+from mcd.agent.node_apply import NodeApplier
+from mcd.agent.settings import AgentSettings
+from mcd.kube.annotations import NodeState
+from mcd.report.events import EventRecorder
+from mcd.report.metrics import Metrics
+from mcd.report.node import NodeWriter
+from mcd.watch.driftreport import DriftPolicy, DriftReporter, NodeReporter
+from mcd.watch.heal import Healer
+
+LOG = logging.getLogger(__name__)
+
+
+class Watchers:
+    def __init__(self, applier: NodeApplier, writer: NodeWriter, drift: DriftReporter) -> None:
+        self.applier = applier
+        self.writer = writer
+        self.drift = drift
+
+    def handle(self, keys: set[str]) -> bool:
+        """Handle the watcher keys taken from the queue; True when a sync should run now."""
+        sync = False
+        if "drift" in keys:
+            sync = self.drift.handle() or sync
+        return sync
+
+    def before_update(self) -> None:
+        self.drift.stop()
+
+    def after_sync(self) -> None:
+        try:
+            self.drift.ensure()
+        except Exception as exc:  # a monitor that cannot start must not stop the daemon
+            LOG.error("could not start the config drift monitor: %s", exc)
+
+    def state_changed(self, state: NodeState, reason: str) -> None:
+        node = self.writer.cached
+        desired = node.desired_config if node is not None else ""
+        try:
+            status.record_state(self.applier.root, state.value, reason, desired)
+        except OSError as exc:
+            LOG.warning("could not record the node state for mcd status: %s", exc)
+
+    def stop(self) -> None:
+        self.drift.stop()
+
+
+def _cluster_policies(client: Any) -> Callable[[], policy.ClusterPolicies]:
+    def read() -> policy.ClusterPolicies:
+        obj = client.get_machineconfiguration("cluster")
+        return policy.DEFAULT_POLICIES if obj is None else policy.policies_from_machineconfiguration(obj)
+
+    return read
+
+
+def watchers_for(
+    settings: AgentSettings,
+    client: Any,
+    applier: NodeApplier,
+    *,
+    writer: NodeWriter,
+    events: EventRecorder,
+    metrics: Metrics,
+    enqueue: Callable[[str], None],
+) -> Watchers:
+    drift_policy = DriftPolicy(settings.drift_policy)
+    healer = Healer(applier.host, _cluster_policies(client)) if drift_policy is DriftPolicy.HEAL else None
+    drift = DriftReporter(
+        applier,
+        NodeReporter(writer),
+        events,
+        metrics,
+        lambda: enqueue("drift"),
+        policy=drift_policy,
+        healer=healer,
+    )
+    return Watchers(applier, writer, drift)
