@@ -281,6 +281,22 @@ def cmd_check_disk(args: argparse.Namespace) -> int:
     return EXIT_OK if result.clean else EXIT_UNRECONCILABLE
 
 
+def cmd_status(args: argparse.Namespace) -> int:
+    from mcd.host.root import HostRoot
+    from mcd.status import read_status, render_text
+
+    if not Path(args.root_mount).is_dir():
+        from mcd.config.findings import Finding, InputError
+
+        raise InputError(args.root_mount, [Finding((), "--root-mount is not a directory")])
+    st = read_status(HostRoot(Path(args.root_mount)))
+    if args.output == "text":
+        sys.stdout.write(render_text(st))
+    else:
+        _dump(st.to_dict(), args.output, sys.stdout)
+    return EXIT_OK
+
+
 def cmd_sandbox(args: argparse.Namespace) -> int:
     from mcd.sim.sandbox import make_sandbox_root
 
@@ -421,6 +437,18 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("-v", "--verbose", action="count", default=0)
     c.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
     c.set_defaults(func=cmd_check_disk)
+
+    st = sub.add_parser(
+        "status",
+        help="what the node runs and was asked to run, its state, the last drift, a reboot owed",
+        description="Read the node's status from its root alone (no cluster needed): the config applied, "
+        "the desired one, the state and reason the daemon last reported, the last config drift its monitor "
+        "saw and whether a reboot is owed.",
+    )
+    st.add_argument("--root-mount", default=_env("ROOT_MOUNT", "/"), metavar="DIR",
+                    help="node root (default /: an admin on the node)")
+    st.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
+    st.set_defaults(func=cmd_status)
 
     x = sub.add_parser(
         "sandbox",
