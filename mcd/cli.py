@@ -206,6 +206,7 @@ def _start_agent(args: argparse.Namespace) -> int:
         resync_seconds=args.resync_interval,
         drain_timeout_seconds=args.drain_timeout,
         drift_policy=args.drift_policy,
+        ssh_login_monitor=args.ssh_login_monitor,
     )
     client = KubeClient.from_kubeconfig(settings.kubeconfig or None)
     applier = NodeApplier(HostRoot(Path(settings.root_mount)), SubprocessRunner())
@@ -399,6 +400,9 @@ def build_parser() -> argparse.ArgumentParser:
                    default=_env("DRIFT_POLICY", "degrade"),
                    help="what a hand change to a managed path does: degrade the node (default, as "
                    "upstream), observe (Event and metric only) or heal (put it back; see docs/watchers.md)")
+    s.add_argument("--ssh-login-monitor", type=_bool_flag, nargs="?", const=True,
+                   default=_env_bool("SSH_LOGIN_MONITOR", True), metavar="BOOL",
+                   help="annotate the node ssh=accessed after a login this boot (default true)")
     s.add_argument("-v", "--verbose", action="count", default=int(_env("VERBOSE", "0") or 0),
                    help="more logging (-v, -vv)")
     s.add_argument("--v", type=int, default=0, metavar="LEVEL", help="upstream's klog verbosity (2+: -v)")

@@ -29,3 +29,4 @@ class AgentSettings:
     rpmostree_binary: str = "rpm-ostree"
     # watchers (mcd/watch): what a config drift does to the node, see docs/watchers.md
     drift_policy: str = "degrade"
+    ssh_login_monitor: bool = True

@@ -10,6 +10,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from prometheus_client import Counter
+
 from mcd import policy, status
 from mcd.agent.node_apply import NodeApplier
 from mcd.agent.settings import AgentSettings
@@ -19,27 +21,69 @@ from mcd.report.metrics import Metrics
 from mcd.report.node import NodeWriter
 from mcd.watch.driftreport import DriftPolicy, DriftReporter, NodeReporter
 from mcd.watch.heal import Healer
+from mcd.watch.logins import SSH_ACCESSED, SSH_ANNOTATION, LoginMonitor, journal_dir
 
 LOG = logging.getLogger(__name__)
 
 
 class Watchers:
-    def __init__(self, applier: NodeApplier, writer: NodeWriter, drift: DriftReporter) -> None:
+    def __init__(
+        self,
+        applier: NodeApplier,
+        writer: NodeWriter,
+        drift: DriftReporter,
+        logins: LoginMonitor | None = None,
+        *,
+        events: EventRecorder,
+        metrics: Metrics,
+    ) -> None:
         self.applier = applier
         self.writer = writer
         self.drift = drift
+        self.logins = logins
+        self.events = events
+        self._logins_started = False
+        # upstream's counter, removed with its login monitor in 4.14
+        self.ssh_accesses = Counter(
+            "ssh_accesses", "Total number of SSH access occurred.", registry=metrics.registry
+        )
 
     def handle(self, keys: set[str]) -> bool:
         """Handle the watcher keys taken from the queue; True when a sync should run now."""
         sync = False
         if "drift" in keys:
             sync = self.drift.handle() or sync
+        if "login" in keys:
+            self._logins()
         return sync
+
+    def _logins(self) -> None:
+        if self.logins is None:
+            return
+        n = self.logins.take()
+        if not n:
+            return
+        self.ssh_accesses.inc(n)
+        node = self.writer.cached
+        if node is not None and node.annotations.get(SSH_ANNOTATION) == SSH_ACCESSED:
+            return  # set once: the annotation says "someone logged in", not how often
+        try:
+            self.writer.set_annotations({SSH_ANNOTATION: SSH_ACCESSED})
+        except Exception as exc:  # the next login (or restart) sets it again
+            LOG.warning("could not set %s=%s: %s", SSH_ANNOTATION, SSH_ACCESSED, exc)
+            return
+        self.events.normal("SSHAccessed", f"Node {self.writer.name} was accessed over SSH in this boot")
 
     def before_update(self) -> None:
         self.drift.stop()
 
     def after_sync(self) -> None:
+        if self.logins is not None and not self._logins_started:
+            self._logins_started = True
+            try:
+                self.logins.start()
+            except OSError as exc:
+                LOG.error("could not open the journal to watch SSH logins: %s", exc)
         try:
             self.drift.ensure()
         except Exception as exc:  # a monitor that cannot start must not stop the daemon
@@ -55,6 +99,8 @@ class Watchers:
 
     def stop(self) -> None:
         self.drift.stop()
+        if self.logins is not None:
+            self.logins.stop()
 
 
 def _cluster_policies(client: Any) -> Callable[[], policy.ClusterPolicies]:
@@ -86,4 +132,7 @@ def watchers_for(
         policy=drift_policy,
         healer=healer,
     )
-    return Watchers(applier, writer, drift)
+    logins = None
+    if settings.ssh_login_monitor:
+        logins = LoginMonitor(lambda: enqueue("login"), path=journal_dir(applier.root))
+    return Watchers(applier, writer, drift, logins, events=events, metrics=metrics)
