@@ -75,6 +75,39 @@ class _WatchManager(pyinotify.WatchManager):  # type: ignore[misc]
             raise OSError(f"cannot initialise inotify: {wrapper.str_errno()}")
 
 
+class _NotifierThread:
+    """Reads one WatchManager's events on a thread and hands each to `proc_fun`.
+
+    pyinotify's ThreadedNotifier calls the deprecated Event.isSet(); this loop polls the inotify
+    descriptor and a pipe that stop() writes to, so stopping never waits for an event.
+    """
+
+    def __init__(self, wm: Any, proc_fun: Callable[[Any], None], name: str) -> None:
+        self._notifier = pyinotify.Notifier(wm, default_proc_fun=proc_fun)
+        self._fd = wm.get_fd()
+        self._pipe = os.pipe()
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        poll = select.poll()
+        poll.register(self._fd, select.POLLIN)
+        poll.register(self._pipe[0], select.POLLIN)
+        while True:
+            if any(fd == self._pipe[0] for fd, _ in poll.poll()):
+                return
+            self._notifier.read_events()
+            self._notifier.process_events()
+
+    def stop(self) -> None:
+        """Stop the thread, then close the inotify descriptor (every watch goes with it)."""
+        os.write(self._pipe[1], b"x")
+        self._thread.join()
+        self._notifier.stop()
+        for fd in self._pipe:
+            os.close(fd)
+
+
 # Every way a directory entry can change: writes in place (MODIFY while open, CLOSE_WRITE at the
 # end), chmod/chown/touch (ATTRIB), creation, deletion, renames in or out, and the watched
 # directory itself going away.
@@ -171,9 +204,7 @@ class DriftMonitor:
         self._lock = threading.Lock()
         self._pending: set[str] = set()
         self._wm: Any = None
-        self._notifier: Any = None
-        self._thread: threading.Thread | None = None
-        self._stop_pipe: tuple[int, int] | None = None
+        self._notifier: _NotifierThread | None = None
         self._wd_dir: dict[int, str] = {}
         self._dir_wd: dict[str, int] = {}
 
@@ -192,25 +223,14 @@ class DriftMonitor:
             self._place(d)
         if self._enablement:
             self._watch_link_dirs()
-        # pyinotify's ThreadedNotifier calls the deprecated Event.isSet(); this loop polls the
-        # inotify descriptor and a pipe that stop() writes to
-        self._notifier = pyinotify.Notifier(self._wm, default_proc_fun=self._on_event)
-        self._stop_pipe = os.pipe()
-        self._thread = threading.Thread(target=self._loop, name="drift-monitor", daemon=True)
-        self._thread.start()
+        self._notifier = _NotifierThread(self._wm, self._on_event, "drift-monitor")
         LOG.info("drift monitor watching %d paths in %d directories", len(self.managed), len(self._dir_wd))
 
     def stop(self) -> None:
         """Stop the thread and drop every watch and every path not yet taken."""
         notifier, self._notifier = self._notifier, None
         if notifier is not None:
-            assert self._thread is not None and self._stop_pipe is not None
-            os.write(self._stop_pipe[1], b"x")
-            self._thread.join()
-            notifier.stop()  # closes the inotify descriptor
-            for fd in self._stop_pipe:
-                os.close(fd)
-            self._thread = self._stop_pipe = None
+            notifier.stop()
         with self._lock:
             self._pending.clear()
         self._wd_dir.clear()
@@ -247,18 +267,6 @@ class DriftMonitor:
             if err is not None:
                 out[path] = err
         return out
-
-    def _loop(self) -> None:
-        assert self._stop_pipe is not None
-        poll = select.poll()
-        poll.register(self._wm.get_fd(), select.POLLIN)
-        poll.register(self._stop_pipe[0], select.POLLIN)
-        while True:
-            ready = poll.poll()
-            if any(fd == self._stop_pipe[0] for fd, _ in ready):
-                return
-            self._notifier.read_events()
-            self._notifier.process_events()
 
     # -- watches (the notifier thread, and start() before the thread runs)
 
@@ -388,3 +396,31 @@ class DriftMonitor:
             grew = len(self._pending) > before
         if grew:
             self._on_change()
+
+
+class DirectoryWatch:
+    """Calls `on_change` for every entry created, deleted, renamed or written in one directory.
+
+    For `mcd.watch.configdir`, which follows the kubelet's `..data` link swaps: this module
+    stays the one that talks to inotify.
+    """
+
+    def __init__(self, directory: Path, on_change: Callable[[], None]) -> None:
+        self.directory = directory
+        self._on_change = on_change
+        self._notifier: _NotifierThread | None = None
+
+    def start(self) -> None:
+        if self._notifier is not None:
+            return
+        wm = _WatchManager()
+        wd = wm.add_watch(str(self.directory), _CHILD_EVENTS | pyinotify.IN_ONLYDIR, quiet=True)
+        if wd.get(str(self.directory), -1) < 0:
+            os.close(wm.get_fd())
+            raise OSError(f"cannot watch {self.directory}")
+        self._notifier = _NotifierThread(wm, lambda event: self._on_change(), "configdir-watch")
+
+    def stop(self) -> None:
+        notifier, self._notifier = self._notifier, None
+        if notifier is not None:
+            notifier.stop()
