@@ -191,6 +191,8 @@ def _start_agent(args: argparse.Namespace) -> int:
     from mcd.kube.client import KubeClient
     from mcd.sync import Result
 
+    if args.config_dir and not args.node_name:
+        return _start_local(args)
     if not args.node_name:
         raise InputError("--node-name", [Finding((), "required (or the NODE_NAME environment variable)")])
     if not Path(args.root_mount).is_dir():
@@ -207,6 +209,8 @@ def _start_agent(args: argparse.Namespace) -> int:
         drain_timeout_seconds=args.drain_timeout,
         drift_policy=args.drift_policy,
         ssh_login_monitor=args.ssh_login_monitor,
+        config_dir=args.config_dir or "",
+        config_grace_seconds=args.config_grace,
     )
     client = KubeClient.from_kubeconfig(settings.kubeconfig or None)
     applier = NodeApplier(HostRoot(Path(settings.root_mount)), SubprocessRunner())
@@ -218,6 +222,13 @@ def _start_agent(args: argparse.Namespace) -> int:
         sys.stderr.flush()
         os.execv(sys.executable, [sys.executable, "-m", "mcd", *sys.argv[1:]])
     return EXIT_OK
+
+
+def _start_local(args: argparse.Namespace) -> int:
+    """`--config-dir` without a cluster: configs from the directory, state in the root's records."""
+    from mcd.localagent import run_local
+
+    return run_local(args.root_mount, args.config_dir, args.config_grace, args.drift_policy)
 
 
 def _env(name: str, default: str = "") -> str:
@@ -283,18 +294,9 @@ def cmd_check_disk(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from mcd.host.root import HostRoot
-    from mcd.status import read_status, render_text
+    from mcd.status import show
 
-    if not Path(args.root_mount).is_dir():
-        from mcd.config.findings import Finding, InputError
-
-        raise InputError(args.root_mount, [Finding((), "--root-mount is not a directory")])
-    st = read_status(HostRoot(Path(args.root_mount)))
-    if args.output == "text":
-        sys.stdout.write(render_text(st))
-    else:
-        _dump(st.to_dict(), args.output, sys.stdout)
+    show(args.root_mount, args.output, sys.stdout, _dump)
     return EXIT_OK
 
 
@@ -396,13 +398,9 @@ def build_parser() -> argparse.ArgumentParser:
                    metavar="SECONDS", help="give up a drain after this long (default 3600, as upstream)")
     s.add_argument("--resync-interval", type=float, default=float(_env("RESYNC_INTERVAL", "600")),
                    metavar="SECONDS", help="sync the node at least this often (default 600)")
-    s.add_argument("--drift-policy", choices=("degrade", "observe", "heal"),
-                   default=_env("DRIFT_POLICY", "degrade"),
-                   help="what a hand change to a managed path does: degrade the node (default, as "
-                   "upstream), observe (Event and metric only) or heal (put it back; see docs/watchers.md)")
-    s.add_argument("--ssh-login-monitor", type=_bool_flag, nargs="?", const=True,
-                   default=_env_bool("SSH_LOGIN_MONITOR", True), metavar="BOOL",
-                   help="annotate the node ssh=accessed after a login this boot (default true)")
+    from mcd.watch.flags import add_watcher_flags
+
+    add_watcher_flags(s, _env, _env_bool, _bool_flag)
     s.add_argument("-v", "--verbose", action="count", default=int(_env("VERBOSE", "0") or 0),
                    help="more logging (-v, -vv)")
     s.add_argument("--v", type=int, default=0, metavar="LEVEL", help="upstream's klog verbosity (2+: -v)")

@@ -77,7 +77,7 @@ class Daemon:
             enqueue=self.enqueue,
         )
         self.syncer = Syncer(
-            api=client,
+            api=self.watchers.config_api or client,
             writer=self.writer,
             events=self.events,
             metrics=self.metrics,
@@ -228,6 +228,9 @@ class Daemon:
         try:
             while not self.stop.is_set():
                 timeout = max(0.0, next_sync - time.monotonic())
+                due = self.watchers.due_in()
+                if due is not None:
+                    timeout = min(timeout, due)
                 self._wake.wait(timeout)
                 self._last_loop = time.monotonic()
                 if self.stop.is_set():

@@ -11,13 +11,20 @@ no controller there is no drain: nothing else runs pods here.
 from __future__ import annotations
 
 import logging
+import os
+import signal
+import sys
 import threading
 from pathlib import Path
+from types import FrameType
 
 from mcd import status
 from mcd.agent.node_apply import NodeApplier
+from mcd.config.findings import Finding, InputError
 from mcd.config.machineconfig import empty_machineconfig
 from mcd.errors import McdError
+from mcd.host.root import HostRoot
+from mcd.host.runner import SubprocessRunner
 from mcd.kube.annotations import NodeState
 from mcd.report.events import EventRecorder
 from mcd.report.metrics import Metrics
@@ -171,3 +178,25 @@ class LocalAgent:
         self.reporter.set(NodeState.DONE, "")
         self.drift.ensure()
         return Result.IDLE
+
+
+def run_local(root_mount: str, config_dir: str, grace: float, drift_policy: str) -> int:
+    """`mcd start --config-dir DIR` without --node-name; a simulated reboot restarts the process."""
+
+    for flag, path in (("--root-mount", root_mount), ("--config-dir", config_dir)):
+        if not Path(path).is_dir():
+            raise InputError(path, [Finding((), f"{flag} is not a directory")])
+    applier = NodeApplier(HostRoot(Path(root_mount)), SubprocessRunner())
+    agent = LocalAgent(applier, Path(config_dir), grace=grace, drift_policy=DriftPolicy(drift_policy))
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        agent.stop.set()
+        agent.enqueue("stop")
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    if agent.run() is Result.SIMULATED_REBOOT:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execv(sys.executable, [sys.executable, "-m", "mcd", *sys.argv[1:]])
+    return 0

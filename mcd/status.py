@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, TextIO
 
+from mcd.config.findings import Finding, InputError
 from mcd.host import fsops, state
 from mcd.host.root import HostRoot
 
@@ -126,3 +128,15 @@ def render_text(s: Status) -> str:
     else:
         lines.append("last drift:      none seen")
     return "\n".join(lines) + "\n"
+
+
+def show(root_mount: str, output: str, out: TextIO, dump: Callable[[Any, str, TextIO], None]) -> None:
+    """`mcd status`: InputError when the root is not a directory."""
+
+    if not Path(root_mount).is_dir():
+        raise InputError(root_mount, [Finding((), "--root-mount is not a directory")])
+    st = read_status(HostRoot(Path(root_mount)))
+    if output == "text":
+        out.write(render_text(st))
+    else:
+        dump(st.to_dict(), output, out)

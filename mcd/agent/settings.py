@@ -30,3 +30,5 @@ class AgentSettings:
     # watchers (mcd/watch): what a config drift does to the node, see docs/watchers.md
     drift_policy: str = "degrade"
     ssh_login_monitor: bool = True
+    config_dir: str = ""  # MachineConfigs from a mounted directory instead of the API server
+    config_grace_seconds: float = 5.0

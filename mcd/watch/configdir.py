@@ -57,6 +57,7 @@ class Snapshot:
     def parse(self) -> ParsedSnapshot:
         """The MachineConfigs, policies and desired name in it; ConfigDirError when unusable."""
         mcs: dict[str, MachineConfig] = {}
+        objects: dict[str, Mapping[str, Any]] = {}
         mcfg: Mapping[str, Any] | None = None
         for name in sorted(self.files):
             if not name.endswith(_CONFIG_SUFFIXES):
@@ -68,6 +69,7 @@ class Snapshot:
                         continue
                     mc = machineconfig_at(path, obj, name)
                     mcs[mc.name] = mc
+                    objects[mc.name] = obj
             except InputError as exc:
                 raise ConfigDirError("; ".join(exc.lines())) from None
         desired = self.files.get(DESIRED_KEY, b"").decode(errors="replace").strip()
@@ -85,7 +87,7 @@ class Snapshot:
             )
         except policy.PolicyError as exc:
             raise ConfigDirError(f"{self.source}: MachineConfiguration: {exc}") from None
-        return ParsedSnapshot(self, desired, mcs, policies)
+        return ParsedSnapshot(self, desired, mcs, policies, objects, mcfg)
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,28 @@ class ParsedSnapshot:
     desired: str
     machineconfigs: Mapping[str, MachineConfig]
     policies: policy.ClusterPolicies
+    objects: Mapping[str, Mapping[str, Any]] = field(repr=False, default_factory=dict)
+    machineconfiguration: Mapping[str, Any] | None = None
+
+
+class DirConfigApi:
+    """The cluster agent's `ConfigApi` answered from the last snapshot applied (`--config-dir`
+    with a cluster): MachineConfigs and the MachineConfiguration come from the directory; a
+    config it does not hold (an older current config) is asked of the API server."""
+
+    def __init__(self, fallback: Any) -> None:
+        self.fallback = fallback
+        self.parsed: ParsedSnapshot | None = None
+
+    def get_machineconfig(self, name: str) -> dict[str, Any]:
+        if self.parsed is not None and name in self.parsed.objects:
+            return dict(self.parsed.objects[name])
+        return dict(self.fallback.get_machineconfig(name))
+
+    def get_machineconfiguration(self, name: str = "cluster") -> dict[str, Any] | None:
+        if self.parsed is not None and self.parsed.machineconfiguration is not None:
+            return dict(self.parsed.machineconfiguration)
+        return None
 
 
 def _target(directory: Path) -> Path:

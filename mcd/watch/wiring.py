@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from prometheus_client import Counter
@@ -15,10 +16,12 @@ from prometheus_client import Counter
 from mcd import policy, status
 from mcd.agent.node_apply import NodeApplier
 from mcd.agent.settings import AgentSettings
+from mcd.kube import annotations as ann
 from mcd.kube.annotations import NodeState
 from mcd.report.events import EventRecorder
 from mcd.report.metrics import Metrics
 from mcd.report.node import NodeWriter
+from mcd.watch.configdir import ConfigDirError, ConfigDirSource, DirConfigApi
 from mcd.watch.driftreport import DriftPolicy, DriftReporter, NodeReporter
 from mcd.watch.heal import Healer
 from mcd.watch.logins import SSH_ACCESSED, SSH_ANNOTATION, LoginMonitor, journal_dir
@@ -36,7 +39,12 @@ class Watchers:
         *,
         events: EventRecorder,
         metrics: Metrics,
+        source: ConfigDirSource | None = None,
+        config_api: DirConfigApi | None = None,
     ) -> None:
+        self.source = source
+        self.config_api = config_api
+        self._source_started = False
         self.applier = applier
         self.writer = writer
         self.drift = drift
@@ -55,7 +63,31 @@ class Watchers:
             sync = self.drift.handle() or sync
         if "login" in keys:
             self._logins()
+        if self.source is not None:
+            sync = self._config(read="config" in keys) or sync
         return sync
+
+    def due_in(self) -> float | None:
+        """Seconds until a watcher needs the loop without a key (a config directory's grace period)."""
+        return self.source.due_in() if self.source is not None else None
+
+    def _config(self, *, read: bool) -> bool:
+        """`--config-dir` with a cluster: a settled snapshot becomes the node's desiredConfig."""
+        assert self.source is not None and self.config_api is not None
+        try:
+            if read:
+                self.source.changed()
+            snap = self.source.take()
+            if snap is None:
+                return False
+            parsed = snap.parse()
+        except (OSError, ConfigDirError) as exc:
+            self.writer.set_state(NodeState.DEGRADED, f"reading {self.source.directory}: {exc}")
+            return False
+        self.config_api.parsed = parsed
+        LOG.info("%s asks for %s (checksum %s)", self.source.directory, parsed.desired, snap.checksum[:12])
+        self.writer.set_annotations({ann.DESIRED_CONFIG: parsed.desired})
+        return True
 
     def _logins(self) -> None:
         if self.logins is None:
@@ -78,6 +110,10 @@ class Watchers:
         self.drift.stop()
 
     def after_sync(self) -> None:
+        if self.source is not None and not self._source_started:
+            self._source_started = True
+            self.source.start()
+            self._config(read=True)
         if self.logins is not None and not self._logins_started:
             self._logins_started = True
             try:
@@ -99,6 +135,8 @@ class Watchers:
 
     def stop(self) -> None:
         self.drift.stop()
+        if self.source is not None:
+            self.source.stop()
         if self.logins is not None:
             self.logins.stop()
 
@@ -135,4 +173,12 @@ def watchers_for(
     logins = None
     if settings.ssh_login_monitor:
         logins = LoginMonitor(lambda: enqueue("login"), path=journal_dir(applier.root))
-    return Watchers(applier, writer, drift, logins, events=events, metrics=metrics)
+    source = config_api = None
+    if settings.config_dir:
+        source = ConfigDirSource(
+            Path(settings.config_dir), lambda: enqueue("config"), grace=settings.config_grace_seconds
+        )
+        config_api = DirConfigApi(client)
+    return Watchers(
+        applier, writer, drift, logins, events=events, metrics=metrics, source=source, config_api=config_api
+    )
