@@ -310,6 +310,18 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_sim_cluster(args: argparse.Namespace) -> int:
+    from mcd.config.findings import Finding, InputError
+    from mcd.sim.cluster import SimClusterOptions, parse_listen, serve
+
+    try:
+        listen = parse_listen(args.listen)
+    except ValueError as exc:
+        raise InputError("--listen", [Finding((), str(exc))]) from None
+    audit = Path(args.audit_log_path) if args.audit_log_path else None
+    return serve(SimClusterOptions(Path(args.kubeconfig), listen, tuple(args.node), audit))
+
+
 def build_parser() -> argparse.ArgumentParser:
     from mcd import __version__
 
@@ -463,6 +475,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--coreos", action="store_true", help="mark it as an rpm-ostree system (/run/ostree-booted)"
     )
     x.set_defaults(func=cmd_sandbox)
+
+    k = sub.add_parser(
+        "sim-cluster",
+        help="serve a local Kubernetes API for tests and demos (never a production path)",
+        description="Serve the Kubernetes API objects mcd uses (Nodes, Pods, Events, MachineConfigs, "
+        "MachineConfigPools, MachineConfiguration …) over HTTPS on loopback until SIGINT/SIGTERM. The "
+        "kubeconfig (server, CA, a random bearer token) is written once the server is ready.",
+    )
+    k.add_argument("--kubeconfig", required=True, metavar="FILE", help="kubeconfig to write (mode 0600)")
+    k.add_argument("--listen", default="127.0.0.1:0", metavar="HOST:PORT", help="default 127.0.0.1:0")
+    k.add_argument("--node", action="append", default=[], metavar="NAME", help="create a Ready worker Node")
+    k.add_argument("--audit-log-path", metavar="FILE", help="append one audit.k8s.io/v1 Event per request")
+    k.set_defaults(func=cmd_sim_cluster)
     return parser
 
 

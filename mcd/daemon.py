@@ -15,10 +15,10 @@ import os
 import signal
 import threading
 import time
-import urllib.request
 from types import FrameType
 
 from mcd.agent import sdnotify
+from mcd.agent.kubelet import KubeletHealth
 from mcd.agent.node_apply import NodeApplier
 from mcd.agent.settings import AgentSettings
 from mcd.drain import BuiltinDrainer, Drainer, HandshakeDrainer
@@ -33,7 +33,8 @@ from mcd.watch.wiring import watchers_for
 
 LOG = logging.getLogger(__name__)
 
-WATCH_RETRY_MAX = 30.0
+# a watch that keeps failing is retried at least this often: the node's changes are the work
+WATCH_RETRY_MAX = 5.0
 WATCH_MIN_SECONDS = 1.0
 
 
@@ -162,22 +163,6 @@ class Daemon:
         LOG.debug("node %s at resourceVersion %s", view.name, view.resource_version)
         self.wake()
 
-    def _kubelet_health(self) -> None:
-        """Upstream's kubelet health poll: consecutive transport failures become mcd_kubelet_state."""
-        failures = 0
-        url = self.settings.kubelet_healthz_endpoint
-        while not self.stop.wait(self.settings.kubelet_poll_seconds):
-            try:
-                with urllib.request.urlopen(url, timeout=30) as resp:  # a local http endpoint by flag
-                    body = resp.read(64).decode(errors="replace").strip()
-                failures = 0
-                if body != "ok":
-                    LOG.info("kubelet health at %s answered %r", url, body)
-            except OSError as exc:
-                failures += 1
-                LOG.warning("kubelet health check failed (%d in a row): %s", failures, exc)
-            self.metrics.kubelet_state.set(failures)
-
     def _watchdog(self, interval: float) -> None:
         while not self.stop.wait(interval):
             if self.healthy():
@@ -200,7 +185,13 @@ class Daemon:
         self._set_host_os()
         threading.Thread(target=self._watch, name="watch", daemon=True).start()
         if self.settings.kubelet_healthz_enabled:
-            threading.Thread(target=self._kubelet_health, name="kubelet-health", daemon=True).start()
+            poll = KubeletHealth(
+                self.settings.kubelet_healthz_endpoint,
+                self.settings.kubelet_poll_seconds,
+                self.metrics.kubelet_state,
+                self.stop,
+            )
+            threading.Thread(target=poll.run, name="kubelet-health", daemon=True).start()
         interval = sdnotify.watchdog_interval()
         if interval is not None:
             threading.Thread(target=self._watchdog, args=(interval,), name="watchdog", daemon=True).start()

@@ -32,6 +32,7 @@ LOG = logging.getLogger(__name__)
 CORDONED_BY = "mcd/cordoned-for"
 MIRROR_POD = "kubernetes.io/config.mirror"
 WAIT_SLICE = 1.0
+POLL_SECONDS = 5.0
 
 
 class DrainApi(Protocol):
@@ -145,7 +146,10 @@ class _Base:
             raise McdError(message)
 
     def _wait(self, predicate: Callable[[NodeView], bool], timeout: float) -> NodeView | None:
+        """The node once `predicate` holds, from the watch; read again every few seconds (as
+        upstream polls) so a broken watch cannot hold the handshake up."""
         deadline = time.monotonic() + timeout
+        next_read = time.monotonic() + POLL_SECONDS
         while not self.stop.is_set():
             left = deadline - time.monotonic()
             if left <= 0:
@@ -153,6 +157,12 @@ class _Base:
             node = self.writer.wait_for(predicate, min(WAIT_SLICE, left))
             if node is not None:
                 return node
+            if time.monotonic() >= next_read:
+                next_read = time.monotonic() + POLL_SECONDS
+                try:
+                    self.writer.refresh()
+                except ApiError as exc:
+                    LOG.debug("reading node %s failed: %s", self.node, exc)
         raise McdError("daemon stopping")
 
 
@@ -201,7 +211,6 @@ class BuiltinDrainer(_Base):
 
     def drain(self, config: str) -> None:
         assert self.api is not None
-        self.check_budgets()
         node = self.writer.node()
         if not node.unschedulable:
             self.writer.set_annotations({CORDONED_BY: config}, unschedulable=True)
@@ -210,6 +219,8 @@ class BuiltinDrainer(_Base):
             LOG.info(
                 "node %s was already cordoned by someone else: it stays cordoned after the update", self.node
             )
+        # cordoned first, as kubectl drain does: no new pod lands while a budget holds the drain
+        self.check_budgets()
         self.events.normal("Drain", "Draining node to update config.")
         deadline = time.monotonic() + self.timeout
         pending = {

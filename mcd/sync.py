@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import enum
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any, Protocol
 
@@ -63,6 +65,8 @@ class Syncer:
         self.booting = True
         # parsed MachineConfigs by name and resourceVersion (rendered configs are large and immutable)
         self._mcs: dict[str, tuple[str, MachineConfig]] = {}
+        self._mcs_lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="prefetch")
 
     @property
     def name(self) -> str:
@@ -89,9 +93,13 @@ class Syncer:
         decision = decide_update(node, disk.name if disk else None, self.applier.disk_image())
         if not decision.update:
             return Result.IDLE
+        # the desired config is read and parsed while the disk is checked: both take a while
+        # on a large config, and one waits on the API server and the other on the disk
+        new = self._pool.submit(self._machineconfig, decision.desired_config)
         if not self.applier.forcefile_present():
-            self._check_disk(decision.current_config, "PreflightConfigDriftCheckFailed")
-        return self._update(decision.current_config, decision.desired_config)
+            with self._phase("check"):
+                self._check_disk(decision.current_config, "PreflightConfigDriftCheckFailed")
+        return self._update(decision.current_config, decision.desired_config, new)
 
     # -- boot path
 
@@ -157,14 +165,14 @@ class Syncer:
         except NotFoundError:
             raise McdError(f'machineconfig.machineconfiguration.openshift.io "{name}" not found') from None
         rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
-        cached = self._mcs.get(name)
+        with self._mcs_lock:
+            cached = self._mcs.get(name)
         if cached is not None and rv and cached[0] == rv:
             return cached[1]
         mc = parse_machineconfig(obj, f"MachineConfig {name}")
-        self._mcs = {k: v for k, v in self._mcs.items() if k != name}
-        self._mcs[name] = (rv, mc)
-        while len(self._mcs) > 4:
-            del self._mcs[next(iter(self._mcs))]
+        with self._mcs_lock:
+            # one entry: the desired config (a rendered config parsed is tens of megabytes)
+            self._mcs = {name: (rv, mc)}
         return mc
 
     def _disk_or_cluster(self, name: str) -> MachineConfig:
@@ -191,14 +199,14 @@ class Syncer:
         finally:
             self.metrics.phase_seconds.labels(phase=name).observe(time.monotonic() - start)
 
-    def _update(self, current: str, desired: str) -> Result:
+    def _update(self, current: str, desired: str, prefetched: Future[MachineConfig] | None = None) -> Result:
         if not desired:
             raise McdError(f"node {self.name} has no desiredConfig annotation")
         if self._before_update is not None:
             self._before_update()
         with self._phase("prepare"):
             old = self._disk_or_cluster(current)
-            new = self._machineconfig(desired)
+            new = prefetched.result() if prefetched is not None else self._machineconfig(desired)
             policies = self._policies()
             node = self.writer.node()
             facts = self.applier.facts(ann.SINGLE_REPLICA if node.single_replica else "HighlyAvailable")

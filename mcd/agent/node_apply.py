@@ -10,13 +10,15 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from mcd import kargs as kargs_mod
 from mcd import policy
 from mcd.config.findings import InputError
+from mcd.config.ignition import IgnitionConfig
 from mcd.config.machineconfig import MachineConfig, machineconfig_from_object
 from mcd.errors import HostCommandError, McdError
 from mcd.host import fsops, ondisk, state
@@ -24,6 +26,8 @@ from mcd.host.reboot import RebootError
 from mcd.host.root import HostRoot
 from mcd.host.rpmostree import RpmOstreeError
 from mcd.host.runner import Runner
+from mcd.host.systemd import OfflineSystemctl
+from mcd.host.unitlinks import UnitLinks
 from mcd.plan import Facts, Plan, plan
 from mcd.update import Host, Unreconcilable, UpdateError, facts_for, load_mc, recover, request_reboot, update
 
@@ -63,6 +67,7 @@ class NodeApplier:
         self.runner = runner
         self.rpmostree_binary = rpmostree_binary
         self._host: Host | None = None
+        self._disk_cache: tuple[tuple[int, int, int], MachineConfig] | None = None
 
     def host(self) -> Host:
         """The host wiring; built again after each update (accounts may have changed)."""
@@ -91,12 +96,22 @@ class NodeApplier:
             self._host = None
 
     def disk_config(self) -> MachineConfig | None:
-        """The config recorded on disk (`currentconfig`), or None on a node that never had one."""
+        """The config recorded on disk (`currentconfig`), or None on a node that never had one.
+
+        Parsed once per version of the file: a rendered config is megabytes, and every sync
+        reads it.
+        """
+        st = fsops.lstat_or_none(self.root.join(state.CURRENT_CONFIG))
+        key = None if st is None else (st.st_ino, st.st_mtime_ns, st.st_size)
+        if key is not None and self._disk_cache is not None and self._disk_cache[0] == key:
+            return self._disk_cache[1]
         try:
             obj = state.read_current_config(self.root)
         except state.StateError as exc:
             raise McdError(str(exc)) from None
-        return None if obj is None else load_mc(obj, state.CURRENT_CONFIG)
+        mc = None if obj is None else load_mc(obj, state.CURRENT_CONFIG)
+        self._disk_cache = None if key is None or mc is None else (key, mc)
+        return mc
 
     def disk_image(self) -> str | None:
         data = fsops.read_bytes_nofollow(self.root.join(state.CURRENT_IMAGE))
@@ -149,9 +164,12 @@ class NodeApplier:
             raise HostCommandError(str(exc)) from None
         if mc.config is None:
             return None
+        is_enabled = host.systemd.is_enabled
+        if isinstance(host.systemd, OfflineSystemctl):
+            is_enabled = partial(_settled_enablement, self.root, mc.config, host.systemd.is_enabled)
         # owners too (upstream compares none): mcd writes exact owners, and the drift monitor
         # reports a chown, which the next sync must not call clean
-        return ondisk.first_error(self.root, mc.config, host.systemd.is_enabled, host.files.owner_of)
+        return ondisk.first_error(self.root, mc.config, is_enabled, host.files.owner_of)
 
     def cleanup_rollback(self) -> None:
         """`rpm-ostree cleanup -r` at start, as upstream (CoreOS only)."""
@@ -190,6 +208,10 @@ class NodeApplier:
             raise McdError(str(exc)) from exc
         finally:
             self._host = None
+        # `new` is what was just recorded as currentconfig: no need to read and parse it back
+        st = fsops.lstat_or_none(self.root.join(state.CURRENT_CONFIG))
+        if st is not None:
+            self._disk_cache = ((st.st_ino, st.st_mtime_ns, st.st_size), new)
         return Applied(outcome.plan, outcome.reboot, outcome.actions_run)
 
     def reboot(self, reason: str) -> bool:
@@ -202,3 +224,35 @@ class NodeApplier:
     def simulated_boot(self) -> None:
         """What a boot does to the records: the reboot owed is done (a sandbox root has no boot id)."""
         state.clear_reboot(self.root)
+
+
+def _settled_enablement(
+    root: HostRoot,
+    config: IgnitionConfig,
+    ask: Callable[[Sequence[str]], Mapping[str, str]],
+    names: Sequence[str],
+) -> dict[str, str]:
+    """Enablement states for the on-disk check, with systemctl asked only where links do not settle it.
+
+    The check only needs to know whether a unit expected enabled is enabled, and whether one
+    expected disabled is not: the root's links answer both for plain units (`mcd.host.unitlinks`),
+    where `systemctl --root is-enabled` costs a process of about half a second for a few hundred
+    units on every check. Any unit the links leave in doubt is asked about as before.
+    """
+    expected = {u.name: u.enabled for u in config.units}
+    links = UnitLinks(root)
+    scan = links.enablement_links()
+    states: dict[str, str] = {}
+    unsure: list[str] = []
+    for name in names:
+        want = expected.get(name)
+        if want and links.surely_enabled(name, scan):
+            states[name] = "enabled"
+        elif want is False and links.surely_not_enabled(name, scan):
+            # not enabled, not enabled-runtime: no link on the search path names or leads to it
+            states[name] = "disabled"
+        else:
+            unsure.append(name)
+    if unsure:
+        states.update(ask(unsure))
+    return states

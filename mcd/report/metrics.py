@@ -20,6 +20,7 @@ from prometheus_client import (
     Counter,
     Gauge,
     Histogram,
+    disable_created_metrics,
     generate_latest,
 )
 
@@ -30,6 +31,8 @@ class Metrics:
     """The daemon's metrics; one instance per process, never the global registry."""
 
     def __init__(self) -> None:
+        # upstream exports no `_created` series; without this every counter would add one
+        disable_created_metrics()  # type: ignore[no-untyped-call]
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.host_os = Gauge(

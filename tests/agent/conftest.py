@@ -22,9 +22,15 @@ def cluster() -> Iterator[FakeApi]:
 def start_agent(tmp_path: Path) -> Iterator[Callable[..., Agent]]:
     agents: list[Agent] = []
 
-    def start(cluster: FakeApi, root: Path, *extra: str, env: dict[str, str] | None = None) -> Agent:
+    def start(
+        cluster: FakeApi,
+        root: Path,
+        *extra: str,
+        env: dict[str, str] | None = None,
+        kill_at: int | None = None,
+    ) -> Agent:
         kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
-        agent = Agent(root, kubeconfig, tmp_path / "agent.log", *extra, env=env).start()
+        agent = Agent(root, kubeconfig, tmp_path / "agent.log", *extra, env=env, kill_at=kill_at).start()
         agents.append(agent)
         return agent
 

@@ -17,7 +17,7 @@ from builders import mc_object
 from mcd.config.machineconfig import empty_machineconfig, machineconfig_from_object
 from mcd.host import state
 from mcd.host.root import HostRoot
-from mcd.host.runner import RecordingRunner
+from mcd.host.runner import RecordingRunner, Runner
 from mcd.kube import annotations as ann
 from mcd.sim.sandbox import make_sandbox_root
 from mcd.update import Host, update
@@ -29,17 +29,17 @@ REPO = Path(__file__).resolve().parents[2]
 NODE = "worker-0"
 
 
-def lay_down(root: Path, obj: dict[str, Any]) -> None:
+def lay_down(root: Path, obj: dict[str, Any], runner: Runner | None = None) -> None:
     """Put config `obj` on the root as a finished update would (files and currentconfig)."""
     mc = machineconfig_from_object(json.loads(json.dumps(obj)), "test")
-    host = Host.for_root(HostRoot(root), RecordingRunner())
+    host = Host.for_root(HostRoot(root), runner or RecordingRunner())
     update(host, empty_machineconfig(), mc, legacy=True, skip_reboot=True)
     state.clear_reboot(HostRoot(root))  # the node booted into it
 
 
-def make_root(tmp: Path, obj: dict[str, Any]) -> Path:
+def make_root(tmp: Path, obj: dict[str, Any], runner: Runner | None = None) -> Path:
     root = make_sandbox_root(tmp / "root")
-    lay_down(root, obj)
+    lay_down(root, obj, runner)
     return root
 
 
@@ -93,19 +93,29 @@ class Agent:
     """`mcd start` as a child process; its log goes to a file the test can read."""
 
     def __init__(
-        self, root: Path, kubeconfig: Path, log: Path, *extra: str, env: dict[str, str] | None = None
+        self,
+        root: Path,
+        kubeconfig: Path,
+        log: Path,
+        *extra: str,
+        env: dict[str, str] | None = None,
+        kill_at: int | None = None,
     ) -> None:
         self.root, self.kubeconfig, self.log_path = root, kubeconfig, log
         self.extra = extra
         self.env = env or {}
+        self.kill_at = kill_at
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> Agent:
         env = dict(os.environ)
         env.update({"NODE_NAME": NODE, "PYTHONPATH": str(REPO)}, **self.env)
         env.pop("NOTIFY_SOCKET", None)
+        launcher = ["-m", "mcd"]
+        if self.kill_at is not None:
+            launcher = [str(Path(__file__).with_name("crashing_mcd.py")), str(self.kill_at)]
         argv = [
-            sys.executable, "-m", "mcd", "start",
+            sys.executable, *launcher, "start",
             "--kubeconfig", str(self.kubeconfig),
             "--root-mount", str(self.root),
             "--metrics-url", "127.0.0.1:0",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -169,3 +170,43 @@ def test_hand_edited_file_degrades_the_update_and_the_forcefile_recovers(
     assert (root / "etc/mcd-test/a.conf").read_text() == "a=1\n"
     assert not (root / "run/machine-config-daemon-force").exists()
     agent.wait_log("reboot simulated")
+
+
+def test_first_start_takes_the_bootstrap_annotations_and_keeps_the_file_as_bak(
+    cluster: FakeApi, start_agent: Callable[..., Agent], tmp_path: Path
+) -> None:
+    a = config_a()
+    root = make_root(tmp_path, a)
+    boot = {"currentConfig": "rendered-worker-a", "desiredConfig": "rendered-worker-a",
+            "firstPivotConfig": "rendered-worker-a", "state": "Done"}  # fmt: skip
+    (root / "etc/machine-config-daemon/node-annotations.json").write_text(json.dumps(boot))
+    cluster.add_mc(a)
+    answer_drains(cluster)
+    cluster.add_node(NODE)
+    agent = start_agent(cluster, root)
+    agent.wait_log("is in config rendered-worker-a: Done")
+    node = cluster.node(NODE)
+    assert node["metadata"]["annotations"][ann.FIRST_PIVOT_CONFIG] == "rendered-worker-a"
+    assert node["metadata"]["annotations"][ann.DESIRED_CONFIG] == "rendered-worker-a"
+    assert not (root / "etc/machine-config-daemon/node-annotations.json").exists()
+    assert json.loads((root / "etc/machine-config-daemon/node-annotation.json.bak").read_text()) == boot
+
+
+def test_on_disk_config_wins_over_the_annotation_with_upstreams_log_line(
+    cluster: FakeApi, start_agent: Callable[..., Agent], tmp_path: Path
+) -> None:
+    a = config_a()
+    root = make_root(tmp_path, a)
+    cluster.add_mc(a)
+    answer_drains(cluster)
+    old = {
+        ann.CURRENT_CONFIG: "rendered-worker-old",
+        ann.DESIRED_CONFIG: "rendered-worker-a",
+        ann.STATE: "Working",
+    }
+    cluster.add_node(NODE, old)
+    agent = start_agent(cluster, root)
+    cluster.wait_node(NODE, done_on("rendered-worker-a"))
+    agent.wait_log(
+        'Disk currentConfig "rendered-worker-a" overrides node\'s currentConfig annotation "rendered-'
+    )

@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+"""Agent benchmark: `mcd start` as a real process against a local API server; prints JSON figures.
+
+Workload: the rendered worker config of ../shared/bench/make_workload.py (2,000 files of 1 KiB,
+300 units with dropins) laid down on a fresh sandbox root. Each of the N updates (default 50) is
+a one-file rebootless change of it: registries.conf gains one more digest-only mirror (a
+NodeDisruptionPolicy `Special`: crio reload, no drain). The server is `mcd.sim.apiserver`
+(HTTPS, as kube-apiserver) and a controller stand-in answers the uncordon handshake at once. Figures:
+  api_requests_per_update  requests the agent sent per update, by verb and kind, from the
+                           desiredConfig patch to state=Done (watch streams and Events apart)
+  done_ms_p50 / p99        desiredConfig patch -> the API server stores state=Done
+  idle_rss_mb              the agent's resident memory after the updates, idle
+  idle_cpu_percent         its CPU use over an idle window (the watch is open, nothing changes)
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import datetime
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "tests" / "agent")]
+
+from harness import NODE, Agent, make_root  # noqa: E402
+
+from mcd.host.runner import SubprocessRunner  # noqa: E402
+from mcd.kube import annotations as ann  # noqa: E402
+from mcd.sim.apiserver import ApiServer  # noqa: E402
+
+REG = "/etc/containers/registries.conf"
+
+
+def _workload(files: int, units: int) -> dict[str, Any]:
+    sys.path.insert(0, str(REPO.parent / "shared" / "bench"))
+    import make_workload  # type: ignore[import-not-found]
+
+    old, _ = make_workload.build(files, units)
+    return dict(old)
+
+
+def _with_mirrors(base: dict[str, Any], name: str, mirrors: int) -> dict[str, Any]:
+    mc = copy.deepcopy(base)
+    mc["metadata"] = {"name": name}
+    reg = 'unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]\n'
+    reg += '[[registry]]\nlocation = "quay.io/openshift"\n'
+    for i in range(mirrors + 1):
+        reg += f'[[registry.mirror]]\nlocation = "mirror{i}.example.com/openshift"\n'
+        reg += 'pull-from-mirror = "digest-only"\n'
+    for f in mc["spec"]["config"]["storage"]["files"]:
+        if f["path"] == REG:
+            f["contents"] = {"source": "data:," + urllib.parse.quote(reg, safe="")}
+    return mc
+
+
+class HandshakeResponder:
+    """Only the drain controller's side of the handshake: cordon or uncordon, then confirm.
+
+    Not `mcd.sim.controller.ControllerStandIn`: that one also recomputes the pool status and
+    the node disruption policy on every store change, in this process, where it competes with
+    the API server for the interpreter and adds some 200 ms per update that are not the agent's.
+    """
+
+    def __init__(self, sim: ApiServer) -> None:
+        self.sim = sim
+        self.patches = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _pending(self) -> tuple[str, str] | None:
+        node = self.sim.get("Node", NODE) or {}
+        a = node.get("metadata", {}).get("annotations") or {}
+        want = a.get(ann.DESIRED_DRAIN, "")
+        if self._stop.is_set():
+            return ("", "")
+        return (want, "") if want and want != a.get(ann.LAST_APPLIED_DRAIN) else None
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                want, _ = self.sim.wait_for(self._pending, timeout=1.0)
+            except TimeoutError:
+                continue
+            if not want:
+                return
+            cordon = want.startswith("drain-")
+            for patch in ({"spec": {"unschedulable": cordon or None}},
+                          {"metadata": {"annotations": {ann.LAST_APPLIED_DRAIN: want}}}):  # fmt: skip
+                before = self.sim.store.resource_version
+                self.sim.patch("Node", NODE, patch)
+                self.patches += self.sim.store.resource_version != before  # a no-op is not committed
+
+    def __enter__(self) -> HandshakeResponder:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+
+def _done(sim: ApiServer, name: str) -> bool:
+    a = (sim.get("Node", NODE) or {}).get("metadata", {}).get("annotations") or {}
+    return a.get(ann.STATE) == "Done" and a.get(ann.CURRENT_CONFIG) == name
+
+
+def _stamp(text: str) -> float:
+    return datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.UTC).timestamp()
+
+
+def _requests_per_update(audit: Path, marks: list[tuple[float, float]]) -> list[dict[str, int]]:
+    """The agent's requests received between each desiredConfig patch and Done, by verb and resource."""
+    entries = [json.loads(line) for line in audit.read_text().splitlines() if line.strip()]
+    mine = [e for e in entries if e["userAgent"].startswith("machine-config-daemon/")]
+    out = []
+    for start, end in marks:
+        counts: dict[str, int] = {}
+        for e in mine:
+            if start <= _stamp(e["requestReceivedTimestamp"]) <= end:
+                key = f"{e['verb']} {(e.get('objectRef') or {}).get('resource', '?')}"
+                counts[key] = counts.get(key, 0) + 1
+        out.append(counts)
+    return out
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--updates", type=int, default=50)
+    ap.add_argument("--files", type=int, default=2000)
+    ap.add_argument("--units", type=int, default=300)
+    ap.add_argument("--idle-seconds", type=float, default=10.0)
+    args = ap.parse_args()
+
+    base = _with_mirrors(_workload(args.files, args.units), "rendered-worker-0", 0)
+    with tempfile.TemporaryDirectory(prefix="mcd-bench-agent-") as tmp:
+        tmp_path = Path(tmp)
+        root = make_root(tmp_path, base, SubprocessRunner())
+        sim = ApiServer(audit_log_path=tmp_path / "audit.log").start()
+        try:
+            sim.put(base)
+            sim.add_node(NODE)
+            first = "rendered-worker-0"
+            boot = {ann.CURRENT_CONFIG: first, ann.DESIRED_CONFIG: first, ann.STATE: "Done"}
+            sim.patch("Node", NODE, {"metadata": {"annotations": boot}})
+            kubeconfig = sim.write_kubeconfig(tmp_path / "kubeconfig")
+            with HandshakeResponder(sim):
+                agent = Agent(root, kubeconfig, tmp_path / "agent.log").start()
+                assert agent.proc is not None
+                agent.wait_log("is in config rendered-worker-0: Done", timeout=120)
+                times: list[float] = []
+                marks: list[tuple[float, float]] = []
+                for i in range(1, args.updates + 1):
+                    name = f"rendered-worker-{i}"
+                    sim.put(_with_mirrors(base, name, i))
+                    start = time.monotonic()
+                    sim.patch("Node", NODE, {"metadata": {"annotations": {ann.DESIRED_CONFIG: name}}})
+                    sim.wait_for(lambda name=name: _done(sim, name), timeout=120)
+                    end = time.monotonic()
+                    times.append((end - start) * 1000)
+                    marks.append((time.time() - (end - start), time.time()))
+                time.sleep(1.0)  # let the last Events go out before the idle window
+                pid = agent.proc.pid
+                cpu0, t0 = _cpu_seconds(pid), time.monotonic()
+                time.sleep(args.idle_seconds)
+                cpu1, t1 = _cpu_seconds(pid), time.monotonic()
+                rss = _rss_mb(pid)
+                agent.stop()
+        finally:
+            sim.stop()
+        per_update = _requests_per_update(tmp_path / "audit.log", marks)
+    keys = sorted({k for c in per_update for k in c})
+    result = {
+        "updates": args.updates,
+        "files": args.files,
+        "units": args.units,
+        "api_requests_per_update": {k: statistics.mean(c.get(k, 0) for c in per_update) for k in keys},
+        "done_ms_p50": round(_pct(times, 0.5), 1),
+        "done_ms_p99": round(_pct(times, 0.99), 1),
+        "done_ms_max": round(max(times), 1),
+        "idle_rss_mb": round(rss, 1),
+        "idle_cpu_percent": round(100 * (cpu1 - cpu0) / (t1 - t0), 2),
+    }
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""`metav1.Status` errors with kube-apiserver's reasons and codes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ApiError(Exception):
+    """A request the server refuses; `status()` is the body kube-apiserver would send."""
+
+    def __init__(
+        self,
+        code: int,
+        reason: str,
+        message: str,
+        details: dict[str, Any] | None = None,
+        *,
+        retry_after: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after  # seconds, sent as Retry-After (client-go then retries by itself)
+        self.code = code
+        self.reason = reason
+        self.message = message
+        self.details = details
+
+    def status(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+        }
+        details = dict(self.details or {})
+        if self.retry_after is not None:
+            details["retryAfterSeconds"] = self.retry_after
+        if details:
+            body["details"] = details
+        body["code"] = self.code
+        return body
+
+
+def _details(kind: str, name: str, group: str) -> dict[str, Any]:
+    details: dict[str, Any] = {"name": name, "kind": kind}
+    if group:
+        details["group"] = group
+    return details
+
+
+def qualified(plural: str, group: str) -> str:
+    """`nodes` or `machineconfigs.machineconfiguration.openshift.io`, as messages name resources."""
+    return f"{plural}.{group}" if group else plural
+
+
+def not_found(plural: str, group: str, name: str) -> ApiError:
+    return ApiError(
+        404, "NotFound", f'{qualified(plural, group)} "{name}" not found', _details(plural, name, group)
+    )
+
+
+def already_exists(plural: str, group: str, name: str) -> ApiError:
+    return ApiError(
+        409,
+        "AlreadyExists",
+        f'{qualified(plural, group)} "{name}" already exists',
+        _details(plural, name, group),
+    )
+
+
+def conflict(plural: str, group: str, name: str) -> ApiError:
+    return ApiError(
+        409,
+        "Conflict",
+        f'Operation cannot be fulfilled on {qualified(plural, group)} "{name}": the object has been '
+        "modified; please apply your changes to the latest version and try again",
+        _details(plural, name, group),
+    )
+
+
+def invalid(kind: str, group: str, name: str, causes: list[tuple[str, str]]) -> ApiError:
+    """422: `causes` are (field, message) pairs."""
+    text = "; ".join(f"{field}: {msg}" for field, msg in causes)
+    details = _details(kind, name, group)
+    details["causes"] = [{"reason": "FieldValueInvalid", "message": m, "field": f} for f, m in causes]
+    return ApiError(
+        422, "Invalid", f'{kind}{"." + group if group else ""} "{name}" is invalid: {text}', details
+    )
+
+
+def bad_request(message: str) -> ApiError:
+    return ApiError(400, "BadRequest", message)
+
+
+def gone(message: str) -> ApiError:
+    return ApiError(410, "Expired", message)
+
+
+def method_not_allowed() -> ApiError:
+    return ApiError(
+        405, "MethodNotAllowed", "the server does not allow this method on the requested resource"
+    )
+
+
+def unauthorized() -> ApiError:
+    return ApiError(401, "Unauthorized", "Unauthorized")
+
+
+def path_not_found() -> ApiError:
+    return ApiError(404, "NotFound", "the server could not find the requested resource")
+
+
+def unsupported_media_type(content_type: str) -> ApiError:
+    return ApiError(
+        415,
+        "UnsupportedMediaType",
+        f"the body of the request was in an unknown format - accepted "
+        f"media types include: application/json-patch+json, application/merge-patch+json, "
+        f"application/strategic-merge-patch+json; got {content_type!r}",
+    )

@@ -1,0 +1,130 @@
+"""Draining before an update that needs it: the built-in drainer, budgets that block, SingleReplica."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakeapi import FakeApi
+from harness import NODE, Agent, answer_drains, config_a, done_on, make_root
+
+from mcd.drain import CORDONED_BY
+from mcd.kube import annotations as ann
+
+pytestmark = pytest.mark.allow_commands
+
+
+def _setup(cluster: FakeApi, tmp_path: Path, **node_annotations: str) -> Path:
+    a = config_a()
+    b = dict(config_a(), metadata={"name": "rendered-worker-b"})
+    b["spec"] = dict(b["spec"], kernelArguments=["nosmt"])  # needs a reboot, hence a drain
+    root = make_root(tmp_path, a)
+    cluster.add_mc(a)
+    cluster.add_mc(b)
+    base = {
+        ann.CURRENT_CONFIG: "rendered-worker-a",
+        ann.DESIRED_CONFIG: "rendered-worker-a",
+        ann.STATE: "Done",
+    }
+    cluster.add_node(NODE, {**base, **node_annotations})
+    return root
+
+
+def _pods(cluster: FakeApi) -> None:
+    cluster.add_pod("shop", "web-1", NODE, labels={"app": "web"},
+                    ownerReferences=[{"kind": "ReplicaSet", "name": "web", "controller": True}])  # fmt: skip
+    cluster.add_pod("shop", "scratch", NODE)  # a bare pod (with an emptyDir, say): deleted too
+    cluster.add_pod(
+        "infra", "logger", NODE, ownerReferences=[{"kind": "DaemonSet", "name": "l", "controller": True}]
+    )
+    cluster.add_pod("kube-system", "etcd-worker-0", NODE, annotations={"kubernetes.io/config.mirror": "abc"})
+    cluster.add_pod("shop", "web-2", "worker-1", labels={"app": "web"})
+
+
+def _pdb(allowed: int) -> dict[str, Any]:
+    return {
+        "metadata": {"namespace": "shop", "name": "web-budget"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}}},
+        "status": {"disruptionsAllowed": allowed},
+    }
+
+
+def _update_to_b(cluster: FakeApi) -> None:
+    cluster.patch_node(NODE, {"metadata": {"annotations": {ann.DESIRED_CONFIG: "rendered-worker-b"}}})
+
+
+@pytest.mark.parametrize("builtin", [True, False], ids=["builtin-drainer", "controller-handshake"])
+def test_a_blocking_budget_is_named_and_the_drain_completes_once_it_allows(
+    cluster: FakeApi, start_agent: Callable[..., Agent], tmp_path: Path, builtin: bool
+) -> None:
+    root = _setup(cluster, tmp_path)
+    _pods(cluster)
+    cluster.state.pdbs.append(_pdb(0))
+    if not builtin:
+        answer_drains(cluster)
+    agent = start_agent(cluster, root, *(["--builtin-drainer"] if builtin else []))
+    cluster.wait_node(NODE, done_on("rendered-worker-a"))
+    agent.wait_log("is in config rendered-worker-a: Done")
+    _update_to_b(cluster)
+    node = cluster.wait_node(NODE, lambda n: n["metadata"]["annotations"].get(ann.STATE) == "Degraded")
+    assert node["metadata"]["annotations"][ann.REASON] == (
+        "drain of node worker-0 blocked: PodDisruptionBudget shop/web-budget allows 0 disruptions"
+    )
+    cluster.wait_event("DrainBlockedByPodDisruptionBudget")
+    assert ("shop", "web-1") in cluster.state.pods
+    with cluster.lock:
+        cluster.state.pdbs[0]["status"]["disruptionsAllowed"] = 1
+    node = cluster.wait_node(NODE, done_on("rendered-worker-b"), timeout=30)
+    assert not node["spec"].get("unschedulable")
+    if not builtin:
+        drains = [n["metadata"]["annotations"].get(ann.DESIRED_DRAIN) for _, _, n in cluster.state.history]
+        assert "drain-rendered-worker-b" in drains
+        return
+    assert sorted(cluster.state.pods) == [
+        ("infra", "logger"),
+        ("kube-system", "etcd-worker-0"),
+        ("shop", "web-2"),
+    ]
+    assert not node["spec"].get("unschedulable")
+    assert CORDONED_BY not in node["metadata"]["annotations"]
+    assert ann.DESIRED_DRAIN not in node["metadata"]["annotations"]  # no controller handshake
+    cordoned = [n for _, _, n in cluster.state.history if n.get("spec", {}).get("unschedulable")]
+    assert cordoned and all(
+        n["metadata"]["annotations"].get(CORDONED_BY) == "rendered-worker-b" for n in cordoned
+    )
+    evictions = [a.path for a in cluster.audit if a.path.endswith("/eviction") and a.status == 201]
+    assert sorted(evictions) == [
+        "/api/v1/namespaces/shop/pods/scratch/eviction",
+        "/api/v1/namespaces/shop/pods/web-1/eviction",
+    ]
+
+
+def test_builtin_drainer_leaves_a_node_cordoned_by_someone_else_cordoned(
+    cluster: FakeApi, start_agent: Callable[..., Agent], tmp_path: Path
+) -> None:
+    root = _setup(cluster, tmp_path)
+    cluster.patch_node(NODE, {"spec": {"unschedulable": True}})
+    agent = start_agent(cluster, root, "--builtin-drainer")
+    agent.wait_log("is in config rendered-worker-a: Done")
+    _update_to_b(cluster)
+    node = cluster.wait_node(NODE, done_on("rendered-worker-b"))
+    assert node["spec"]["unschedulable"] is True
+
+
+def test_single_replica_control_plane_is_not_drained(
+    cluster: FakeApi, start_agent: Callable[..., Agent], tmp_path: Path
+) -> None:
+    root = _setup(cluster, tmp_path, **{ann.CONTROL_PLANE_TOPOLOGY: "SingleReplica"})
+    answer_drains(cluster)
+    agent = start_agent(cluster, root)
+    agent.wait_log("is in config rendered-worker-a: Done")
+    _update_to_b(cluster)
+    cluster.wait_node(NODE, done_on("rendered-worker-b"))
+    values = {n["metadata"]["annotations"].get(ann.DESIRED_DRAIN) for _, _, n in cluster.state.history}
+    assert "drain-rendered-worker-b" not in values
+    assert not any(n.get("spec", {}).get("unschedulable") for _, _, n in cluster.state.history)
+    cluster.wait_event("Drain")
+    [msg] = [e["message"] for e in cluster.state.events if e["reason"] == "Drain"]
+    assert msg == "Drain not required, skipping"

@@ -1,0 +1,75 @@
+"""`mcd sim-cluster`: kubeconfig written once ready, bearer token required, clean stop on SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import signal
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mcd.cli import main
+
+
+def _wait_for_file(path: Path, proc: subprocess.Popen[str], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "kubeconfig never appeared"
+        time.sleep(0.05)
+
+
+def _get(url: str, ca: bytes, token: str | None) -> int:
+    ctx = ssl.create_default_context(cadata=ca.decode())
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    try:
+        with urllib.request.urlopen(req, context=ctx, timeout=10) as resp:
+            return int(resp.status)
+    except urllib.error.HTTPError as err:
+        err.close()
+        return err.code
+
+
+@pytest.mark.allow_commands
+def test_sim_cluster_serves_until_sigterm(tmp_path: Path) -> None:
+    import base64
+
+    kubeconfig = tmp_path / "kubeconfig"
+    audit = tmp_path / "audit.log"
+    cmd = [sys.executable, "-m", "mcd", "sim-cluster", "--kubeconfig", str(kubeconfig), "--node", "worker-0",
+           "--node", "worker-1", "--audit-log-path", str(audit)]  # fmt: skip
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            _wait_for_file(kubeconfig, proc)
+            assert kubeconfig.stat().st_mode & 0o777 == 0o600
+            config = yaml.safe_load(kubeconfig.read_text())
+            cluster = config["clusters"][0]["cluster"]
+            token = config["users"][0]["user"]["token"]
+            ca = base64.b64decode(cluster["certificate-authority-data"])
+            server = cluster["server"]
+            assert server.startswith("https://127.0.0.1:")
+            assert _get(f"{server}/api/v1/nodes", ca, None) == 401
+            assert _get(f"{server}/api/v1/nodes", ca, "wrong") == 401
+            assert _get(f"{server}/api/v1/nodes/worker-1", ca, token) == 200
+            assert _get(f"{server}/api/v1/namespaces/openshift-machine-config-operator", ca, token) == 200
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
+    assert token not in out + err
+    assert token not in audit.read_text()
+    assert "serving https://127.0.0.1:" in err
+
+
+def test_bad_listen_is_an_input_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sim-cluster", "--kubeconfig", str(tmp_path / "k"), "--listen", "nope"]) == 1
+    assert "--listen 'nope': expected HOST:PORT" in capsys.readouterr().err
+    assert not (tmp_path / "k").exists()
+    assert os.listdir(tmp_path) == []

@@ -1,0 +1,35 @@
+"""The stand-in API server is never on the production path."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def test_only_the_cli_imports_mcd_sim() -> None:
+    offenders = []
+    for path in sorted((REPO / "mcd").rglob("*.py")):
+        rel = path.relative_to(REPO)
+        if rel.parts[:2] == ("mcd", "sim") or rel == Path("mcd/cli.py"):
+            continue
+        if any(n == "mcd.sim" or n.startswith("mcd.sim.") for n in _imports(path)):
+            offenders.append(str(rel))
+    assert offenders == []
+
+
+def test_the_apiserver_uses_no_kubernetes_client() -> None:
+    for path in sorted((REPO / "mcd" / "sim").rglob("*.py")):
+        assert not any(n == "kubernetes" or n.startswith("kubernetes.") for n in _imports(path)), path
