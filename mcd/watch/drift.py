@@ -35,6 +35,21 @@ from mcd.host.root import HostRoot, PathEscapeError
 LOG = logging.getLogger(__name__)
 
 
+def _quiet_moved_watch(record: logging.LogRecord) -> bool:
+    # pyinotify complains when a watched directory moves out of sight; the monitor handles that
+    # itself (IN_MOVE_SELF drops the watch and waits for the path to come back)
+    return "has probably changed and couldn't be updated" not in record.getMessage()
+
+
+# pyinotify writes its errors to stderr through its own handler: send them through ours instead
+_PYINOTIFY_LOG = logging.getLogger("pyinotify")
+for _handler in list(_PYINOTIFY_LOG.handlers):
+    _PYINOTIFY_LOG.removeHandler(_handler)
+_PYINOTIFY_LOG.propagate = True
+_PYINOTIFY_LOG.setLevel(logging.WARNING)
+_PYINOTIFY_LOG.addFilter(_quiet_moved_watch)
+
+
 class _ProcessLibc(pyinotify._CtypesLibcINotifyWrapper):  # type: ignore[misc]
     """pyinotify's ctypes binding on the libc this process already has loaded.
 

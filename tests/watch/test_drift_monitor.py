@@ -143,6 +143,24 @@ def test_parent_directory_deleted_then_recreated(node: tuple[Path, DriftMonitor,
     assert "/etc/mcd-test" in monitor.watched_dirs
 
 
+def test_parent_directory_moved_away_and_back(
+    node: tuple[Path, DriftMonitor, Collector], tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    root, monitor, seen = node
+    os.rename(_host(root, "/etc/mcd-test"), tmp_path / "moved")
+    seen.wait(monitor, A)
+    assert monitor.check(A) == f'could not stat file "{A}": lstat {A}: no such file or directory'
+    seen.seen.clear()
+    os.rename(tmp_path / "moved", _host(root, "/etc/mcd-test"))
+    seen.wait(monitor, A)
+    assert monitor.check(A) is None
+    seen.seen.clear()
+    _host(root, A).write_text("a=2\n")
+    seen.wait(monitor, A)
+    assert monitor.check(A) == f'content mismatch for file "{A}"'
+    assert capfd.readouterr().err == ""  # pyinotify's own complaint about the move is not printed
+
+
 def test_path_missing_at_start_is_followed_when_created(node: tuple[Path, DriftMonitor, Collector]) -> None:
     root, monitor, seen = node
     new = "/etc/later/sub/new.conf"
