@@ -45,7 +45,7 @@ class Daemon:
         self.applier = applier
         self.stop = threading.Event()
         self._wake = threading.Event()
-        # the one work queue: watchers put a key (`node`, `drift`, `login`), the loop takes them all
+        # the one work queue: watchers put a key (`node`, `drift`, `login`, `config`), the loop takes them all
         self._keys: set[str] = set()
         self._keys_lock = threading.Lock()
         self.metrics = Metrics()
