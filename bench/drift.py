@@ -13,9 +13,7 @@ sandbox root by the real update transaction. Figures:
                         200 edits, taken from the API server's audit log. Each edit is made on
                         an idle agent (no CPU used for 0.2 s): a Degraded node gets a sync,
                         which re-checks all 10,000 files, before the next edit
-The API server is `mcd.sim.apiserver.ApiServer` with its audit log when that module exists,
-else the agent tests' stand-in (tests/agent/fakeapi.py), whose audit entries are stamped here
-when they are recorded (the reply is sent right after).
+The API server is `mcd sim-cluster` in its own process, with its audit log.
 """
 
 from __future__ import annotations
@@ -30,11 +28,12 @@ import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "tests" / "agent")]
+sys.path[:0] = [str(REPO), str(REPO / "tests")]  # mcd, and the tests' MachineConfig builders
 
 NODE = "worker-0"
 CONFIG = "rendered-worker-bench"
@@ -94,70 +93,72 @@ def _setup(root: Path, obj: dict[str, Any]) -> dict[str, float]:
 
 
 class Server:
-    """The API server and its audit log: PATCHes of the node with the time they were received."""
+    """`mcd sim-cluster` in its own process (so the bench's polling never slows the server down)
+    and its audit log: the PATCHes of the node with the time the server received them."""
 
     def __init__(self, tmp: Path) -> None:
-        self.kind = ""
-        self._sim: Any = None
-        self._fake: Any = None
-        self._audit_path = tmp / "audit.log"
-        self._stamped: list[tuple[float, Any]] = []
-        try:
-            from mcd.sim.apiserver import ApiServer  # type: ignore[import-not-found,unused-ignore]
+        self.kind = "mcd sim-cluster (own process)"
+        self.kubeconfig = tmp / "kubeconfig"
+        self._audit = tmp / "audit.log"
+        self._log = (tmp / "sim.log").open("wb")
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "mcd", "sim-cluster", "--kubeconfig", str(self.kubeconfig), "--node", NODE,
+             "--audit-log-path", str(self._audit)],
+            stdout=self._log, stderr=self._log, cwd=str(REPO), env=dict(os.environ, PYTHONPATH=str(REPO)),
+        )  # fmt: skip
+        _wait(self.kubeconfig.exists, "the sim-cluster kubeconfig", proc=self._proc)
+        _wait(lambda: self.kubeconfig.stat().st_size > 0, "the sim-cluster kubeconfig", proc=self._proc)
+        self._offset = 0
+        self._patches: list[tuple[float, dict[str, str]]] = []
 
-            self._sim = ApiServer(audit_log_path=self._audit_path).start()
-            self.kind = "mcd.sim.apiserver"
-        except ImportError:
-            from fakeapi import FakeApi
+    def _request(self, method: str, path: str, body: dict[str, Any], ctype: str) -> None:
+        import base64
+        import ssl
+        import urllib.request
 
-            self._fake = FakeApi().start()
-            stamped = self._stamped
+        import yaml
 
-            class Stamped(list[Any]):
-                def append(self, item: Any) -> None:
-                    stamped.append((time.time(), item))
-                    super().append(item)
+        cfg = yaml.safe_load(self.kubeconfig.read_text())
+        cluster = cfg["clusters"][0]["cluster"]
+        ctx = ssl.create_default_context(
+            cadata=base64.b64decode(cluster["certificate-authority-data"]).decode()
+        )
+        req = urllib.request.Request(
+            cluster["server"] + path, data=json.dumps(body).encode(), method=method,
+            headers={"Authorization": f"Bearer {cfg['users'][0]['user']['token']}", "Content-Type": ctype},
+        )  # fmt: skip
+        with urllib.request.urlopen(req, context=ctx, timeout=30) as resp:
+            resp.read()
 
-            self._fake.audit = Stamped()
-            self.kind = "tests/agent/fakeapi.py (sim-cluster not merged yet)"
-
-    def setup(self, obj: dict[str, Any], kubeconfig: Path) -> None:
+    def setup(self, obj: dict[str, Any]) -> None:
+        self._request(
+            "POST", "/apis/machineconfiguration.openshift.io/v1/machineconfigs", obj, "application/json"
+        )
         annotations = {ANN + "currentConfig": CONFIG, ANN + "desiredConfig": CONFIG, ANN + "state": "Done"}
-        if self._sim is not None:
-            self._sim.put(dict(obj, apiVersion="machineconfiguration.openshift.io/v1", kind="MachineConfig"))
-            self._sim.add_node(NODE)
-            self._sim.patch("Node", NODE, {"metadata": {"annotations": annotations}})
-            self._sim.write_kubeconfig(kubeconfig)
-        else:
-            self._fake.add_mc(obj)
-            self._fake.add_node(NODE, annotations)
-            self._fake.write_kubeconfig(kubeconfig)
+        self._request("PATCH", f"/api/v1/nodes/{NODE}", {"metadata": {"annotations": annotations}},
+                      "application/merge-patch+json")  # fmt: skip
 
     def patches(self) -> list[tuple[float, dict[str, str]]]:
-        """(received, annotations set) of every PATCH of the node, oldest first."""
-        out: list[tuple[float, dict[str, str]]] = []
-        if self._sim is not None:
-            from datetime import datetime
-
-            for line in self._audit_path.read_text().splitlines():
-                ev = json.loads(line)
-                if ev.get("verb") != "patch" or (ev.get("objectRef") or {}).get("resource") != "nodes":
-                    continue
-                received = datetime.strptime(ev["requestReceivedTimestamp"], "%Y-%m-%dT%H:%M:%S.%fZ")
-                obj = ev.get("requestObject") or {}
-                ann = (obj.get("metadata") or {}).get("annotations") or {}
-                out.append((received.replace(tzinfo=__import__("datetime").UTC).timestamp(), ann))
-            return out
-        for stamp, a in list(self._stamped):
-            if a.method == "PATCH" and a.path == f"/api/v1/nodes/{NODE}":
-                out.append((stamp, ((a.body or {}).get("metadata") or {}).get("annotations") or {}))
-        return out
+        """(received, annotations set) of every PATCH of the node, oldest first (read incrementally)."""
+        with self._audit.open("rb") as f:
+            f.seek(self._offset)
+            data = f.read()
+        end = data.rfind(b"\n") + 1  # a line being written is read next time
+        self._offset += end
+        for line in data[:end].splitlines():
+            ev = json.loads(line)
+            if ev.get("verb") != "patch" or (ev.get("objectRef") or {}).get("resource") != "nodes":
+                continue
+            received = datetime.strptime(ev["requestReceivedTimestamp"], "%Y-%m-%dT%H:%M:%S.%fZ")
+            obj = ev.get("requestObject") or {}
+            ann = (obj.get("metadata") or {}).get("annotations") or {}
+            self._patches.append((received.replace(tzinfo=UTC).timestamp(), ann))
+        return self._patches
 
     def stop(self) -> None:
-        if self._sim is not None:
-            self._sim.stop()
-        if self._fake is not None:
-            self._fake.stop()
+        self._proc.terminate()
+        self._proc.wait(30)
+        self._log.close()
 
 
 def _wait(pred: Callable[[], bool], what: str, timeout: float = 120.0, proc: Any = None) -> None:
@@ -204,8 +205,8 @@ def main() -> int:
 
         server = Server(tmp)
         out["api_server"] = server.kind
-        kubeconfig = tmp / "kubeconfig"
-        server.setup(obj, kubeconfig)
+        kubeconfig = server.kubeconfig
+        server.setup(obj)
         log = (tmp / "agent.log").open("wb")
         env = dict(os.environ, PYTHONPATH=str(REPO), NODE_NAME=NODE)
         env.pop("NOTIFY_SOCKET", None)
