@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -44,9 +45,13 @@ def _dump(obj: Any, fmt: str, out: TextIO) -> None:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from mcd.config.findings import Finding, InputError
+    from mcd.config.ignition import ParseOptions
     from mcd.config.load import load_objects, machineconfig_at
+    from mcd.config.overrides import storage_overrides
     from mcd.policy import PolicyError, policies_from_machineconfiguration
 
+    # contents are streamed and measured, never kept: memory stays flat whatever the file sizes
+    options = ParseOptions(max_file_size=args.max_file_size, keep_data_up_to=0)
     results: list[dict[str, Any]] = []
     failed = False
     for name in args.files:
@@ -59,12 +64,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
                         policies_from_machineconfiguration(obj)
                     except PolicyError as exc:
                         findings += [f.located(path) for f in exc.findings]
+                    findings += [f.located(path) for f in storage_overrides(obj)[1]]
                 elif kind not in (None, "MachineConfig"):
                     msg = "expected a MachineConfig, an Ignition config or a MachineConfiguration"
                     findings.append(Finding(path, f"{msg}, got kind {kind!r}"))
                 else:
                     try:
-                        findings += machineconfig_at(path, obj, name).located_findings()
+                        findings += machineconfig_at(path, obj, name, options=options).located_findings()
                     except InputError as exc:  # one bad object does not hide the others' findings
                         findings += list(exc.findings)
         except InputError as exc:
@@ -97,13 +103,21 @@ def _path(f: Any) -> str:
 def cmd_plan(args: argparse.Namespace) -> int:
     from mcd import policy
     from mcd.config.findings import InputError
+    from mcd.config.ignition import ParseOptions
     from mcd.config.load import load_machineconfig, load_objects
     from mcd.config.machineconfig import empty_machineconfig
+    from mcd.config.overrides import storage_overrides
     from mcd.plan import Facts, plan
     from mcd.render import plan_text
 
-    old = empty_machineconfig() if args.old == "-" else load_machineconfig(_read(args.old), args.old)
-    new = load_machineconfig(_read(args.new), args.new)
+    # small files are kept (registries.conf is read), larger ones measured and decoded on demand
+    options = ParseOptions(max_file_size=args.max_file_size)
+    old = (
+        empty_machineconfig()
+        if args.old == "-"
+        else load_machineconfig(_read(args.old), args.old, options=options)
+    )
+    new = load_machineconfig(_read(args.new), args.new, options=options)
     policies = policy.DEFAULT_POLICIES
     overrides: list[str] = []
     if args.policy:
@@ -123,7 +137,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
             policies = policy.policies_from_machineconfiguration(obj)
         except policy.PolicyError as exc:
             raise InputError(args.policy, [f.located(path) for f in exc.findings]) from None
-        overrides = _storage_overrides(obj)
+        overrides, bad = storage_overrides(obj)
+        if bad:
+            raise InputError(args.policy, [f.located(path) for f in bad])
     facts = Facts(
         forcefile=args.forcefile,
         node_fips=None if args.node_fips is None else args.node_fips == "1",
@@ -131,18 +147,24 @@ def cmd_plan(args: argparse.Namespace) -> int:
         arch=args.arch,
     )
     result = plan(old, new, facts, policies, legacy=args.legacy, storage_overrides=overrides)
+    # `validate`'s errors (the new config), and what keeps the old one from parsing at all
+    bad_input = [(args.new, f) for f in new.located_findings() if f.severity == "error"]
+    if old.ignition.stage == "parse":
+        bad_input = [(args.old, f) for f in old.located_findings() if f.severity == "error"] + bad_input
+    doc = result.to_json()
+    if bad_input:
+        # the document still answers (upstream reports an invalid config as unreconcilable)
+        doc["reconcilable"] = False
+        doc["inputErrors"] = [f.render(source) for source, f in bad_input]
     if args.output == "text":
         sys.stdout.write(plan_text(result))
     else:
-        _dump(result.to_json(), args.output, sys.stdout)
+        _dump(doc, args.output, sys.stdout)
+    if bad_input:
+        for source, f in bad_input:
+            sys.stderr.write(f.render(source) + "\n")
+        return EXIT_INPUT
     return EXIT_OK if result.reconcilable else EXIT_UNRECONCILABLE
-
-
-def _storage_overrides(obj: Any) -> list[str]:
-    spec = obj.get("spec") or {}
-    ivo = spec.get("irreconcilableValidationOverrides") if isinstance(spec, dict) else None
-    storage = ivo.get("storage") if isinstance(ivo, dict) else None
-    return [s for s in storage if isinstance(s, str)] if isinstance(storage, list) else []
 
 
 def _host(root_mount: str) -> Any:
@@ -154,7 +176,9 @@ def _host(root_mount: str) -> Any:
     if not root.is_dir():
         from mcd.config.findings import Finding, InputError
 
-        raise InputError(root_mount, [Finding((), "--root-mount is not a directory")])
+        raise InputError(
+            root_mount, [Finding((), "not a directory (give the node's root with --root-mount DIR)")]
+        )
     return Host.for_root(HostRoot(root), SubprocessRunner())
 
 
@@ -301,9 +325,13 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_sandbox(args: argparse.Namespace) -> int:
-    from mcd.sim.sandbox import make_sandbox_root
+    from mcd.config.findings import Finding, InputError
+    from mcd.sim.sandbox import SandboxError, make_sandbox_root
 
-    root = make_sandbox_root(args.dir, coreos=args.coreos)
+    try:
+        root = make_sandbox_root(args.dir, coreos=args.coreos)
+    except SandboxError as exc:
+        raise InputError(args.dir, [Finding((), str(exc))]) from None
     sys.stdout.write(
         f"sandbox root ready at {root} (try: mcd start --once-from FILE --root-mount {root} --skip-reboot)\n"
     )
@@ -311,15 +339,36 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
 
 
 def cmd_sim_cluster(args: argparse.Namespace) -> int:
-    from mcd.config.findings import Finding, InputError
-    from mcd.sim.cluster import SimClusterOptions, parse_listen, serve
-
     try:
-        listen = parse_listen(args.listen)
-    except ValueError as exc:
-        raise InputError("--listen", [Finding((), str(exc))]) from None
+        from mcd.sim.cluster import SimClusterOptions, parse_listen, serve
+    except ImportError as exc:  # cryptography comes with the `sim` extra only
+        sys.stderr.write(f"mcd sim-cluster: needs the sim extra (pip install 'mcd[sim]'): {exc}\n")
+        return EXIT_INPUT
+    listen = parse_listen(args.listen)  # ValueError: main prints "mcd: <why>", exit 1
     audit = Path(args.audit_log_path) if args.audit_log_path else None
     return serve(SimClusterOptions(Path(args.kubeconfig), listen, tuple(args.node), audit))
+
+
+def _size(text: str) -> int:
+    from mcd.config.contents import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _max_file_size_flag(parser: argparse.ArgumentParser) -> None:
+    from mcd.config.contents import DEFAULT_MAX_FILE_SIZE
+
+    parser.add_argument(
+        "--max-file-size",
+        type=_size,
+        default=DEFAULT_MAX_FILE_SIZE,
+        metavar="SIZE",
+        help=f"largest decoded file a config may declare (default {DEFAULT_MAX_FILE_SIZE >> 20}M; "
+        "K, M, G suffixes)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -340,6 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     v.add_argument("files", nargs="+", metavar="FILE", help="YAML or JSON file ('-' for standard input)")
     v.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
+    _max_file_size_flag(v)
     v.set_defaults(func=cmd_validate)
 
     p = sub.add_parser(
@@ -373,6 +423,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--arch", default="x86_64", help="node architecture (64k-pages kernels need aarch64)")
     p.add_argument("-o", "--output", choices=("json", "yaml", "text"), default="json")
+    _max_file_size_flag(p)
     p.set_defaults(func=cmd_plan)
 
     s = sub.add_parser(
@@ -491,6 +542,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _describe_error(exc: BaseException) -> str:
+    """One line for a failure: control characters escaped, a path in an OS error clipped (a
+    name too long for the kernel is not worth printing whole)."""
+    from mcd.config.text import escape_controls, shown
+
+    if isinstance(exc, OSError) and exc.strerror and isinstance(exc.filename, str | bytes):
+        return f"{exc.strerror}: {shown(os.fsdecode(exc.filename), 120)}"
+    return escape_controls(str(exc))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -506,6 +567,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in exc.lines():
             sys.stderr.write(line + "\n")
         return EXIT_INPUT
+    except BrokenPipeError:
+        return EXIT_OK
     except Exception as exc:  # host-side failures: a clear message, never a traceback
         from mcd.update import Unreconcilable, UpdateError
 
@@ -513,10 +576,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stderr.write(f"mcd: unreconcilable: {exc}\n")
             return EXIT_UNRECONCILABLE
         if isinstance(exc, UpdateError | OSError | RuntimeError | ValueError | LookupError):
-            sys.stderr.write(f"mcd: {exc}\n")
+            sys.stderr.write(f"mcd: {_describe_error(exc)}\n")
             return EXIT_INPUT
         raise
-    except BrokenPipeError:
-        return EXIT_OK
     except KeyboardInterrupt:
         return 130

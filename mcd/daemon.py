@@ -10,11 +10,14 @@ watch resumes from the last resourceVersion it saw when the stream breaks and li
 
 from __future__ import annotations
 
+import ctypes
+import gc
 import logging
 import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from types import FrameType
 
 from mcd.agent import sdnotify
@@ -22,7 +25,7 @@ from mcd.agent.kubelet import KubeletHealth
 from mcd.agent.node_apply import NodeApplier
 from mcd.agent.settings import AgentSettings
 from mcd.drain import BuiltinDrainer, Drainer, HandshakeDrainer
-from mcd.errors import ApiError, Backoff, GoneError, classify
+from mcd.errors import ApiError, Backoff, GoneError, StoppingError, classify
 from mcd.kube.annotations import NodeState
 from mcd.kube.client import KubeClient
 from mcd.report.events import EventRecorder
@@ -87,6 +90,7 @@ class Daemon:
             before_update=self.watchers.before_update,
         )
         self._in_sync = False
+        self._retry_delay = 0.0
         self._last_loop = time.monotonic()
         self._server: MetricsServer | None = None
 
@@ -145,8 +149,10 @@ class Daemon:
                     if self.stop.is_set():
                         return
                 if time.monotonic() - started < WATCH_MIN_SECONDS:
-                    # a server (or proxy) that ends watches at once must not make this loop spin
+                    # a server (or proxy) that ends watches at once must not make this loop
+                    # spin, nor keep changes from us: back off, then list (a list always answers)
                     self.stop.wait(backoff.next_delay())
+                    rv = ""
             except GoneError:
                 LOG.info("watch of node %s expired: listing it again", name)
                 rv = ""
@@ -240,6 +246,7 @@ class Daemon:
                     next_sync = time.monotonic() + self.settings.resync_seconds
                     continue
                 result = self._sync_once(backoff)
+                _release_memory()
                 if result is Result.SIMULATED_REBOOT:
                     return result
                 if result is Result.REBOOTING:
@@ -254,8 +261,6 @@ class Daemon:
             self.shutdown()
         return Result.IDLE
 
-    _retry_delay = 0.0
-
     def _sync_once(self, backoff: Backoff) -> Result | None:
         """One sync; None when it failed (the retry delay is set)."""
         self._in_sync = True
@@ -263,6 +268,9 @@ class Daemon:
             result = self.syncer.sync()
             backoff.reset()
             return result
+        except StoppingError:
+            LOG.info("sync of node %s interrupted: the daemon is stopping", self.settings.node_name)
+            return None
         except Exception as exc:  # every error is reported on the node, never fatal
             verdict = classify(exc)
             self._retry_delay = backoff.next_delay(verdict.retry_after)
@@ -299,3 +307,25 @@ class Daemon:
         if self._server is not None:
             self._server.stop()
             self._server = None
+
+
+def _libc_trim() -> Callable[[int], int] | None:
+    try:
+        trim: Callable[[int], int] = ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None  # not glibc: nothing to hand back explicitly
+    return trim
+
+
+_TRIM = _libc_trim()
+
+
+def _release_memory() -> None:
+    """Hand the memory of a sync's configs back to the system.
+
+    A rendered config parsed is tens of megabytes of small objects; once a sync is over the
+    agent keeps one of them, and glibc would otherwise keep the freed arenas for the process.
+    """
+    gc.collect()
+    if _TRIM is not None:
+        _TRIM(0)

@@ -95,7 +95,8 @@ def diff(old: MachineConfig, new: MachineConfig, forcefile: bool = False) -> Con
         spec_changes.append(
             Change(
                 "kernelArguments",
-                " ".join(new.kernel_arguments),
+                # a removal is named by what goes
+                " ".join(new.kernel_arguments or old.kernel_arguments),
                 _kind_of_change(old.kernel_arguments, new.kernel_arguments),
             )
         )
@@ -103,7 +104,11 @@ def diff(old: MachineConfig, new: MachineConfig, forcefile: bool = False) -> Con
         spec_changes.append(Change("kernelType", canonical_kernel_type(new.kernel_type), MODIFIED))
     if extensions:
         spec_changes.append(
-            Change("extensions", ",".join(new.extensions), _kind_of_change(old.extensions, new.extensions))
+            Change(
+                "extensions",
+                ",".join(new.extensions or old.extensions),
+                _kind_of_change(old.extensions, new.extensions),
+            )
         )
     if old.fips != new.fips:
         spec_changes.append(Change("fips", str(new.fips).lower(), MODIFIED))
@@ -135,7 +140,7 @@ def _kind_of_change(old: object, new: object) -> str:
 
 def _file_fields(old: File, new: File) -> tuple[str, ...]:
     out = []
-    if old.data != new.data:
+    if not old.same_data(new):
         out.append("contents")
     elif old.contents != new.contents:
         out.append("encoding")  # same bytes, differently declared: upstream still sees a change

@@ -7,9 +7,10 @@
 controller: cordon, evict through `pods/eviction` (429s retried), wait for the pods to go,
 uncordon only a node it cordoned.
 
-Both first name the PodDisruptionBudgets that allow no disruption of a pod on the node: such a
-drain cannot finish, so the update stops there with a reason that names them (no upstream tool
-says which budget blocks), and the level-triggered loop retries until a budget allows it.
+Both name the PodDisruptionBudgets that allow no disruption of a pod on the node (the built-in
+drainer after cordoning, the handshake before asking): such a drain cannot finish, so the update
+stops there with a reason that names them (no upstream tool says which budget blocks), and the
+level-triggered loop retries until a budget allows it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from mcd.errors import ApiError, McdError, NotFoundError
+from mcd.errors import ApiError, McdError, NotFoundError, StoppingError
 from mcd.kube import annotations as ann
 from mcd.kube.annotations import NodeView
 from mcd.report.events import EventRecorder
@@ -163,7 +164,7 @@ class _Base:
                     self.writer.refresh()
                 except ApiError as exc:
                     LOG.debug("reading node %s failed: %s", self.node, exc)
-        raise McdError("daemon stopping")
+        raise StoppingError("daemon stopping")
 
 
 class HandshakeDrainer(_Base):
@@ -261,7 +262,7 @@ class BuiltinDrainer(_Base):
             self.events.warning("FailedToDrain", f"failed to drain node {self.node}: {doing}")
             raise McdError(f"failed to drain node: {self.node} after {self.timeout:.0f} seconds: {doing}")
         if self.stop.wait(min(step or self.retry_seconds, left)):
-            raise McdError("daemon stopping")
+            raise StoppingError("daemon stopping")
 
     def uncordon(self, config: str) -> None:
         node = self.writer.node()

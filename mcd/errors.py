@@ -34,6 +34,10 @@ class TransientError(McdError):
         self.retry_after = retry_after
 
 
+class StoppingError(McdError):
+    """The daemon is stopping (SIGTERM) in the middle of a wait: not the node's fault, not reported."""
+
+
 class HostCommandError(McdError):
     """A host command failed (rpm-ostree, systemctl …): the node is Degraded with its message."""
 

@@ -59,7 +59,7 @@ def run_once_from(host: Host, src: str, *, skip_reboot: bool) -> Outcome:
     """Apply a MachineConfig or Ignition config once (upstream `start --once-from`)."""
     data, source = read_source(src)
     new = load_machineconfig(data, source)
-    errors = [f.located(new.ignition_path) for f in new.ignition.errors]
+    errors = [f for f in new.located_findings() if f.severity == "error"]  # what `validate` refuses
     if errors:
         raise InputError(source, errors)
     recover(host)

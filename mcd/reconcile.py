@@ -11,13 +11,12 @@ from collections.abc import Collection
 from mcd.config.findings import Finding
 from mcd.config.ignition import IgnitionConfig
 from mcd.config.machineconfig import MachineConfig
+from mcd.config.overrides import OVERRIDE_DISKS, OVERRIDE_FILESYSTEMS, OVERRIDE_RAID
 
 CORE_USER = "core"
 FORCEFILE = "/run/machine-config-daemon-force"
 UNSUPPORTED_USER = "ignition passwd user section contains unsupported changes"
 FIPS_MESSAGE = "detected change to FIPS flag; refusing to modify FIPS on a running cluster"
-# values of MachineConfiguration spec.irreconcilableValidationOverrides.storage
-OVERRIDE_DISKS, OVERRIDE_FILESYSTEMS, OVERRIDE_RAID = "Disks", "FileSystems", "Raid"
 
 
 def unreconcilable_reason(old_name: str, new_name: str, error: str) -> str:

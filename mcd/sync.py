@@ -221,8 +221,17 @@ class Syncer:
                 self.drainer.drain(desired)
         elif node.single_replica:
             self.events.normal("Drain", "Drain not required, skipping")
+        # upstream's pivot error gauge: counts failed OS changes, back to 0 after one succeeds
+        os_change = p.diff.os_update or p.diff.kernel_type or p.diff.extensions
         with self._phase("apply"):
-            applied = self.applier.apply(old, new, facts, policies)
+            try:
+                applied = self.applier.apply(old, new, facts, policies)
+            except McdError:
+                if os_change:
+                    self.metrics.pivot_errors.inc()
+                raise
+        if os_change:
+            self.metrics.pivot_errors.set(0)
         if applied.reboot:
             return self._reboot(new.name)
         self._report_actions(applied)
@@ -232,23 +241,22 @@ class Syncer:
         return Result.IDLE
 
     def _report_actions(self, applied: Applied) -> None:
-        if not applied.actions_run:
+        """Upstream's events for a rebootless update; on a root that is not a running system the
+        service actions were not run, and the events say so."""
+        if not applied.actions:
             self.events.normal("SkipReboot", "Config changes do not require reboot.")
             return
-        for label in applied.actions_run:
-            what, _, note = label.partition(" (")
-            verb, _, service = what.partition(" ")
-            svc = service.removesuffix(".service") or what
-            simulated = f" ({note}" if note else ""
-            if verb == "restart":
-                self.events.normal(
-                    "ServiceRestart",
-                    f"Config changes do not require reboot. Service {svc} was restarted.{simulated}",
-                )
+        for action in applied.actions:
+            note = " (skipped: not the live root)" if action.skipped else ""
+            if action.verb == "restart":
+                text = f"Service {action.service} was restarted."
+                self.events.normal("ServiceRestart", f"Config changes do not require reboot. {text}{note}")
+            elif action.verb == "reload":
+                text = f"Service {action.service} was reloaded."
+                self.events.normal("ServiceReload", f"Config changes do not require reboot. {text}{note}")
             else:
                 self.events.normal(
-                    "ServiceReload",
-                    f"Config changes do not require reboot. Service {svc} was reloaded.{simulated}",
+                    "ServiceReload", f"Config changes do not require reboot. systemd was reloaded.{note}"
                 )
 
     def _reboot(self, config: str) -> Result:

@@ -39,12 +39,29 @@ NODE_ANNOTATIONS_BAK = "/etc/machine-config-daemon/node-annotation.json.bak"
 
 
 @dataclass(frozen=True)
+class ServiceAction:
+    """A rebootless post-config action: `verb` is reload, restart or daemon-reload."""
+
+    verb: str
+    service: str  # without `.service`, as upstream's events name it; "" for daemon-reload
+    skipped: bool  # not run: the root is not a running system
+
+
+@dataclass(frozen=True)
 class Applied:
     """What one update did: the post-config actions run (or skipped) and whether it needs a reboot."""
 
     plan: Plan
     reboot: bool
-    actions_run: tuple[str, ...]
+    actions: tuple[ServiceAction, ...]
+
+
+def _service_action(label: str) -> ServiceAction:
+    """The executor's label of an action run ("reload crio.service", "daemon-reload", with
+    " (skipped: …)" when not run) as a value."""
+    what, _, note = label.partition(" (")
+    verb, _, service = what.partition(" ")
+    return ServiceAction(verb, service.removesuffix(".service"), skipped=bool(note))
 
 
 def parse_machineconfig(obj: Mapping[str, Any], what: str) -> MachineConfig:
@@ -212,7 +229,7 @@ class NodeApplier:
         st = fsops.lstat_or_none(self.root.join(state.CURRENT_CONFIG))
         if st is not None:
             self._disk_cache = ((st.st_ino, st.st_mtime_ns, st.st_size), new)
-        return Applied(outcome.plan, outcome.reboot, outcome.actions_run)
+        return Applied(outcome.plan, outcome.reboot, tuple(_service_action(a) for a in outcome.actions_run))
 
     def reboot(self, reason: str) -> bool:
         """Reboot a live node (True); on a root that is not a running system, False: simulate it."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import binascii
 import re
+from collections.abc import Iterator
 from functools import lru_cache
 
 _PREFIX = "data:"
@@ -38,6 +39,13 @@ _GO_STRING_BODY = re.compile(
 
 def decode_data_url(url: str) -> bytes:
     """The bytes a ``data:`` URL carries; `ValueError` saying what is wrong when it is malformed."""
+    start, is_base64 = data_url_header(url)
+    data = url[start:]
+    return _decode_base64(data) if is_base64 else _decode_plain(data)
+
+
+def data_url_header(url: str) -> tuple[int, bool]:
+    """Check the header of a ``data:`` URL; return where its data starts and whether it is base64."""
     if not url.startswith(_PREFIX):
         raise ValueError(f"not a data URL (it must start with {_PREFIX!r}): {_preview(url)}")
     comma = url.find(",", len(_PREFIX))
@@ -46,8 +54,47 @@ def decode_data_url(url: str) -> bytes:
         is_base64 = _header_is_base64(url[: comma + 1])
     else:
         comma, is_base64 = _parse_header(url)
-    data = url[comma + 1 :]
-    return _decode_base64(data) if is_base64 else _decode_plain(data)
+    return comma + 1, is_base64
+
+
+def iter_data_url(url: str, chunk: int = 1 << 20) -> Iterator[bytes]:
+    """The bytes of a ``data:`` URL in pieces of about `chunk` bytes, decoded as they are asked
+    for: a large URL is never copied or decoded whole. Raises `ValueError` as `decode_data_url`,
+    possibly after some pieces were given (a reader must discard them)."""
+    start, is_base64 = data_url_header(url)
+    chunk = max(chunk, 4)  # room for a whole escape or base64 quantum
+    return _iter_base64(url, start, chunk) if is_base64 else _iter_plain(url, start, chunk)
+
+
+def _iter_plain(url: str, start: int, chunk: int) -> Iterator[bytes]:
+    pos, end = start, len(url)
+    while pos < end:
+        cut = min(end, pos + chunk)
+        if cut < end:
+            # never split an escape: the piece ends before a "%" of its last two characters
+            percent = url.rfind("%", max(pos, cut - 2), cut)
+            if percent > pos:
+                cut = percent
+        yield _decode_plain(url[pos:cut], base=pos - start)
+        pos = cut
+
+
+def _iter_base64(url: str, start: int, chunk: int) -> Iterator[bytes]:
+    # whole quanta of 4 characters per piece (newlines skipped); padding only in the last piece
+    end = len(url.rstrip("\n"))
+    pos, carry, done = start, "", 0  # done: characters (newlines skipped) decoded so far
+    chunk = max(4, chunk - chunk % 4)
+    while pos < end:
+        cut = min(end, pos + chunk)
+        piece = carry + url[pos:cut].replace("\n", "")
+        pos = cut
+        last = pos >= end
+        keep = len(piece) if last else len(piece) - len(piece) % 4
+        piece, carry = piece[:keep], piece[keep:]
+        if not last and "=" in piece:
+            raise _fail(f"invalid base64 data: misplaced padding at offset {done + piece.index('=')}")
+        yield _decode_base64(piece, base=done)
+        done += len(piece)
 
 
 def _preview(url: str) -> str:
@@ -174,12 +221,12 @@ def _check_escapes(text: str) -> None:
         raise _fail(f'invalid URL escape "{text[bad.start() : bad.start() + 3]}"')
 
 
-def _decode_plain(data: str) -> bytes:
+def _decode_plain(data: str, base: int = 0) -> bytes:
     if not data.isascii() or data.encode("ascii").translate(None, _PLAIN_CHARS):
         bad = _BAD_PLAIN_CHAR.search(data)
         assert bad is not None
         raise _fail(
-            f"invalid data character {data[bad.start()]!r} at offset {bad.start()} (escape it as %XX)"
+            f"invalid data character {data[bad.start()]!r} at offset {base + bad.start()} (escape it as %XX)"
         )
     if "%" not in data:
         return data.encode("ascii")
@@ -196,20 +243,22 @@ def _decode_plain(data: str) -> bytes:
     return decoded
 
 
-def _decode_base64(data: str) -> bytes:
+def _decode_base64(data: str, base: int = 0) -> bytes:
     if "\n" in data:  # the Go decoder skips newlines, as in wrapped base64
         data = data.replace("\n", "")
     try:
         # strict: only the alphabet, correct padding, nothing after it (as Go's StdEncoding)
         return binascii.a2b_base64(data, strict_mode=True)
     except binascii.Error:
-        raise _fail(_base64_problem(data)) from None
+        raise _fail(_base64_problem(data, base)) from None
 
 
-def _base64_problem(data: str) -> str:
+def _base64_problem(data: str, base: int = 0) -> str:
     bad = _BAD_BASE64_CHAR.search(data)
     if bad is not None:
-        return f"invalid base64 data: unexpected character {data[bad.start()]!r} at offset {bad.start()}"
+        return (
+            f"invalid base64 data: unexpected character {data[bad.start()]!r} at offset {base + bad.start()}"
+        )
     if len(data) % 4:
         return "invalid base64 data: length is not a multiple of 4 (missing padding?)"
     return "invalid base64 data: misplaced padding"

@@ -11,6 +11,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from mcd.config.text import escape_controls
+
 PathPart = str | int
 JsonPath = tuple[PathPart, ...]
 
@@ -42,9 +44,11 @@ class Finding:
         return Finding(prefix + self.path, self.message, self.severity)
 
     def render(self, source: str) -> str:
-        """``FILE: JSON-PATH: message``, the line `mcd validate` prints."""
+        """``FILE: JSON-PATH: message``, the line `mcd validate` prints (``FILE: message`` for the
+        document as a whole); control characters from the input are escaped."""
         tag = "warning: " if self.severity == "warning" else ""
-        return f"{source}: {format_path(self.path)}: {tag}{self.message}"
+        where = f"{format_path(self.path)}: " if self.path else ""
+        return escape_controls(f"{source}: {where}{tag}{self.message}")
 
 
 class InputError(Exception):

@@ -9,12 +9,14 @@ from __future__ import annotations
 import json
 import math
 import posixpath
+import re
 from collections.abc import Mapping
 from typing import Any
 
 import yaml
 
 from mcd.config.findings import Finding, InputError, JsonPath
+from mcd.config.ignition import DEFAULT_PARSE, ParseOptions
 from mcd.config.machineconfig import (
     MC_API_GROUP,
     MachineConfig,
@@ -43,30 +45,21 @@ def parse_documents(data: bytes, source: str) -> list[tuple[JsonPath, object]]:
     stripped = text.lstrip()
     if not stripped:
         raise InputError(source, [Finding((), "empty document")])
-    json_error: str | None = None
-    if stripped[0] in "{[":
-        try:
-            value = json.loads(text, parse_constant=_reject_constant)
-        except RecursionError:
-            raise InputError(source, [Finding((), f"nested deeper than {MAX_DEPTH} levels")]) from None
-        except ValueError as exc:
-            # not JSON after all? YAML (a superset) gets a try; report the JSON error if both fail
-            json_error = f"invalid JSON: {exc}"
-        else:
-            if _too_deep(value):
-                raise InputError(source, [Finding((), f"nested deeper than {MAX_DEPTH} levels")])
-            return [((), value)]
+    if stripped[0] == "{":
+        # as kubectl: a document that starts like JSON is JSON, strictly (no YAML fallback that
+        # would accept a trailing comma or a comment); several concatenated objects are a stream
+        return _json_documents(text, source)
     try:
         # libyaml's composer recurses in C: scan the event stream first (iterative) so that deep
         # nesting, self-referencing aliases and alias bombs are refused before anything is built
         problem = _yaml_structure_problem(text)
         if problem is not None:
-            raise InputError(source, [Finding((), json_error or problem)])
+            raise InputError(source, [Finding((), problem)])
         docs = [d for d in yaml.load_all(text, Loader=_YamlLoader) if d is not None]
     except yaml.YAMLError as exc:
-        raise InputError(source, [Finding((), json_error or _yaml_message(exc))]) from None
+        raise InputError(source, [Finding((), _yaml_message(exc))]) from None
     except (ValueError, TypeError, OverflowError, RecursionError) as exc:  # odd scalars libyaml cannot build
-        raise InputError(source, [Finding((), json_error or f"invalid YAML: {exc}")]) from None
+        raise InputError(source, [Finding((), f"invalid YAML: {exc}")]) from None
     if not docs:
         raise InputError(source, [Finding((), "empty document")])
     out: list[tuple[JsonPath, object]] = []
@@ -80,6 +73,35 @@ def parse_documents(data: bytes, source: str) -> list[tuple[JsonPath, object]]:
 
 
 MAX_DEPTH = 100
+_JSON = json.JSONDecoder(parse_constant=_reject_constant)
+_BLANK = re.compile(r"[ \t\r\n]*")  # JSON's white space
+
+
+def _skip_blank(text: str, pos: int) -> int:
+    match = _BLANK.match(text, pos)
+    return match.end() if match else pos
+
+
+def _json_documents(text: str, source: str) -> list[tuple[JsonPath, object]]:
+    """Strict JSON: one object, or a stream of objects separated by white space (kubectl reads both)."""
+    values: list[object] = []
+    pos = _skip_blank(text, 0)
+    while pos < len(text):
+        try:
+            value, pos = _JSON.raw_decode(text, pos)
+        except RecursionError:
+            raise InputError(source, [Finding((), f"nested deeper than {MAX_DEPTH} levels")]) from None
+        except ValueError as exc:
+            raise InputError(source, [Finding((), f"invalid JSON: {exc}")]) from None
+        if _too_deep(value):
+            raise InputError(source, [Finding((), f"nested deeper than {MAX_DEPTH} levels")])
+        values.append(value)
+        pos = _skip_blank(text, pos)
+    if len(values) == 1:
+        return [((), values[0])]
+    return [((f"<document {i}>",), v) for i, v in enumerate(values)]
+
+
 # nodes a document may expand to through aliases (a rendered config has far fewer)
 MAX_EXPANDED_NODES = 2_000_000
 
@@ -176,10 +198,12 @@ def _items(obj: object, root: JsonPath, source: str) -> list[tuple[JsonPath, Map
     return [(root, obj)]
 
 
-def load_machineconfigs(data: bytes, source: str) -> list[MachineConfig]:
+def load_machineconfigs(
+    data: bytes, source: str, *, options: ParseOptions = DEFAULT_PARSE
+) -> list[MachineConfig]:
     """Every MachineConfig in a document; raises InputError when there is none or one is malformed."""
     configs = [
-        machineconfig_at(path, obj, source)
+        machineconfig_at(path, obj, source, options=options)
         for root, doc in parse_documents(data, source)
         for path, obj in _items(doc, root, source)
     ]
@@ -188,24 +212,26 @@ def load_machineconfigs(data: bytes, source: str) -> list[MachineConfig]:
     return configs
 
 
-def machineconfig_at(path: JsonPath, obj: Mapping[str, Any], source: str) -> MachineConfig:
+def machineconfig_at(
+    path: JsonPath, obj: Mapping[str, Any], source: str, *, options: ParseOptions = DEFAULT_PARSE
+) -> MachineConfig:
     """The MachineConfig (or bare Ignition config) at `path`; InputError for any other object."""
     kind = obj.get("kind")
     if kind is None and "ignition" in obj:
         name = posixpath.basename(source) if source != "-" else "stdin"
-        return machineconfig_from_ignition(obj, name, path)
+        return machineconfig_from_ignition(obj, name, path, options=options)
     if kind == "MachineConfig":
         api = obj.get("apiVersion", f"{MC_API_GROUP}/v1")
         if not isinstance(api, str) or not api.startswith(MC_API_GROUP + "/"):
             raise InputError(source, [Finding((*path, "apiVersion"), f"unexpected apiVersion {api!r}")])
-        return machineconfig_from_object(obj, source, path)
+        return machineconfig_from_object(obj, source, path, options=options)
     what = f"kind {kind!r}" if kind is not None else "an object without kind or ignition.version"
     raise InputError(source, [Finding(path, f"expected a MachineConfig or an Ignition config, got {what}")])
 
 
-def load_machineconfig(data: bytes, source: str) -> MachineConfig:
+def load_machineconfig(data: bytes, source: str, *, options: ParseOptions = DEFAULT_PARSE) -> MachineConfig:
     """Exactly one MachineConfig (rendered configs are single objects)."""
-    configs = load_machineconfigs(data, source)
+    configs = load_machineconfigs(data, source, options=options)
     if len(configs) != 1:
         raise InputError(source, [Finding((), f"expected one MachineConfig, found {len(configs)}")])
     return configs[0]

@@ -8,7 +8,15 @@ from typing import Any
 
 from mcd import osupdate
 from mcd.config.findings import Finding, InputError, JsonPath
-from mcd.config.ignition import EMPTY_IGNITION, IgnitionConfig, IgnitionResult, parse_ignition
+from mcd.config.ignition import (
+    DEFAULT_PARSE,
+    EMPTY_IGNITION,
+    IgnitionConfig,
+    IgnitionResult,
+    ParseOptions,
+    parse_ignition,
+)
+from mcd.config.text import shown
 
 MC_API_GROUP = "machineconfiguration.openshift.io"
 EMPTY_MC_NAME = "mco-empty-mc"  # upstream's name for "no previous config"
@@ -57,7 +65,9 @@ def empty_machineconfig(name: str = EMPTY_MC_NAME) -> MachineConfig:
     return MachineConfig(name=name, ignition=IgnitionResult(EMPTY_IGNITION))
 
 
-def machineconfig_from_object(obj: Mapping[str, Any], source: str, path: JsonPath = ()) -> MachineConfig:
+def machineconfig_from_object(
+    obj: Mapping[str, Any], source: str, path: JsonPath = (), *, options: ParseOptions = DEFAULT_PARSE
+) -> MachineConfig:
     """Build a MachineConfig from a decoded object; raises InputError for non-Ignition problems."""
     findings: list[Finding] = []
     meta = obj.get("metadata") or {}
@@ -110,24 +120,20 @@ def machineconfig_from_object(obj: Mapping[str, Any], source: str, path: JsonPat
     base_ext = string("baseOSExtensionsContainerImage")
     kargs = strings("kernelArguments")
     extensions = strings("extensions")
-    # upstream's controller refuses an unknown kernelType and the daemon fails on an unknown
-    # extension; here they are warnings so that `plan` can still say what would happen
-    notes: list[Finding] = []
+    # upstream's controller refuses an unknown kernelType (the pool degrades, the config is never
+    # rendered) and the daemon fails on an unknown extension: errors, kept beside the config so
+    # that `plan` can still say what the rest would do
+    notes = _unknown_fields(obj, path)
     if kernel_type not in VALID_KERNEL_TYPES:
         valid = ", ".join(repr(t) for t in VALID_KERNEL_TYPES)
         notes.append(
-            Finding(
-                (*path, "spec", "kernelType"),
-                f"kernelType={kernel_type} is invalid (want {valid})",
-                "warning",
-            )
+            Finding((*path, "spec", "kernelType"), f"kernelType={kernel_type} is invalid (want {valid})")
         )
     known = osupdate.SUPPORTED_EXTENSIONS
     notes += [
         Finding(
             (*path, "spec", "extensions", i),
             f"invalid extension {ext!r}: supported are {', '.join(sorted(known))}",
-            "warning",
         )
         for i, ext in enumerate(extensions)
         if ext not in known
@@ -136,7 +142,7 @@ def machineconfig_from_object(obj: Mapping[str, Any], source: str, path: JsonPat
         raise InputError(source, findings)
     raw_ign = spec.get("config")
     # upstream treats a MachineConfig without Ignition (e.g. kernelArguments only) as valid
-    ignition = IgnitionResult(EMPTY_IGNITION) if raw_ign in (None, {}) else parse_ignition(raw_ign)
+    ignition = IgnitionResult(EMPTY_IGNITION) if raw_ign in (None, {}) else parse_ignition(raw_ign, options)
     return MachineConfig(
         name=name,
         ignition=ignition,
@@ -153,6 +159,59 @@ def machineconfig_from_object(obj: Mapping[str, Any], source: str, path: JsonPat
     )
 
 
-def machineconfig_from_ignition(doc: Mapping[str, Any], name: str, path: JsonPath = ()) -> MachineConfig:
+# the fields of a MachineConfig object the API server knows (openshift/api machineconfiguration/v1
+# and ObjectMeta); `spec.config` is an embedded Ignition config with its own unknown-key rule
+_TOP_FIELDS = frozenset(("apiVersion", "kind", "metadata", "spec"))
+_META_FIELDS = frozenset(
+    (
+        "name",
+        "generateName",
+        "namespace",
+        "selfLink",
+        "uid",
+        "resourceVersion",
+        "generation",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "labels",
+        "annotations",
+        "ownerReferences",
+        "finalizers",
+        "managedFields",
+    )
+)
+_SPEC_FIELDS = frozenset(
+    (
+        "osImageURL",
+        "config",
+        "kernelArguments",
+        "extensions",
+        "fips",
+        "kernelType",
+        "baseOSExtensionsContainerImage",
+    )
+)
+
+
+def _unknown_fields(obj: Mapping[str, Any], path: JsonPath) -> list[Finding]:
+    """Fields the API server would refuse, in kubectl's words (its default, strict validation)."""
+    out: list[Finding] = []
+    for where, value, known in (
+        ((), obj, _TOP_FIELDS),
+        (("metadata",), obj.get("metadata"), _META_FIELDS),
+        (("spec",), obj.get("spec"), _SPEC_FIELDS),
+    ):
+        if isinstance(value, Mapping):
+            for key in value:
+                if key not in known:
+                    field_path = ".".join((*where, str(key)))
+                    out.append(Finding((*path, *where, key), f'unknown field "{shown(field_path)}"'))
+    return out
+
+
+def machineconfig_from_ignition(
+    doc: Mapping[str, Any], name: str, path: JsonPath = (), *, options: ParseOptions = DEFAULT_PARSE
+) -> MachineConfig:
     """A bare Ignition config seen as a MachineConfig with only `spec.config` set."""
-    return MachineConfig(name=name, ignition=parse_ignition(doc), ignition_path=path, raw=doc)
+    return MachineConfig(name=name, ignition=parse_ignition(doc, options), ignition_path=path, raw=doc)

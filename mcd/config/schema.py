@@ -31,6 +31,8 @@ SUPPORTED_VERSIONS: tuple[str, ...] = ("3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.
 # our own keyword in the schema files: unknown keys of an object become warnings
 _UNKNOWN_KEYS = "x-unknown-keys"
 _VALUE_SHOWN = 40  # characters of a string value quoted in a type message
+_UNKNOWN_WORDING = {"2": "Config has unrecognized key: {}", "3": "Unused key {}"}
+_UNKNOWN_PREFIXES = tuple(w.format("") for w in _UNKNOWN_WORDING.values())
 
 
 def validate_ignition_schema(doc: object, version: str) -> list[Finding]:
@@ -58,6 +60,11 @@ def validate_ignition_schema(doc: object, version: str) -> list[Finding]:
         out.extend(_validate_items(spec, item_validator, items, (section, key)))
     out.extend(_findings(spec, spec.root, stripped, ()))
     return _sorted(out)
+
+
+def is_unknown_key(finding: Finding) -> bool:
+    """Whether `finding` is an unknown-key warning (its path ends with the key)."""
+    return finding.severity == "warning" and finding.message.startswith(_UNKNOWN_PREFIXES)
 
 
 def validate_ignition_schema_plain(doc: object, version: str) -> list[Finding]:
@@ -105,7 +112,7 @@ def _compile(version: str) -> _Spec:
             if "items" in prop:
                 # evolve keeps the root's resolver, so the item schema's $refs still resolve
                 lists.append((section, key, root.evolve(schema=prop["items"])))
-    unknown = "Config has unrecognized key: {}" if version.startswith("2.") else "Unused key {}"
+    unknown = _UNKNOWN_WORDING[version.split(".", 1)[0]]
     return _Spec(root, lists, unknown)
 
 

@@ -34,6 +34,7 @@ def serve(
     """Start the server, create the nodes, write the kubeconfig (last: a script waits for the
     file), then serve until SIGINT/SIGTERM (or `stop`, for tests that run it in a thread)."""
     stop = stop or threading.Event()
+    host, port = options.listen
     server = ApiServer(options.listen, audit_log_path=options.audit_log_path)
     for name in options.nodes:
         server.add_node(name)
@@ -47,6 +48,10 @@ def serve(
         for sig in (signal.SIGINT, signal.SIGTERM):
             previous[sig] = signal.signal(sig, on_signal)
     try:
+        try:
+            server.start()
+        except OSError as exc:
+            raise ValueError(f"--listen {host}:{port}: cannot listen: {exc.strerror or exc}") from None
         with server:
             server.write_kubeconfig(options.kubeconfig)
             # the token stays in the kubeconfig (mode 0600); never printed or logged

@@ -11,6 +11,10 @@ PASSWD = "root:x:0:0:root:/root:/bin/bash\ncore:x:1000:1000:CoreOS Admin:/home/c
 GROUP = "root:x:0:\nwheel:x:10:core\ncore:x:1000:\n"
 
 
+class SandboxError(ValueError):
+    """The directory cannot be made a sandbox root (the message says why, without the path)."""
+
+
 def make_sandbox_root(path: str | os.PathLike[str], *, coreos: bool = False) -> Path:
     """Create (or complete) a sandbox root: /etc/passwd and /etc/group with `core`, /home/core.
 
@@ -18,6 +22,13 @@ def make_sandbox_root(path: str | os.PathLike[str], *, coreos: bool = False) -> 
     rpm-ostree, which tests point at their stand-in).
     """
     root = Path(path)
+    for parent in (root, *root.parents):
+        # a file in the way: mkdir would only say "File exists" or "Not a directory"
+        if parent.exists() or parent.is_symlink():
+            if not parent.is_dir():
+                where = "" if parent == root else f" ({parent} is not a directory)"
+                raise SandboxError(f"not a directory{where}: give a new or an existing directory")
+            break
     (root / "etc").mkdir(parents=True, exist_ok=True)
     for name, text in (("passwd", PASSWD), ("group", GROUP)):
         target = root / "etc" / name

@@ -1,5 +1,5 @@
-"""Fixtures for the agent tests: a test API server with one node, a controller stand-in for the
-drain handshake, and the agent as a child process."""
+"""Fixtures for the agent tests: the stand-in API server (`mcd.sim.apiserver`) and the agent as a
+child process."""
 
 from __future__ import annotations
 
@@ -7,15 +7,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from fakeapi import FakeApi
 from harness import Agent
+from simcluster import Cluster
 
 
 @pytest.fixture
-def cluster() -> Iterator[FakeApi]:
-    api = FakeApi().start()
-    yield api
-    api.stop()
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    c = Cluster(tmp_path)
+    yield c
+    c.stop()
 
 
 @pytest.fixture
@@ -23,7 +23,7 @@ def start_agent(tmp_path: Path) -> Iterator[Callable[..., Agent]]:
     agents: list[Agent] = []
 
     def start(
-        cluster: FakeApi,
+        cluster: Cluster,
         root: Path,
         *extra: str,
         env: dict[str, str] | None = None,

@@ -10,7 +10,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from builders import mc_object
 
@@ -21,9 +21,6 @@ from mcd.host.runner import RecordingRunner, Runner
 from mcd.kube import annotations as ann
 from mcd.sim.sandbox import make_sandbox_root
 from mcd.update import Host, update
-
-if TYPE_CHECKING:
-    from fakeapi import FakeApi
 
 REPO = Path(__file__).resolve().parents[2]
 NODE = "worker-0"
@@ -68,25 +65,6 @@ def in_state(state: str) -> Callable[[dict[str, Any]], bool]:
         return (node["metadata"].get("annotations") or {}).get(ann.STATE) == state
 
     return pred
-
-
-def answer_drains(api: FakeApi) -> None:
-    """What the machine-config-controller's drain controller does: cordon/uncordon, then confirm."""
-
-    def on_change(node: dict[str, Any]) -> None:
-        a = node["metadata"].get("annotations") or {}
-        want = a.get(ann.DESIRED_DRAIN, "")
-        if want and want != a.get(ann.LAST_APPLIED_DRAIN):
-            cordon = want.startswith("drain-")
-            api.patch_node(
-                node["metadata"]["name"],
-                {
-                    "spec": {"unschedulable": cordon or None},
-                    "metadata": {"annotations": {ann.LAST_APPLIED_DRAIN: want}},
-                },
-            )
-
-    api.on_node_change.append(on_change)
 
 
 class Agent:

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
-from fakeapi import FakeApi
-from harness import NODE, Agent, answer_drains, config_a, done_on, make_root
+from harness import NODE, Agent, config_a, done_on, make_root
+from simcluster import Cluster
 
 from mcd.drain import CORDONED_BY
 from mcd.kube import annotations as ann
@@ -16,7 +15,7 @@ from mcd.kube import annotations as ann
 pytestmark = pytest.mark.allow_commands
 
 
-def _setup(cluster: FakeApi, tmp_path: Path, **node_annotations: str) -> Path:
+def _setup(cluster: Cluster, tmp_path: Path, **node_annotations: str) -> Path:
     a = config_a()
     b = dict(config_a(), metadata={"name": "rendered-worker-b"})
     b["spec"] = dict(b["spec"], kernelArguments=["nosmt"])  # needs a reboot, hence a drain
@@ -32,7 +31,7 @@ def _setup(cluster: FakeApi, tmp_path: Path, **node_annotations: str) -> Path:
     return root
 
 
-def _pods(cluster: FakeApi) -> None:
+def _pods(cluster: Cluster) -> None:
     cluster.add_pod("shop", "web-1", NODE, labels={"app": "web"},
                     ownerReferences=[{"kind": "ReplicaSet", "name": "web", "controller": True}])  # fmt: skip
     cluster.add_pod("shop", "scratch", NODE)  # a bare pod (with an emptyDir, say): deleted too
@@ -43,27 +42,20 @@ def _pods(cluster: FakeApi) -> None:
     cluster.add_pod("shop", "web-2", "worker-1", labels={"app": "web"})
 
 
-def _pdb(allowed: int) -> dict[str, Any]:
-    return {
-        "metadata": {"namespace": "shop", "name": "web-budget"},
-        "spec": {"selector": {"matchLabels": {"app": "web"}}},
-        "status": {"disruptionsAllowed": allowed},
-    }
-
-
-def _update_to_b(cluster: FakeApi) -> None:
+def _update_to_b(cluster: Cluster) -> None:
     cluster.patch_node(NODE, {"metadata": {"annotations": {ann.DESIRED_CONFIG: "rendered-worker-b"}}})
 
 
 @pytest.mark.parametrize("builtin", [True, False], ids=["builtin-drainer", "controller-handshake"])
 def test_a_blocking_budget_is_named_and_the_drain_completes_once_it_allows(
-    cluster: FakeApi, start_agent: Callable[..., Agent], tmp_path: Path, builtin: bool
+    cluster: Cluster, start_agent: Callable[..., Agent], tmp_path: Path, builtin: bool
 ) -> None:
     root = _setup(cluster, tmp_path)
     _pods(cluster)
-    cluster.state.pdbs.append(_pdb(0))
+    # two healthy web pods, two required: no disruption allowed
+    cluster.add_pdb("shop", "web-budget", {"matchLabels": {"app": "web"}}, min_available=2)
     if not builtin:
-        answer_drains(cluster)
+        cluster.answer_drains()
     agent = start_agent(cluster, root, *(["--builtin-drainer"] if builtin else []))
     cluster.wait_node(NODE, done_on("rendered-worker-a"))
     agent.wait_log("is in config rendered-worker-a: Done")
@@ -73,16 +65,14 @@ def test_a_blocking_budget_is_named_and_the_drain_completes_once_it_allows(
         "drain of node worker-0 blocked: PodDisruptionBudget shop/web-budget allows 0 disruptions"
     )
     cluster.wait_event("DrainBlockedByPodDisruptionBudget")
-    assert ("shop", "web-1") in cluster.state.pods
-    with cluster.lock:
-        cluster.state.pdbs[0]["status"]["disruptionsAllowed"] = 1
+    assert ("shop", "web-1") in cluster.pods()
+    cluster.set_pdb_min_available("shop", "web-budget", 1)
     node = cluster.wait_node(NODE, done_on("rendered-worker-b"), timeout=30)
     assert not node["spec"].get("unschedulable")
     if not builtin:
-        drains = [n["metadata"]["annotations"].get(ann.DESIRED_DRAIN) for _, _, n in cluster.state.history]
-        assert "drain-rendered-worker-b" in drains
+        assert "drain-rendered-worker-b" in cluster.annotation_values(ann.DESIRED_DRAIN)
         return
-    assert sorted(cluster.state.pods) == [
+    assert cluster.pods() == [
         ("infra", "logger"),
         ("kube-system", "etcd-worker-0"),
         ("shop", "web-2"),
@@ -90,11 +80,11 @@ def test_a_blocking_budget_is_named_and_the_drain_completes_once_it_allows(
     assert not node["spec"].get("unschedulable")
     assert CORDONED_BY not in node["metadata"]["annotations"]
     assert ann.DESIRED_DRAIN not in node["metadata"]["annotations"]  # no controller handshake
-    cordoned = [n for _, _, n in cluster.state.history if n.get("spec", {}).get("unschedulable")]
+    cordoned = cluster.ever_cordoned()
     assert cordoned and all(
         n["metadata"]["annotations"].get(CORDONED_BY) == "rendered-worker-b" for n in cordoned
     )
-    evictions = [a.path for a in cluster.audit if a.path.endswith("/eviction") and a.status == 201]
+    evictions = [r.uri for r in cluster.requests() if r.uri.endswith("/eviction") and r.code == 201]
     assert sorted(evictions) == [
         "/api/v1/namespaces/shop/pods/scratch/eviction",
         "/api/v1/namespaces/shop/pods/web-1/eviction",
@@ -102,7 +92,7 @@ def test_a_blocking_budget_is_named_and_the_drain_completes_once_it_allows(
 
 
 def test_builtin_drainer_leaves_a_node_cordoned_by_someone_else_cordoned(
-    cluster: FakeApi, start_agent: Callable[..., Agent], tmp_path: Path
+    cluster: Cluster, start_agent: Callable[..., Agent], tmp_path: Path
 ) -> None:
     root = _setup(cluster, tmp_path)
     cluster.patch_node(NODE, {"spec": {"unschedulable": True}})
@@ -114,17 +104,16 @@ def test_builtin_drainer_leaves_a_node_cordoned_by_someone_else_cordoned(
 
 
 def test_single_replica_control_plane_is_not_drained(
-    cluster: FakeApi, start_agent: Callable[..., Agent], tmp_path: Path
+    cluster: Cluster, start_agent: Callable[..., Agent], tmp_path: Path
 ) -> None:
     root = _setup(cluster, tmp_path, **{ann.CONTROL_PLANE_TOPOLOGY: "SingleReplica"})
-    answer_drains(cluster)
+    cluster.answer_drains()
     agent = start_agent(cluster, root)
     agent.wait_log("is in config rendered-worker-a: Done")
     _update_to_b(cluster)
     cluster.wait_node(NODE, done_on("rendered-worker-b"))
-    values = {n["metadata"]["annotations"].get(ann.DESIRED_DRAIN) for _, _, n in cluster.state.history}
-    assert "drain-rendered-worker-b" not in values
-    assert not any(n.get("spec", {}).get("unschedulable") for _, _, n in cluster.state.history)
+    assert "drain-rendered-worker-b" not in cluster.annotation_values(ann.DESIRED_DRAIN)
+    assert not cluster.ever_cordoned()
     cluster.wait_event("Drain")
-    [msg] = [e["message"] for e in cluster.state.events if e["reason"] == "Drain"]
+    [msg] = cluster.event_messages("Drain")
     assert msg == "Drain not required, skipping"

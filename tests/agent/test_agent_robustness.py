@@ -7,62 +7,70 @@ from pathlib import Path
 
 import pytest
 from builders import ign_file, mc_object
-from fakeapi import FakeApi
-from harness import NODE, Agent, answer_drains, config_a, done_on, make_root
+from harness import NODE, Agent, config_a, done_on, make_root
+from simcluster import Cluster
 
 from mcd.kube import annotations as ann
 
 pytestmark = pytest.mark.allow_commands
 
 
-def _setup(cluster: FakeApi, tmp_path: Path) -> Path:
+def _setup(cluster: Cluster, tmp_path: Path) -> Path:
     a = config_a()
     b = mc_object("rendered-worker-b", files=[ign_file("/etc/mcd-test/a.conf", "a=2\n")],
                   ssh_keys=["ssh-ed25519 AAAA one", "ssh-ed25519 BBBB two"])  # fmt: skip
     root = make_root(tmp_path, a)
     cluster.add_mc(a)
     cluster.add_mc(b)
-    answer_drains(cluster)
+    cluster.answer_drains()
     name = a["metadata"]["name"]
     cluster.add_node(NODE, {ann.CURRENT_CONFIG: name, ann.DESIRED_CONFIG: name, ann.STATE: "Done"})
     return root
 
 
-def _started(cluster: FakeApi) -> None:
+def _started(cluster: Cluster) -> None:
     want = "uncordon-rendered-worker-a"
     cluster.wait_node(NODE, lambda n: n["metadata"]["annotations"].get(ann.LAST_APPLIED_DRAIN) == want)
 
 
-def _state_writes(cluster: FakeApi, state: str) -> int:
+def _state_writes(cluster: Cluster, state: str) -> int:
+    """The agent's successful node patches that set `state`."""
     return sum(
         1
-        for a in cluster.node_writes(NODE)
-        if a.status == 200
-        and ((a.body or {}).get("metadata", {}).get("annotations") or {}).get(ann.STATE) == state
+        for r in cluster.node_writes(NODE)
+        if r.code == 200
+        and ((r.body or {}).get("metadata", {}).get("annotations") or {}).get(ann.STATE) == state
     )
 
 
 def test_500s_resets_dropped_watches_and_410s_lose_no_transition_and_write_none_twice(
-    cluster: FakeApi, start_agent: Callable[..., Agent], tmp_path: Path
+    cluster: Cluster, start_agent: Callable[..., Agent], tmp_path: Path
 ) -> None:
     root = _setup(cluster, tmp_path)
     start_agent(cluster, root)
     _started(cluster)
-    cluster.faults.errors_500 = 4
-    cluster.faults.resets = 3
-    cluster.faults.gone_on_resume = 1
-    cluster.faults.drop_watches = True
+    faults = cluster.sim.faults
+    rules = [
+        faults.fail(500, times=1, verb="patch", resource="nodes"),
+        faults.fail(500, times=1, resource="machineconfigs"),
+        faults.reset(times=1, verb="patch", resource="nodes"),
+        faults.reset(times=1, verb="get"),
+        faults.expire(times=1, resource="nodes"),
+    ]
+    cluster.drop_watches()
     cluster.patch_node(NODE, {"metadata": {"annotations": {ann.DESIRED_CONFIG: "rendered-worker-b"}}})
+    cluster.wait(lambda: all(r.times == 0 for r in rules), f"every fault to fire: {rules}", timeout=60)
+    cluster.stop_dropping_watches()
+    assert sum(r.verb == "watch" for r in cluster.requests()) > 2
     cluster.wait_node(NODE, done_on("rendered-worker-b"), timeout=60)
     assert (root / "etc/mcd-test/a.conf").read_text() == "a=2\n"
     assert cluster.state_history(NODE) == ["Done", "Working", "Done"]
     assert _state_writes(cluster, "Working") == 1
-    assert cluster.noop_patches == []
-    assert cluster.faults.errors_500 == cluster.faults.resets == cluster.faults.gone_on_resume == 0
+    assert cluster.noop_node_writes() == 0
 
 
 def test_only_its_own_node_and_the_objects_it_needs_are_touched(
-    cluster: FakeApi, start_agent: Callable[..., Agent], tmp_path: Path
+    cluster: Cluster, start_agent: Callable[..., Agent], tmp_path: Path
 ) -> None:
     root = _setup(cluster, tmp_path)
     cluster.add_node("worker-1", {ann.DESIRED_CONFIG: "rendered-worker-b"})
@@ -72,24 +80,24 @@ def test_only_its_own_node_and_the_objects_it_needs_are_touched(
     cluster.patch_node(NODE, {"metadata": {"annotations": {ann.DESIRED_CONFIG: "rendered-worker-b"}}})
     cluster.wait_node(NODE, done_on("rendered-worker-b"))
     cluster.wait_event("NodeDone", 2)
-    for entry in cluster.audit:
-        assert "worker-1" not in entry.path + entry.query
-        assert "rendered-unrelated" not in entry.path
-        if entry.path == "/api/v1/nodes":
-            assert f"metadata.name%3D{NODE}" in entry.query or f"metadata.name={NODE}" in entry.query
-    writes = {(a.method, a.path.rsplit("/", 1)[0] if a.method == "POST" else a.path) for a in cluster.audit
-              if a.method != "GET"}  # fmt: skip
-    assert writes == {
-        ("PATCH", f"/api/v1/nodes/{NODE}"),
-        ("POST", "/api/v1/namespaces/openshift-machine-config-operator"),
-    }
-    assert cluster.noop_patches == []
-    assert all(a.user_agent.startswith("machine-config-daemon/") for a in cluster.audit if a.status)
+    requests = cluster.requests()
+    assert requests
+    for r in requests:
+        assert "worker-1" not in r.uri
+        assert "rendered-unrelated" not in r.uri
+        if r.resource == "nodes" and not r.name:  # a list or a watch: of this node only
+            assert f"metadata.name%3D{NODE}" in r.uri or f"metadata.name={NODE}" in r.uri
+        # pods and budgets are only listed, to name the budgets that would block a drain
+        assert r.resource in {"nodes", "machineconfigs", "machineconfigurations", "events", "pods",
+                              "poddisruptionbudgets"}  # fmt: skip
+    writes = {(r.verb, r.resource, r.name) for r in requests if r.verb not in ("get", "list", "watch")}
+    assert writes == {("patch", "nodes", NODE), ("create", "events", "")}
+    assert cluster.noop_node_writes() == 0
 
 
 @pytest.mark.parametrize("kill_after_writes", [1, 2])
 def test_sigkill_after_a_node_write_of_an_update_then_restart_converges(
-    cluster: FakeApi, start_agent: Callable[..., Agent], tmp_path: Path, kill_after_writes: int
+    cluster: Cluster, start_agent: Callable[..., Agent], tmp_path: Path, kill_after_writes: int
 ) -> None:
     root = _setup(cluster, tmp_path)
     agent = start_agent(cluster, root)
@@ -109,7 +117,7 @@ def test_sigkill_after_a_node_write_of_an_update_then_restart_converges(
 
 @pytest.mark.parametrize("kill_at", [2, 7])
 def test_sigkill_inside_the_update_transaction_then_restart_converges(
-    cluster: FakeApi, start_agent: Callable[..., Agent], tmp_path: Path, kill_at: int
+    cluster: Cluster, start_agent: Callable[..., Agent], tmp_path: Path, kill_at: int
 ) -> None:
     root = _setup(cluster, tmp_path)
     # the n-th crash point of the process (mcd.failpoints): all of them are inside the update

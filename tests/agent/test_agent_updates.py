@@ -8,27 +8,27 @@ from pathlib import Path
 
 import pytest
 from builders import ign_file, mc_object
-from fakeapi import FakeApi
-from harness import NODE, Agent, answer_drains, config_a, done_on, make_root
+from harness import NODE, Agent, config_a, done_on, make_root
+from simcluster import Cluster
 
 from mcd.kube import annotations as ann
 
 pytestmark = pytest.mark.allow_commands
 
 
-def _wait_started(cluster: FakeApi, config: str) -> None:
+def _wait_started(cluster: Cluster, config: str) -> None:
     """The agent took its boot path: it asked for the uncordon of its config and reported Done."""
     want = f"uncordon-{config}"
     cluster.wait_node(NODE, lambda n: n["metadata"]["annotations"].get(ann.LAST_APPLIED_DRAIN) == want)
     cluster.wait_node(NODE, done_on(config))
 
 
-def _boot_node(cluster: FakeApi, config: str) -> None:
+def _boot_node(cluster: Cluster, config: str) -> None:
     cluster.add_node(NODE, {ann.CURRENT_CONFIG: config, ann.DESIRED_CONFIG: config, ann.STATE: "Done"})
 
 
 def test_rebootless_ssh_key_change_goes_working_then_done(
-    cluster: FakeApi, start_agent: Callable[..., Agent], tmp_path: Path
+    cluster: Cluster, start_agent: Callable[..., Agent], tmp_path: Path
 ) -> None:
     a = config_a()
     b = mc_object("rendered-worker-b", files=[ign_file("/etc/mcd-test/a.conf", "a=1\n")],
@@ -36,7 +36,7 @@ def test_rebootless_ssh_key_change_goes_working_then_done(
     root = make_root(tmp_path, a)
     cluster.add_mc(a)
     cluster.add_mc(b)
-    answer_drains(cluster)
+    cluster.answer_drains()
     _boot_node(cluster, "rendered-worker-a")
     agent = start_agent(cluster, root)
     _wait_started(cluster, "rendered-worker-a")
@@ -59,14 +59,14 @@ REG = "/etc/containers/registries.conf"
 
 
 def test_registries_mirror_is_applied_with_a_crio_reload_and_no_drain(
-    cluster: FakeApi, start_agent: Callable[..., Agent], tmp_path: Path
+    cluster: Cluster, start_agent: Callable[..., Agent], tmp_path: Path
 ) -> None:
     a = mc_object("rendered-worker-a", files=[ign_file(REG, REG_OLD)])
     b = mc_object("rendered-worker-b", files=[ign_file(REG, REG_NEW)])
     root = make_root(tmp_path, a)
     cluster.add_mc(a)
     cluster.add_mc(b)
-    answer_drains(cluster)
+    cluster.answer_drains()
     _boot_node(cluster, "rendered-worker-a")
     start_agent(cluster, root)
     _wait_started(cluster, "rendered-worker-a")
@@ -74,23 +74,14 @@ def test_registries_mirror_is_applied_with_a_crio_reload_and_no_drain(
     cluster.wait_node(NODE, done_on("rendered-worker-b"))
     assert (root / REG.lstrip("/")).read_text() == REG_NEW
     cluster.wait_event("ServiceReload")
-    [msg] = [e["message"] for e in cluster.state.events if e["reason"] == "ServiceReload"]
+    [msg] = cluster.event_messages("ServiceReload")
     assert msg.startswith("Config changes do not require reboot. Service crio was reloaded.")
-    drains = [v for v in _annotation_values(cluster, ann.DESIRED_DRAIN) if v.startswith("drain-")]
+    drains = [v for v in cluster.annotation_values(ann.DESIRED_DRAIN) if v.startswith("drain-")]
     assert drains == []
 
 
-def _annotation_values(cluster: FakeApi, key: str) -> list[str]:
-    out: list[str] = []
-    for _, _, node in cluster.state.history:
-        v = (node["metadata"].get("annotations") or {}).get(key)
-        if v is not None and (not out or out[-1] != v):
-            out.append(v)
-    return out
-
-
 def test_kernel_argument_change_drains_reboots_simulated_and_ends_done(
-    cluster: FakeApi, start_agent: Callable[..., Agent], tmp_path: Path
+    cluster: Cluster, start_agent: Callable[..., Agent], tmp_path: Path
 ) -> None:
     a = config_a()
     b = dict(config_a(), metadata={"name": "rendered-worker-b"})
@@ -98,7 +89,7 @@ def test_kernel_argument_change_drains_reboots_simulated_and_ends_done(
     root = make_root(tmp_path, a)
     cluster.add_mc(a)
     cluster.add_mc(b)
-    answer_drains(cluster)
+    cluster.answer_drains()
     _boot_node(cluster, "rendered-worker-a")
     agent = start_agent(cluster, root)
     _wait_started(cluster, "rendered-worker-a")
@@ -108,10 +99,10 @@ def test_kernel_argument_change_drains_reboots_simulated_and_ends_done(
     assert node["metadata"]["annotations"][ann.POST_CONFIG_ACTION] == ""
     assert not node.get("spec", {}).get("unschedulable")
     assert cluster.state_history(NODE) == ["Done", "Working", "Done"]
-    assert _annotation_values(cluster, ann.DESIRED_DRAIN) == [
+    assert cluster.annotation_values(ann.DESIRED_DRAIN) == [
         "uncordon-rendered-worker-a", "drain-rendered-worker-b", "uncordon-rendered-worker-b",
     ]  # fmt: skip
-    assert _annotation_values(cluster, ann.POST_CONFIG_ACTION) == ["Rebooting", ""]
+    assert cluster.annotation_values(ann.POST_CONFIG_ACTION) == ["Rebooting", ""]
     cluster.wait_event("NodeDone", 2)
     reasons = cluster.event_reasons()
     assert (
@@ -120,7 +111,7 @@ def test_kernel_argument_change_drains_reboots_simulated_and_ends_done(
 
 
 def test_disk_change_is_unreconcilable_and_changes_nothing(
-    cluster: FakeApi, start_agent: Callable[..., Agent], tmp_path: Path
+    cluster: Cluster, start_agent: Callable[..., Agent], tmp_path: Path
 ) -> None:
     a = config_a()
     b = dict(config_a(), metadata={"name": "rendered-worker-b"})
@@ -130,7 +121,7 @@ def test_disk_change_is_unreconcilable_and_changes_nothing(
     root = make_root(tmp_path, a)
     cluster.add_mc(a)
     cluster.add_mc(b)
-    answer_drains(cluster)
+    cluster.answer_drains()
     _boot_node(cluster, "rendered-worker-a")
     start_agent(cluster, root)
     _wait_started(cluster, "rendered-worker-a")
@@ -144,7 +135,7 @@ def test_disk_change_is_unreconcilable_and_changes_nothing(
 
 
 def test_hand_edited_file_degrades_the_update_and_the_forcefile_recovers(
-    cluster: FakeApi, start_agent: Callable[..., Agent], tmp_path: Path
+    cluster: Cluster, start_agent: Callable[..., Agent], tmp_path: Path
 ) -> None:
     a = config_a()
     b = mc_object("rendered-worker-b", files=[ign_file("/etc/mcd-test/a.conf", "a=1\n")],
@@ -152,7 +143,7 @@ def test_hand_edited_file_degrades_the_update_and_the_forcefile_recovers(
     root = make_root(tmp_path, a)
     cluster.add_mc(a)
     cluster.add_mc(b)
-    answer_drains(cluster)
+    cluster.answer_drains()
     _boot_node(cluster, "rendered-worker-a")
     agent = start_agent(cluster, root)
     _wait_started(cluster, "rendered-worker-a")
@@ -173,7 +164,7 @@ def test_hand_edited_file_degrades_the_update_and_the_forcefile_recovers(
 
 
 def test_first_start_takes_the_bootstrap_annotations_and_keeps_the_file_as_bak(
-    cluster: FakeApi, start_agent: Callable[..., Agent], tmp_path: Path
+    cluster: Cluster, start_agent: Callable[..., Agent], tmp_path: Path
 ) -> None:
     a = config_a()
     root = make_root(tmp_path, a)
@@ -181,7 +172,7 @@ def test_first_start_takes_the_bootstrap_annotations_and_keeps_the_file_as_bak(
             "firstPivotConfig": "rendered-worker-a", "state": "Done"}  # fmt: skip
     (root / "etc/machine-config-daemon/node-annotations.json").write_text(json.dumps(boot))
     cluster.add_mc(a)
-    answer_drains(cluster)
+    cluster.answer_drains()
     cluster.add_node(NODE)
     agent = start_agent(cluster, root)
     agent.wait_log("is in config rendered-worker-a: Done")
@@ -193,12 +184,12 @@ def test_first_start_takes_the_bootstrap_annotations_and_keeps_the_file_as_bak(
 
 
 def test_on_disk_config_wins_over_the_annotation_with_upstreams_log_line(
-    cluster: FakeApi, start_agent: Callable[..., Agent], tmp_path: Path
+    cluster: Cluster, start_agent: Callable[..., Agent], tmp_path: Path
 ) -> None:
     a = config_a()
     root = make_root(tmp_path, a)
     cluster.add_mc(a)
-    answer_drains(cluster)
+    cluster.answer_drains()
     old = {
         ann.CURRENT_CONFIG: "rendered-worker-old",
         ann.DESIRED_CONFIG: "rendered-worker-a",
@@ -210,3 +201,19 @@ def test_on_disk_config_wins_over_the_annotation_with_upstreams_log_line(
     agent.wait_log(
         'Disk currentConfig "rendered-worker-a" overrides node\'s currentConfig annotation "rendered-'
     )
+
+
+def test_sigterm_while_waiting_for_the_controller_exits_cleanly_and_reports_no_error(
+    cluster: Cluster, start_agent: Callable[..., Agent], tmp_path: Path
+) -> None:
+    root = make_root(tmp_path, config_a())
+    cluster.add_mc(config_a())
+    _boot_node(cluster, "rendered-worker-a")
+    agent = start_agent(cluster, root)  # no controller: the uncordon request is never answered
+    cluster.wait_node(
+        NODE, lambda n: n["metadata"]["annotations"].get(ann.DESIRED_DRAIN) == "uncordon-rendered-worker-a"
+    )
+    assert agent.stop() == 0
+    cluster.wait_event("GotSigtermDuringUpdate")
+    assert cluster.annotations()[ann.STATE] == "Done"
+    assert cluster.state_history() == ["Done"]

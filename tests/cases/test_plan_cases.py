@@ -83,7 +83,7 @@ def test_legacy_post_config_action(case: dict[str, Any]) -> None:
 # ---------------------------------------------------------------- node_disruption_policy.json
 
 
-def _ndp_configs(diff: dict[str, Any]) -> tuple[Any, Any]:
+def ndp_configs(diff: dict[str, Any]) -> tuple[Any, Any]:
     """Two configs whose diff is exactly the case's diff description."""
     old_files = [{"path": p, "contents": {"source": "data:,old"}, "mode": 420} for p in diff.get("files", [])]
     new_files = [{"path": p, "contents": {"source": "data:,new"}, "mode": 420} for p in diff.get("files", [])]
@@ -121,7 +121,7 @@ def test_node_disruption_policy_actions(case: dict[str, Any]) -> None:
             {"status": {"nodeDisruptionPolicyStatus": {"clusterPolicies": cluster}}}
         )
     )
-    old, new = _ndp_configs(inp["diff"])
+    old, new = ndp_configs(inp["diff"])
     facts = Facts(forcefile=bool(inp["diff"].get("forcefile")))
     if inp["diff"].get("fips"):
         facts = Facts(forcefile=facts.forcefile)  # the FIPS change itself is unreconcilable, see below

@@ -151,32 +151,61 @@ def test_unreconcilable_exits_2_and_still_prints_the_plan(run: Run, workdir: Pat
     assert out["commands"] == []
 
 
-def test_invalid_new_ignition_is_unreconcilable_not_bad_input(run: Run, workdir: Path) -> None:
+def test_invalid_new_ignition_is_bad_input_and_the_document_says_unreconcilable(
+    run: Run, workdir: Path
+) -> None:
+    # exit 1 (bad input, as `validate`), the findings on stderr; the JSON still carries upstream's text
     new = write("new.json", mc_object("rendered-new", files=[ign_file("/etc/foo", mode=0o1777)]))
-    out = plan_json(run, "-", new, code=2)
+    code, stdout, err = run("plan", "-", new)
+    assert code == 1
+    finding = (
+        "new.json: spec.config.storage.files[0].mode: invalid mode 01777 for /etc/foo, cannot exceed 0777"
+    )
+    assert err == finding + "\n"
+    out = json.loads(stdout)
+    assert out["reconcilable"] is False
     assert out["errors"] == [
         'validating new Ignition config from machineconfig "rendered-new" failed: '
         "invalid mode 01777 for /etc/foo, cannot exceed 0777"
     ]
+    assert out["inputErrors"] == [finding]
 
 
-def test_unsupported_version_is_unreconcilable(run: Run, workdir: Path) -> None:
+def test_unsupported_version_is_bad_input(run: Run, workdir: Path) -> None:
     new = write("new.json", mc_object("rendered-new", ignition={"ignition": {"version": "4.0.0"}}))
-    out = plan_json(run, "valid-mc.yaml", new, code=2)
+    code, stdout, err = run("plan", "valid-mc.yaml", new)
+    assert code == 1
+    assert err.startswith(
+        'new.json: spec.config.ignition.version: unsupported Ignition config version "4.0.0"'
+    )
+    out = json.loads(stdout)
+    assert out["reconcilable"] is False
     assert out["errors"][0].startswith(
         'parsing new Ignition config from machineconfig "rendered-new" failed: '
         "failed to parse Ignition config: "
     )
 
 
+def test_validate_and_plan_give_one_answer(run: Run, workdir: Path) -> None:
+    # the README's bad.yaml: the same findings from both commands, exit 1 from both
+    bad = mc_object("rendered-new", files=[ign_file("etc/foo", mode=0o4777)])
+    write("bad.json", bad)
+    code, validate_out, _ = run("validate", "bad.json")
+    assert code == 1
+    code, _, plan_err = run("plan", "-", "bad.json", "-o", "text")
+    assert code == 1
+    assert plan_err == validate_out
+    assert validate_out.count("\n") == 2
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (b'{"kind": ', "bad.json: $: invalid JSON: "),
-        (b"kind: [\n", "bad.json: $: invalid YAML: "),
+        (b'{"kind": ', "bad.json: invalid JSON: "),
+        (b"kind: [\n", "bad.json: invalid YAML: "),
         (
             b'{"kind": "ConfigMap"}',
-            "bad.json: $: expected a MachineConfig or an Ignition config, got kind 'ConfigMap'",
+            "bad.json: expected a MachineConfig or an Ignition config, got kind 'ConfigMap'",
         ),
         (b'{"kind": "MachineConfig", "spec": {"fips": "yes"}}', "bad.json: spec.fips: expected a boolean"),
     ],
@@ -195,14 +224,14 @@ def test_bad_input_exits_1_with_a_located_message(
 def test_bad_old_file(run: Run, workdir: Path) -> None:
     code, out, err = run("plan", "missing.yaml", "valid-mc.yaml")
     assert (code, out) == (1, "")
-    assert err.startswith("missing.yaml: $: cannot read: ")
+    assert err.startswith("missing.yaml: cannot read: ")
 
 
 def test_new_must_be_a_single_machineconfig(run: Run, workdir: Path) -> None:
     assert run("plan", "-", "mc-list.yaml") == (
         1,
         "",
-        "mc-list.yaml: $: expected one MachineConfig, found 2\n",
+        "mc-list.yaml: expected one MachineConfig, found 2\n",
     )
 
 
@@ -248,7 +277,7 @@ def test_policy_file_without_machineconfiguration(run: Run, workdir: Path) -> No
     assert run("plan", old, new, "--policy", "valid-mc.yaml") == (
         1,
         "",
-        "valid-mc.yaml: $: expected one MachineConfiguration, found 0\n",
+        "valid-mc.yaml: expected one MachineConfiguration, found 0\n",
     )
 
 
@@ -499,9 +528,10 @@ def test_usage_errors_exit_1(capsys: pytest.CaptureFixture[str], argv: list[str]
 
 def test_unknown_extension_is_reported(run: Run, workdir: Path) -> None:
     new = write("new.json", mc_object("n", extensions=["bogus"]))
-    code, out, _err = run("plan", "-", new)
-    # reconcilable (upstream only fails on the node), but the plan says the update would fail
-    assert code == 0
+    code, out, err = run("plan", "-", new)
+    # bad input (upstream's controller and daemon refuse it); the plan still says the update would fail
+    assert code == 1
+    assert err.startswith("new.json: spec.extensions[0]: invalid extension 'bogus': supported are ")
     assert (
         "the update would fail on the node: invalid extensions found: [bogus]" in json.loads(out)["warnings"]
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,14 @@ def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
         server.add_node("worker-0")
         server.add_node("worker-1")
         yield server
+
+
+@pytest.fixture(autouse=True)
+def _no_leftover_faults(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test that fails before its faulted requests ran leaves no rule for the next test."""
+    yield
+    if "sim" in request.fixturenames:
+        request.getfixturevalue("sim").faults.clear()
 
 
 @pytest.fixture(scope="module")
@@ -79,20 +87,6 @@ def client(kubeconfig: Path) -> Iterator[Any]:
     api = config.new_client_from_config(config_file=str(kubeconfig))
     yield api
     api.close()
-
-
-def eventually(check: Callable[[], Any], timeout: float = 10.0) -> Any:
-    """Poll a condition that depends on another process (kubectl); returns its first truthy value."""
-    import time
-
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        time.sleep(0.05)
 
 
 def raw_request(

@@ -70,6 +70,21 @@ def test_sim_cluster_serves_until_sigterm(tmp_path: Path) -> None:
 
 def test_bad_listen_is_an_input_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sim-cluster", "--kubeconfig", str(tmp_path / "k"), "--listen", "nope"]) == 1
-    assert "--listen 'nope': expected HOST:PORT" in capsys.readouterr().err
+    assert capsys.readouterr().err == "mcd: --listen 'nope': expected HOST:PORT, e.g. 127.0.0.1:0\n"
     assert not (tmp_path / "k").exists()
     assert os.listdir(tmp_path) == []
+
+
+def test_address_in_use_is_an_input_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        code = main(["sim-cluster", "--kubeconfig", str(tmp_path / "k"), "--listen", f"127.0.0.1:{port}"])
+    assert code == 1
+    assert (
+        capsys.readouterr().err == f"mcd: --listen 127.0.0.1:{port}: cannot listen: Address already in use\n"
+    )
+    assert not (tmp_path / "k").exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from typing import Any
 
@@ -114,8 +115,6 @@ def test_watch_bookmarks_and_timeout(sim: ApiServer, client: Any) -> None:
     rv = core.list_node().metadata.resource_version
     resp = core.list_node(watch=True, resource_version=rv, allow_watch_bookmarks=True, timeout_seconds=1,
                           _preload_content=False)  # fmt: skip
-    import json
-
     lines = [json.loads(line) for line in resp.read().splitlines() if line.strip()]
     resp.release_conn()
     assert lines and all(e["type"] == "BOOKMARK" for e in lines)
@@ -146,3 +145,20 @@ def test_watch_with_a_selector_sees_objects_enter_and_leave(sim: ApiServer, clie
     sim.patch("Node", "worker-0", {"metadata": {"labels": {"canary": None}}})
     reader.join(timeout=20)
     assert events == [("ADDED", "worker-0"), ("MODIFIED", "worker-0"), ("DELETED", "worker-0")]
+
+
+def test_strategic_merge_patch_of_a_custom_resource_is_415(sim: ApiServer, client: Any) -> None:
+    from conftest import raw_request
+
+    sim.put({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+             "metadata": {"name": "00-smp"}, "spec": {}})  # fmt: skip
+    path = "/apis/machineconfiguration.openshift.io/v1/machineconfigs/00-smp"
+    headers = {"Content-Type": "application/strategic-merge-patch+json"}
+    code, _, body = raw_request(sim, "PATCH", path, b'{"metadata":{"labels":{"a":"b"}}}', headers)
+    assert code == 415
+    assert json.loads(body)["message"] == (
+        "the body of the request was in an unknown format - accepted media types include: "
+        "application/json-patch+json, application/merge-patch+json"
+    )
+    headers = {"Content-Type": "application/merge-patch+json"}
+    assert raw_request(sim, "PATCH", path, b'{"metadata":{"labels":{"a":"b"}}}', headers)[0] == 200

@@ -274,6 +274,12 @@ def test_spec_changes() -> None:
         Change("osImageURL", "quay.io/b", MODIFIED),
         Change("kernelArguments", "x=2 y", MODIFIED),
         Change("kernelType", "realtime", MODIFIED),
-        Change("extensions", "", REMOVED),
+        Change("extensions", "usbguard", REMOVED),  # a removal is named by what goes
         Change("fips", "true", MODIFIED),
+    )
+
+
+def test_removed_kernel_arguments_are_named() -> None:
+    assert diff(mc("a", kernelArguments=["nosmt"]), mc("b")).spec_changes == (
+        Change("kernelArguments", "nosmt", REMOVED),
     )

@@ -303,7 +303,7 @@ def test_null_spec_fields_are_defaults() -> None:
 def test_load_machineconfig_wants_exactly_one() -> None:
     with pytest.raises(InputError) as info:
         load_machineconfig((FIXTURES / "mc-list.yaml").read_bytes(), "mc-list.yaml")
-    assert info.value.lines() == ["mc-list.yaml: $: expected one MachineConfig, found 2"]
+    assert info.value.lines() == ["mc-list.yaml: expected one MachineConfig, found 2"]
 
 
 def test_load_objects_keeps_other_kinds() -> None:
@@ -320,9 +320,28 @@ def test_parse_documents_json_fast_path_and_yaml() -> None:
     ]
 
 
-def test_json_that_is_yaml_after_all() -> None:
-    # a trailing comma is not JSON but is a valid YAML flow mapping
-    assert parse_documents(b'{"a": 1,}', "x") == [((), {"a": 1})]
+@pytest.mark.parametrize(
+    "data",
+    [b'{"a": 1,}', b'  \n{"a": 1}  # comment', b"{a: 1}", b'{"a": 1}\n---\n{"b": 2}', b"{'a': 1}"],
+)
+def test_a_document_starting_with_a_brace_is_strict_json(data: bytes) -> None:
+    # as kubectl: YAML would take each of these (a flow mapping), JSON does not
+    with pytest.raises(InputError) as info:
+        parse_documents(data, "x.json")
+    [line] = info.value.lines()
+    assert line.startswith("x.json: invalid JSON: ")
+
+
+def test_a_stream_of_json_objects_is_several_documents() -> None:
+    assert parse_documents(b'{"a": 1}\n{"b": 2} ', "x") == [
+        (("<document 0>",), {"a": 1}),
+        (("<document 1>",), {"b": 2}),
+    ]
+
+
+def test_a_document_starting_with_a_bracket_may_be_yaml() -> None:
+    # kubectl looks for a brace only; a YAML flow sequence still loads (and is then refused as no object)
+    assert parse_documents(b"[1, 2,]", "x") == [((), [1, 2])]
 
 
 def test_empty_machineconfig() -> None:

@@ -13,6 +13,9 @@ from mcd.reconcile import FIPS_MESSAGE, FORCEFILE, reconcile, unreconcilable_rea
 PREFIX = 'new machineconfig "old" is not reconcilable against "new": '
 
 
+RAID = {"name": "md0", "level": "raid1", "devices": ["/dev/vda", "/dev/vdb"]}
+
+
 def ign(**sections: Any) -> dict[str, Any]:
     return {"ignition": {"version": "3.5.0"}, **sections}
 
@@ -144,7 +147,7 @@ def test_unparsable_config_and_fips_change() -> None:
         ),
         (
             ign(),
-            ign(storage={"raid": [{"name": "md0", "level": "raid1"}]}),
+            ign(storage={"raid": [RAID]}),
             "ignition raid section contains changes",
         ),
         (
@@ -180,10 +183,14 @@ def test_removing_every_user_is_accepted() -> None:
     assert reconcile(o, n) == []
 
 
-def test_only_the_last_user_is_inspected() -> None:
+def test_a_user_declared_twice_is_refused_as_ignition_does() -> None:
+    # upstream's reconcile looks at the last entry only, but Ignition's duplicate check refuses
+    # such a list before (the quirk cannot be reached through a parsed config)
     users = [{"name": "core", "uid": 1000}, {"name": "core", "sshAuthorizedKeys": ["k"]}]
     o, n = pair(ign(), ign(passwd={"users": users}))
-    assert reconcile(o, n) == []
+    assert reconcile(o, n) == [
+        'validating new Ignition config from machineconfig "new" failed: duplicate entry defined'
+    ]
 
 
 def test_removing_every_link_is_accepted() -> None:
@@ -206,7 +213,7 @@ def test_an_old_append_is_not_a_reason() -> None:
     [
         ("Disks", {"disks": [{"device": "/dev/sdb"}]}),
         ("FileSystems", {"filesystems": [{"device": "/dev/sdb1"}]}),
-        ("Raid", {"raid": [{"name": "md0"}]}),
+        ("Raid", {"raid": [RAID]}),
     ],
 )
 def test_storage_overrides(override: str, section: dict[str, Any]) -> None:
@@ -238,7 +245,7 @@ def test_every_reason_in_upstream_order() -> None:
         storage={
             "disks": [{"device": "/dev/sdb"}],
             "filesystems": [{"device": "/dev/sdb1"}],
-            "raid": [{"name": "md0"}],
+            "raid": [RAID],
             "directories": [{"path": "/etc/d"}],
             "links": [{"path": "/etc/l", "target": "/b"}],
             "files": [{"path": "/etc/a", "append": [{"source": "data:,x"}]}, ign_file(FORCEFILE)],

@@ -504,7 +504,7 @@ def test_check_disk_against_a_named_config(
 def test_check_disk_without_a_recorded_config(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = cli(capsys, "check-disk", "--root-mount", str(root))
     assert (code, out) == (1, "")
-    assert err == f"{STATE_DIR}/currentconfig: $: no config recorded on this node; name one\n"
+    assert err == f"{STATE_DIR}/currentconfig: no config recorded on this node; name one\n"
 
 
 # --- 6. firstboot ----------------------------------------------------------------------------------

@@ -238,7 +238,8 @@ def test_unit_systemctl_refuses_to_enable_rolls_back_files(node_in_a: Node) -> N
     assert code == 1
     # systemctl's whole output is quoted: it enabled b.service before refusing the alias
     assert err.startswith("mcd: update to rendered-b failed and was rolled back: error enabling units: ")
-    assert err.endswith("\nFailed to enable unit, cannot alias bad-alias.service as x.socket.\n")
+    # (newlines in it escaped: one message, one line)
+    assert err.endswith("\\nFailed to enable unit, cannot alias bad-alias.service as x.socket.\n")
     assert node.calls()[calls:] == [["status", "--json"]]  # read for the plan; the OS step never ran
     assert_back_in_a(node, before, deployments)
 

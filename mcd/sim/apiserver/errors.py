@@ -111,11 +111,11 @@ def path_not_found() -> ApiError:
     return ApiError(404, "NotFound", "the server could not find the requested resource")
 
 
-def unsupported_media_type(content_type: str) -> ApiError:
+def unsupported_media_type(accepted: tuple[str, ...]) -> ApiError:
+    """415 for a patch type the resource does not take (server-side apply is not served at all)."""
     return ApiError(
         415,
         "UnsupportedMediaType",
-        f"the body of the request was in an unknown format - accepted "
-        f"media types include: application/json-patch+json, application/merge-patch+json, "
-        f"application/strategic-merge-patch+json; got {content_type!r}",
+        "the body of the request was in an unknown format - accepted media types include: "
+        + ", ".join(accepted),
     )

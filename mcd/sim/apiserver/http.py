@@ -57,6 +57,8 @@ class SimHTTPServer(ThreadingHTTPServer):
         self._conn_lock = threading.Lock()
         self._connections: set[socket.socket] = set()
         self._conn_threads: list[threading.Thread] = []
+        self._streams = 0  # open watch streams
+        self._streams_done = threading.Condition()
         super().__init__(address, Handler)
 
     def get_request(self) -> tuple[Any, Any]:
@@ -88,6 +90,20 @@ class SimHTTPServer(ThreadingHTTPServer):
         with self._conn_lock:
             self._connections.discard(request)
         super().shutdown_request(request)
+
+    def stream_opened(self) -> None:
+        with self._streams_done:
+            self._streams += 1
+
+    def stream_closed(self) -> None:
+        with self._streams_done:
+            self._streams -= 1
+            self._streams_done.notify_all()
+
+    def wait_for_streams(self, timeout: float) -> bool:
+        """Wait until every watch stream wrote its last chunk (after the store ended them)."""
+        with self._streams_done:
+            return self._streams_done.wait_for(lambda: self._streams == 0, timeout)
 
     def close_connections(self) -> None:
         with self._conn_lock:
@@ -135,7 +151,8 @@ class Handler(BaseHTTPRequestHandler):
             self._user = USERNAME
             self._apply_faults(target)
             result = srv.app.handle(
-                Request(self.command, url.path, query, dict(self.headers.items()), body), target
+                Request(self.command, url.path, query, {k.lower(): v for k, v in self.headers.items()}, body),
+                target,
             )
             if isinstance(result, WatchStream):
                 code = 200
@@ -148,6 +165,10 @@ class Handler(BaseHTTPRequestHandler):
             self._reset()
         except ApiError as exc:
             code = exc.code
+            if target.verb == "watch" and exc.code == 410:
+                code = 200
+                self._stream_error(exc)
+                return
             headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after is not None else {}
             self._send(Response(exc.code, exc.status(), headers))
         except (BrokenPipeError, ConnectionResetError):
@@ -225,22 +246,30 @@ class Handler(BaseHTTPRequestHandler):
         except OSError:
             return True
 
-    def _stream(self, watch: WatchStream) -> None:
-        store = self.server.app.store
+    def _start_stream(self) -> None:
         self.close_connection = True  # a watch connection ends with the watch
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Cache-Control", "no-cache, private")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
+
+    def _stream(self, watch: WatchStream) -> None:
+        self.server.stream_opened()
         try:
+            self._start_stream()
             self._stream_events(watch)
             self.wfile.write(b"0\r\n\r\n")
-        except ApiError as exc:  # 410 for a resourceVersion that expired while opening
-            self._chunk({"type": "ERROR", "object": exc.status()})
-            self.wfile.write(b"0\r\n\r\n")
         finally:
-            store.unwatch(watch.watcher)
+            self.server.app.store.unwatch(watch.watcher)
+            self.server.stream_closed()
+
+    def _stream_error(self, exc: ApiError) -> None:
+        """A watch that cannot start (expired resourceVersion) is, as from kube-apiserver's watch
+        cache, a 200 stream with one ERROR event."""
+        self._start_stream()
+        self._chunk({"type": "ERROR", "object": exc.status()})
+        self.wfile.write(b"0\r\n\r\n")
 
     def _stream_events(self, watch: WatchStream) -> None:
         last_rv = watch.start_rv

@@ -13,8 +13,7 @@ from typing import Any
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
-APPLY = "application/apply-patch+yaml"
-PATCH_TYPES = (MERGE, JSON_PATCH, STRATEGIC)
+PATCH_TYPES = (JSON_PATCH, MERGE, STRATEGIC)  # in the order kube-apiserver lists them
 
 # list field name -> merge key, as the Go types declare with patchMergeKey/patchStrategy=merge
 MERGE_KEYS = {

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
 import queue
 import secrets
 import threading
 import time
+import uuid
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -41,7 +43,10 @@ def resource_type(kind: str) -> ResourceType:
 
 
 def node_object(name: str, labels: dict[str, str], now: str) -> Obj:
-    """A Ready worker Node as a RHCOS kubelet registers it."""
+    """A Ready worker Node as a RHCOS kubelet registers it; its IDs and address follow from the
+    name, so two nodes differ and a node re-added is the same machine."""
+    digest = hashlib.sha256(name.encode()).digest()
+    ip = f"10.0.{digest[0] % 250}.{digest[1] % 250 + 2}"
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -62,7 +67,7 @@ def node_object(name: str, labels: dict[str, str], now: str) -> Obj:
         "spec": {},
         "status": {
             "addresses": [
-                {"type": "InternalIP", "address": "10.0.0.10"},
+                {"type": "InternalIP", "address": ip},
                 {"type": "Hostname", "address": name},
             ],
             "allocatable": {
@@ -109,15 +114,15 @@ def node_object(name: str, labels: dict[str, str], now: str) -> Obj:
             "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
             "nodeInfo": {
                 "architecture": "amd64",
-                "bootID": "3d3c1e8e-5b1f-4a57-9c1e-2f1d8c0a7b11",
+                "bootID": str(uuid.UUID(bytes=digest[:16], version=4)),
                 "containerRuntimeVersion": "cri-o://1.31.5-4.rhaos4.18.git0ae5dd7.el9",
                 "kernelVersion": "5.14.0-427.50.1.el9_4.x86_64",
                 "kubeProxyVersion": "v1.31.6",
                 "kubeletVersion": "v1.31.6",
-                "machineID": "0b6c4b3f2d1e4a5b8c7d6e5f4a3b2c1d",
+                "machineID": digest[16:32].hex(),
                 "operatingSystem": "linux",
                 "osImage": "Red Hat Enterprise Linux CoreOS 418.94.202501221327-0",
-                "systemUUID": "ec2d1c7a-6b1e-4f4e-9d0c-5b8a7e6f4d3c",
+                "systemUUID": str(uuid.UUID(bytes=digest[16:32], version=4)),
             },
         },
     }
@@ -168,14 +173,14 @@ class ApiServer:
         with self._lock:
             if self._http is not None:
                 return self
-            if self.audit is not None:
-                self.audit.open()
             self._http = SimHTTPServer(
                 self.listen, self.app, self.token, self.faults, self.audit, ssl_context=self._ssl
             )
             host, port = self._http.server_address[:2]
             self.listen = (str(host), int(port))  # a restart binds the same port again
             self.app.server_address = f"{self.listen[0]}:{self.listen[1]}"
+            if self.audit is not None:
+                self.audit.open()
             self.lifecycle.start()
             self._thread = threading.Thread(
                 target=self._http.serve_forever,
@@ -196,6 +201,8 @@ class ApiServer:
             http.stopping.set()
             http.shutdown()
             self.store.close_watches()
+            # let each watch write its final chunk: a client sees the stream end, not a broken one
+            http.wait_for_streams(timeout=5)
             http.close_connections()
             http.server_close()
             if thread is not None:
