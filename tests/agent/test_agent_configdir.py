@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from atomicwriter import publish
 from builders import ign_file, mc_object
-from fakeapi import FakeApi
-from harness import NODE, Agent, answer_drains, config_a, done_on, make_root
+from harness import NODE, Agent, config_a, done_on, make_root
+from simcluster import Cluster
 
 from mcd.kube import annotations as ann
 
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.allow_commands
 
 
 def test_the_directory_sets_the_desired_config_and_the_node_reports_done(
-    cluster: FakeApi, start_agent: Callable[..., Agent], tmp_path: Path
+    cluster: Cluster, start_agent: Callable[..., Agent], tmp_path: Path
 ) -> None:
     a = config_a()
     root = make_root(tmp_path, a)
@@ -27,7 +27,7 @@ def test_the_directory_sets_the_desired_config_and_the_node_reports_done(
                   ssh_keys=["ssh-ed25519 AAAA one", "ssh-ed25519 BBBB two"])  # fmt: skip
     cm = tmp_path / "cm"
     publish(cm, {"a.json": json.dumps(a), "b.json": json.dumps(b), "desiredConfig": "rendered-worker-a"})
-    answer_drains(cluster)
+    cluster.answer_drains()
     cluster.add_node(NODE, {ann.CURRENT_CONFIG: "rendered-worker-a", ann.DESIRED_CONFIG: "rendered-worker-a",
                             ann.STATE: "Done"})  # fmt: skip
     start_agent(cluster, root, "--config-dir", str(cm), "--config-grace", "0.2")
@@ -36,4 +36,4 @@ def test_the_directory_sets_the_desired_config_and_the_node_reports_done(
     node = cluster.wait_node(NODE, done_on("rendered-worker-b"))
     assert node["metadata"]["annotations"][ann.DESIRED_CONFIG] == "rendered-worker-b"
     assert "BBBB two" in (root / "home/core/.ssh/authorized_keys.d/ignition").read_text()
-    assert not cluster.state.mcs  # every MachineConfig came from the directory
+    assert cluster.sim.objects("MachineConfig") == []  # every MachineConfig came from the directory

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 from builders import ign_file, mc_object
-from fakeapi import FakeApi
-from harness import NODE, Agent, answer_drains, config_a, done_on, in_state, make_root
+from harness import NODE, Agent, config_a, done_on, in_state, make_root
+from simcluster import Cluster
 
 from mcd.host.root import HostRoot
 from mcd.kube import annotations as ann
@@ -25,7 +25,7 @@ A = "/etc/mcd-test/a.conf"
 
 
 def _started(
-    cluster: FakeApi,
+    cluster: Cluster,
     start_agent: Callable[..., Agent],
     tmp_path: Path,
     *extra: str,
@@ -34,7 +34,7 @@ def _started(
     a = a or config_a()
     root = make_root(tmp_path, a)
     cluster.add_mc(a)
-    answer_drains(cluster)
+    cluster.answer_drains()
     cluster.add_node(NODE, {ann.CURRENT_CONFIG: "rendered-worker-a", ann.DESIRED_CONFIG: "rendered-worker-a",
                             ann.STATE: "Done"})  # fmt: skip
     start_agent(cluster, root, *extra)
@@ -52,17 +52,18 @@ def _eventually(pred: Callable[[], bool], what: str, timeout: float = 5.0) -> No
         time.sleep(0.02)
 
 
-def _degraded_reasons(cluster: FakeApi) -> list[str]:
-    out = []
-    for a in cluster.node_writes(NODE):
-        annotations = ((a.body or {}).get("metadata") or {}).get("annotations") or {}
-        if annotations.get(ann.STATE) == "Degraded":
-            out.append(annotations.get(ann.REASON, ""))
+def _degraded_reasons(cluster: Cluster) -> list[str]:
+    """The reasons of the node's commits while Degraded, in order (from the server's own history)."""
+    out: list[str] = []
+    for e in cluster.history:
+        a = e.obj["metadata"].get("annotations") or {}
+        if a.get(ann.STATE) == "Degraded" and (not out or out[-1] != a.get(ann.REASON, "")):
+            out.append(a.get(ann.REASON, ""))
     return out
 
 
 def test_hand_edit_degrades_with_upstream_text_and_putting_it_back_is_done_without_reboot(
-    cluster: FakeApi, start_agent: Callable[..., Agent], tmp_path: Path
+    cluster: Cluster, start_agent: Callable[..., Agent], tmp_path: Path
 ) -> None:
     root = _started(cluster, start_agent, tmp_path)
     path = root / A.lstrip("/")
@@ -71,7 +72,7 @@ def test_hand_edit_degrades_with_upstream_text_and_putting_it_back_is_done_witho
     # the monitor's own report: upstream's bare message (a later preflight check prefixes it)
     assert _degraded_reasons(cluster)[0] == f'content mismatch for file "{A}"'
     cluster.wait_event("ConfigDriftDetected")
-    [msg] = {e["message"] for e in cluster.state.events if e["reason"] == "ConfigDriftDetected"}
+    [msg] = set(cluster.event_messages("ConfigDriftDetected"))
     assert msg == f'content mismatch for file "{A}"'
     path.write_text("a=1\n")
     node = cluster.wait_node(NODE, done_on("rendered-worker-a"), timeout=10)
@@ -81,7 +82,7 @@ def test_hand_edit_degrades_with_upstream_text_and_putting_it_back_is_done_witho
 
 
 def test_chown_degrades_and_is_recorded_for_status(
-    cluster: FakeApi, start_agent: Callable[..., Agent], tmp_path: Path
+    cluster: Cluster, start_agent: Callable[..., Agent], tmp_path: Path
 ) -> None:
     root = _started(cluster, start_agent, tmp_path)
     os.chown(root / A.lstrip("/"), 1000, 1000)
@@ -103,7 +104,7 @@ def test_chown_degrades_and_is_recorded_for_status(
 
 
 def test_observe_policy_reports_but_leaves_the_node_done(
-    cluster: FakeApi, start_agent: Callable[..., Agent], tmp_path: Path
+    cluster: Cluster, start_agent: Callable[..., Agent], tmp_path: Path
 ) -> None:
     root = _started(cluster, start_agent, tmp_path, "--drift-policy", "observe")
     (root / A.lstrip("/")).chmod(0o600)
@@ -112,7 +113,7 @@ def test_observe_policy_reports_but_leaves_the_node_done(
 
 
 def test_heal_policy_puts_the_file_back_and_degrades_when_it_drifts_again(
-    cluster: FakeApi, start_agent: Callable[..., Agent], tmp_path: Path
+    cluster: Cluster, start_agent: Callable[..., Agent], tmp_path: Path
 ) -> None:
     policy_json = "/etc/containers/policy.json"
     a = mc_object("rendered-worker-a", files=[ign_file(A, "a=1\n"), ign_file(policy_json, "{}\n")])
@@ -129,7 +130,7 @@ def test_heal_policy_puts_the_file_back_and_degrades_when_it_drifts_again(
 
 
 def test_heal_policy_degrades_when_the_path_needs_a_reboot(
-    cluster: FakeApi, start_agent: Callable[..., Agent], tmp_path: Path
+    cluster: Cluster, start_agent: Callable[..., Agent], tmp_path: Path
 ) -> None:
     root = _started(cluster, start_agent, tmp_path, "--drift-policy", "heal")
     (root / A.lstrip("/")).write_text("a=2\n")  # no policy for it: the default is a reboot
@@ -138,7 +139,7 @@ def test_heal_policy_degrades_when_the_path_needs_a_reboot(
 
 
 def test_the_agents_own_update_is_not_drift(
-    cluster: FakeApi, start_agent: Callable[..., Agent], tmp_path: Path
+    cluster: Cluster, start_agent: Callable[..., Agent], tmp_path: Path
 ) -> None:
     root = _started(cluster, start_agent, tmp_path)
     b = mc_object("rendered-worker-b", files=[ign_file(A, "a=2\n")], ssh_keys=["ssh-ed25519 AAAA one"])
