@@ -227,6 +227,8 @@ def _start_agent(args: argparse.Namespace) -> int:
     from mcd.kube.client import KubeClient
     from mcd.sync import Result
 
+    if args.config_dir and not args.node_name:
+        return _start_local(args)
     if not args.node_name:
         raise InputError("--node-name", [Finding((), "required (or the NODE_NAME environment variable)")])
     if not Path(args.root_mount).is_dir():
@@ -241,6 +243,10 @@ def _start_agent(args: argparse.Namespace) -> int:
         builtin_drainer=args.builtin_drainer,
         resync_seconds=args.resync_interval,
         drain_timeout_seconds=args.drain_timeout,
+        drift_policy=args.drift_policy,
+        ssh_login_monitor=args.ssh_login_monitor,
+        config_dir=args.config_dir or "",
+        config_grace_seconds=args.config_grace,
     )
     client = KubeClient.from_kubeconfig(settings.kubeconfig or None)
     applier = NodeApplier(HostRoot(Path(settings.root_mount)), SubprocessRunner())
@@ -252,6 +258,13 @@ def _start_agent(args: argparse.Namespace) -> int:
         sys.stderr.flush()
         os.execv(sys.executable, [sys.executable, "-m", "mcd", *sys.argv[1:]])
     return EXIT_OK
+
+
+def _start_local(args: argparse.Namespace) -> int:
+    """`--config-dir` without a cluster: configs from the directory, state in the root's records."""
+    from mcd.localagent import run_local
+
+    return run_local(args.root_mount, args.config_dir, args.config_grace, args.drift_policy)
 
 
 def _env(name: str, default: str = "") -> str:
@@ -315,6 +328,13 @@ def cmd_check_disk(args: argparse.Namespace) -> int:
         }
         _dump(obj, args.output, sys.stdout)
     return EXIT_OK if result.clean else EXIT_UNRECONCILABLE
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from mcd.status import show
+
+    show(args.root_mount, args.output, sys.stdout, _dump)
+    return EXIT_OK
 
 
 def cmd_sandbox(args: argparse.Namespace) -> int:
@@ -471,6 +491,9 @@ def build_parser() -> argparse.ArgumentParser:
                    metavar="SECONDS", help="give up a drain after this long (default 3600, as upstream)")
     s.add_argument("--resync-interval", type=float, default=float(_env("RESYNC_INTERVAL", "600")),
                    metavar="SECONDS", help="sync the node at least this often (default 600)")
+    from mcd.watch.flags import add_watcher_flags
+
+    add_watcher_flags(s, _env, _env_bool, _bool_flag)
     s.add_argument("-v", "--verbose", action="count", default=int(_env("VERBOSE", "0") or 0),
                    help="more logging (-v, -vv)")
     s.add_argument("--v", type=int, default=0, metavar="LEVEL", help="upstream's klog verbosity (2+: -v)")
@@ -509,6 +532,18 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("-v", "--verbose", action="count", default=0)
     c.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
     c.set_defaults(func=cmd_check_disk)
+
+    st = sub.add_parser(
+        "status",
+        help="what the node runs and was asked to run, its state, the last drift, a reboot owed",
+        description="Read the node's status from its root alone (no cluster needed): the config applied, "
+        "the desired one, the state and reason the daemon last reported, the last config drift its monitor "
+        "saw and whether a reboot is owed.",
+    )
+    st.add_argument("--root-mount", default=_env("ROOT_MOUNT", "/"), metavar="DIR",
+                    help="node root (default /: an admin on the node)")
+    st.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
+    st.set_defaults(func=cmd_status)
 
     x = sub.add_parser(
         "sandbox",

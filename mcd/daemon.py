@@ -32,6 +32,7 @@ from mcd.report.events import EventRecorder
 from mcd.report.metrics import Metrics, MetricsServer, host_os
 from mcd.report.node import NodeWriter
 from mcd.sync import Result, Syncer
+from mcd.watch.wiring import watchers_for
 
 LOG = logging.getLogger(__name__)
 
@@ -47,6 +48,9 @@ class Daemon:
         self.applier = applier
         self.stop = threading.Event()
         self._wake = threading.Event()
+        # the one work queue: watchers put a key (`node`, `drift`, `login`, `config`), the loop takes them all
+        self._keys: set[str] = set()
+        self._keys_lock = threading.Lock()
         self.metrics = Metrics()
         self.writer = NodeWriter(client, settings.node_name, on_state=self._state_changed)
         self.events = EventRecorder(client, settings.node_name)
@@ -72,13 +76,18 @@ class Daemon:
                 drain_timeout=settings.drain_timeout_seconds,
                 uncordon_timeout=settings.uncordon_timeout_seconds,
             )
+        self.watchers = watchers_for(
+            settings, client, applier, writer=self.writer, events=self.events, metrics=self.metrics,
+            enqueue=self.enqueue,
+        )
         self.syncer = Syncer(
-            api=client,
+            api=self.watchers.config_api or client,
             writer=self.writer,
             events=self.events,
             metrics=self.metrics,
             applier=applier,
             drainer=drainer,
+            before_update=self.watchers.before_update,
         )
         self._in_sync = False
         self._retry_delay = 0.0
@@ -89,6 +98,7 @@ class Daemon:
 
     def _state_changed(self, state: NodeState, reason: str) -> None:
         self.metrics.set_state(state.value, reason)
+        self.watchers.state_changed(state, reason)
 
     def healthy(self) -> bool:
         """The loop is alive: syncing now, or idle and woken within the last two resync periods."""
@@ -99,7 +109,18 @@ class Daemon:
     # -- threads
 
     def wake(self) -> None:
+        self.enqueue("node")
+
+    def enqueue(self, key: str) -> None:
+        """Put `key` in the work queue (any thread); keys already queued are merged."""
+        with self._keys_lock:
+            self._keys.add(key)
         self._wake.set()
+
+    def _take_keys(self) -> set[str]:
+        with self._keys_lock:
+            keys, self._keys = self._keys, set()
+        return keys
 
     def _watch(self) -> None:
         """Feed the writer's copy of the node from a watch; wake the loop on every change."""
@@ -204,15 +225,21 @@ class Daemon:
         try:
             while not self.stop.is_set():
                 timeout = max(0.0, next_sync - time.monotonic())
-                woken = self._wake.wait(timeout)
+                due = self.watchers.due_in()
+                if due is not None:
+                    timeout = min(timeout, due)
+                self._wake.wait(timeout)
                 self._last_loop = time.monotonic()
                 if self.stop.is_set():
                     break
                 self._wake.clear()
+                keys = self._take_keys()
                 if rebooting:
                     next_sync = time.monotonic() + self.settings.resync_seconds
                     continue
-                if not woken and time.monotonic() < next_sync:
+                if self.watchers.handle(keys):
+                    keys.add("node")  # drift put back: sync now, not at the next retry
+                if "node" not in keys and time.monotonic() < next_sync:
                     continue
                 if self.writer.cached is None:
                     # no node yet: the watch wakes the loop when it has one
@@ -224,6 +251,8 @@ class Daemon:
                     return result
                 if result is Result.REBOOTING:
                     rebooting = True  # upstream's rebootQueued: no sync until the node goes down
+                else:
+                    self.watchers.after_sync()
                 if result is None:
                     next_sync = time.monotonic() + self._retry_delay
                 else:
@@ -273,6 +302,7 @@ class Daemon:
 
     def shutdown(self) -> None:
         self.stop.set()
+        self.watchers.stop()
         self.events.stop()
         if self._server is not None:
             self._server.stop()

@@ -59,9 +59,12 @@ class Syncer:
         metrics: Metrics,
         applier: NodeApplier,
         drainer: Drainer,
+        before_update: Callable[[], None] | None = None,
     ) -> None:
         self.api, self.writer, self.events, self.metrics = api, writer, events, metrics
         self.applier, self.drainer = applier, drainer
+        # upstream's triggerUpdate stops the drift monitor: the update's own writes are not drift
+        self._before_update = before_update
         self.booting = True
         # parsed MachineConfigs by name and resourceVersion (rendered configs are large and immutable)
         self._mcs: dict[str, tuple[str, MachineConfig]] = {}
@@ -210,6 +213,8 @@ class Syncer:
     def _update(self, current: str, desired: str, prefetched: Future[MachineConfig] | None = None) -> Result:
         if not desired:
             raise McdError(f"node {self.name} has no desiredConfig annotation")
+        if self._before_update is not None:
+            self._before_update()
         with self._phase("prepare"):
             old = self._disk_or_cluster(current)
             new = prefetched.result() if prefetched is not None else self._machineconfig(desired)

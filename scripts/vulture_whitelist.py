@@ -48,3 +48,17 @@ FIRST_PIVOT_CONFIG  # upstream key the first start copies from node-annotations.
 
 # the long-running child of `mcd simulate` (the agent process); mcd/sim is not read by vulture
 spawn
+
+# the watchers
+_.reboots  # counters the watcher and config-dir tests read (reboots, heals, sessions seen)
+_.heals
+_.sessions
+_.drifted  # what the drift reporter holds, and what the monitor watches / finds on a full pass:
+_.watched_dirs  # introspection the drift tests assert on
+_.check_all
+_.snapshot  # ParsedSnapshot: the snapshot a parse came from (checksum, target), kept with it
+_._get_errno_func  # pyinotify internals set on its objects (our libc, no ldconfig fork)
+_._ignore_events
+_._exclude_filter
+_._wmd
+_._inotify_wrapper

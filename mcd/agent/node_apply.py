@@ -184,7 +184,9 @@ class NodeApplier:
         is_enabled = host.systemd.is_enabled
         if isinstance(host.systemd, OfflineSystemctl):
             is_enabled = partial(_settled_enablement, self.root, mc.config, host.systemd.is_enabled)
-        return ondisk.first_error(self.root, mc.config, is_enabled)
+        # owners too (upstream compares none): mcd writes exact owners, and the drift monitor
+        # reports a chown, which the next sync must not call clean
+        return ondisk.first_error(self.root, mc.config, is_enabled, host.files.owner_of)
 
     def cleanup_rollback(self) -> None:
         """`rpm-ostree cleanup -r` at start, as upstream (CoreOS only)."""

@@ -1,10 +1,10 @@
 """On-disk verification of a config (upstream validateOnDiskState): files, dropins, units, masks, enablement.
 
-Used by `mcd check-disk` and before an update that finds nothing to change; the drift monitor
-the cluster agent brings will re-check after each inotify event (a config of the changed path
-alone), so the per-path check is cheap: an lstat and a size comparison come before any content
-is read. Messages are upstream's, with paths as the config names them (`/etc/x`),
-never the root-joined host path. Owners are deliberately not compared (upstream does not).
+Used at boot, before every update (preflight) and by the drift monitor, which re-checks after
+each inotify event, so the per-path check is cheap: an lstat and a size comparison come before
+any content is read. Messages are upstream's, with paths as the config names them (`/etc/x`),
+never the root-joined host path. Owners are compared only when the caller passes `owners`
+(upstream never compares them; mcd writes exact owners, so the agent and the drift monitor do).
 """
 
 from __future__ import annotations
@@ -39,6 +39,8 @@ _NOT_ENABLED_STATES = frozenset({"disabled", "masked", "masked-runtime", "not-fo
 _ENABLED_STATES = frozenset({"enabled", "enabled-runtime"})
 
 IsEnabled = Callable[[Sequence[str]], Mapping[str, str]]
+# uid and gid a file should have (names resolved in the root); raises LookupError/RuntimeError when unknown
+Owners = Callable[[File], tuple[int, int]]
 
 # Go's os.FileMode type bits, by position (os/types.go), and the letters FileMode.String prints.
 _GO_DIR = 1 << 31
@@ -148,6 +150,52 @@ def _check_file(resolver: _Resolver, f: File) -> str | None:
     return _check_contents_and_mode(resolver, f.path, f.data, f.effective_mode)
 
 
+def check_file(root: HostRoot, f: File, owners: Owners | None = None) -> str | None:
+    """Drift of one Ignition file (mode, content, then owner with `owners`), or None; files of
+    the ignore set never drift."""
+    resolver = _Resolver(root)
+    err = _check_file(resolver, f)
+    if err is None and owners is not None and f.path not in IGNORED_FILES:
+        err = _check_owner(resolver, f, owners)
+    return err
+
+
+def _check_owner(resolver: _Resolver, f: File, owners: Owners) -> str | None:
+    """Owner drift, in the style of upstream's mode message (upstream compares no owners)."""
+    try:
+        uid, gid = owners(f)
+    except (LookupError, RuntimeError) as exc:
+        return str(exc)
+    try:
+        st = os.lstat(resolver.host(f.path))
+    except (OSError, PathEscapeError) as exc:
+        return f'could not stat file "{f.path}": lstat {f.path}: {_reason(exc)}'
+    if (st.st_uid, st.st_gid) != (uid, gid):
+        return (
+            f'owner mismatch for file: "{f.path}"; expected: {uid}:{gid}; received: {st.st_uid}:{st.st_gid}'
+        )
+    return None
+
+
+def check_dropin(root: HostRoot, path: str, contents: str | None) -> str | None:
+    """Drift of one dropin file (absent when empty; else contents and mode 0644), or None."""
+    return _check_dropin(_Resolver(root), path, contents)
+
+
+def check_unit(root: HostRoot, unit: Unit, is_enabled: IsEnabled | None = None) -> str | None:
+    """Drift of one unit's file, mask or enablement (not its dropins), as `iter_errors` checks it."""
+    resolver = _Resolver(root)
+    path = unit_path(unit.name)
+    if unit.mask:
+        return _check_mask(resolver, path)
+    if not unit.contents:
+        return None
+    err = _check_contents_and_mode(resolver, path, unit.contents.encode(), UNIT_FILE_MODE)
+    if err is None and is_enabled is not None and unit.enabled is not None:
+        err = _enablement_error(unit, is_enabled([unit.name]).get(unit.name, "not-found"))
+    return err
+
+
 def _check_dropin(resolver: _Resolver, path: str, contents: str | None) -> str | None:
     expected = (contents or "").encode()
     if not expected:
@@ -189,15 +237,23 @@ def _needs_enablement_check(unit: Unit) -> bool:
     return bool(unit.contents) and not unit.mask and unit.enabled is not None
 
 
-def iter_errors(root: HostRoot, config: IgnitionConfig, is_enabled: IsEnabled | None = None) -> Iterator[str]:
+def iter_errors(
+    root: HostRoot,
+    config: IgnitionConfig,
+    is_enabled: IsEnabled | None = None,
+    owners: Owners | None = None,
+) -> Iterator[str]:
     """Yield drift errors in upstream's order: files, then per unit its dropins, file/mask, enablement.
 
     Lazy, so `first_error` stops at the first problem without asking systemd anything when a
-    file already drifted.
+    file already drifted. With `owners`, a file's owner is compared after its mode and content.
     """
     resolver = _Resolver(root)
     for f in config.files:
-        if (err := _check_file(resolver, f)) is not None:
+        err = _check_file(resolver, f)
+        if err is None and owners is not None and f.path not in IGNORED_FILES:
+            err = _check_owner(resolver, f, owners)
+        if err is not None:
             yield err
     states: Mapping[str, str] = {}
     if is_enabled is not None:
@@ -233,6 +289,11 @@ def check_config(root: HostRoot, config: IgnitionConfig, is_enabled: IsEnabled |
     return list(iter_errors(root, config, is_enabled))
 
 
-def first_error(root: HostRoot, config: IgnitionConfig, is_enabled: IsEnabled | None = None) -> str | None:
+def first_error(
+    root: HostRoot,
+    config: IgnitionConfig,
+    is_enabled: IsEnabled | None = None,
+    owners: Owners | None = None,
+) -> str | None:
     """The first drift error upstream would report, or None."""
-    return next(iter_errors(root, config, is_enabled), None)
+    return next(iter_errors(root, config, is_enabled, owners), None)

@@ -142,6 +142,11 @@ def _boot_id(root: HostRoot) -> str | None:
     return data.decode(errors="replace").strip() or None
 
 
+def boot_id(root: HostRoot) -> str | None:
+    """The running kernel's boot id as the root shows it; None on a directory root."""
+    return _boot_id(root)
+
+
 def mark_reboot(root: HostRoot, config: str, reason: str) -> None:
     """Record that `config` needs a reboot (part of the commit): cleared once the node has booted again.
 

@@ -1,0 +1,1 @@
+"""Watchers: they notice changes and enqueue a key into the daemon's one work queue."""

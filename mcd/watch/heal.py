@@ -1,0 +1,128 @@
+"""`--drift-policy heal`: put one drifted path back and run only the action its policy asks for.
+
+Beyond upstream, which only reports drift. A heal writes what the config declares for the
+path (atomically, with its mode and owner; a mask link; the unit's enablement) and then runs
+the node disruption policy's actions for that path alone (reload or restart of a service,
+daemon-reload, nothing). It refuses (the caller then degrades the node, as upstream) when the
+path's policy asks for a drain or a reboot, when the same path was healed less than `window`
+seconds ago (someone or something keeps changing it: a fight is worse than a report), and
+beyond `max_per_window` heals in all per window.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from mcd import policy
+from mcd.host import atomicfs
+from mcd.paths import UNIT_DIR
+from mcd.policy import model
+from mcd.watch.drift import Managed
+
+LOG = logging.getLogger(__name__)
+
+DEFAULT_WINDOW = 600.0
+DEFAULT_MAX_PER_WINDOW = 20
+_NO_HEAL = (model.REBOOT, model.DRAIN)
+
+
+def actions_for(m: Managed, policies: policy.ClusterPolicies) -> tuple[policy.Action, ...]:
+    """The node disruption policy's actions for a change of the one managed path `m`."""
+    if m.file is not None:
+        return policy.combine_actions(policy.file_decision(m.path, policies).actions)
+    name = m.unit.name if m.unit is not None else m.path[len(UNIT_DIR) + 1 :].split("/", 1)[0][: -len(".d")]
+    return policy.combine_actions(policy.unit_decision(name, policies).actions)
+
+
+class Healer:
+    """Rewrites drifted paths through a host (`mcd.execute.Host`); see the module docstring."""
+
+    def __init__(
+        self,
+        host: Callable[[], Any],
+        policies: Callable[[], policy.ClusterPolicies] = lambda: policy.DEFAULT_POLICIES,
+        *,
+        window: float = DEFAULT_WINDOW,
+        max_per_window: int = DEFAULT_MAX_PER_WINDOW,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._host = host
+        self._policies = policies
+        self.window = window
+        self.max_per_window = max_per_window
+        self._clock = clock
+        self._healed: dict[str, float] = {}
+        self.heals = 0
+
+    def reset(self) -> None:
+        """Forget past heals (a new config is watched)."""
+        self._healed.clear()
+
+    def heal(self, m: Managed, reason: str) -> bool:
+        """Put `m` back and run its actions; False when refused or failed (the node degrades)."""
+        now = self._clock()
+        self._healed = {p: t for p, t in self._healed.items() if now - t < self.window}
+        if m.path in self._healed:
+            LOG.warning("%s drifted again within %.0fs of its last heal: not healing it", m.path, self.window)
+            return False
+        if len(self._healed) >= self.max_per_window:
+            LOG.warning("%d heals within %.0fs: not healing %s", len(self._healed), self.window, m.path)
+            return False
+        try:
+            actions = actions_for(m, self._policies())
+        except Exception as exc:  # the policies come from the API: any failure means no heal
+            LOG.warning("cannot read the node disruption policies to heal %s: %s", m.path, exc)
+            return False
+        if any(a.type in _NO_HEAL for a in actions):
+            shown = ", ".join(map(str, actions))
+            LOG.warning("not healing %s: its policy asks for %s", m.path, shown)
+            return False
+        try:
+            host = self._host()
+            self._rewrite(host, m)
+            self._run(host, actions)
+        except Exception as exc:  # a failed heal is reported as the drift it was
+            LOG.error("healing %s failed: %s", m.path, exc)
+            return False
+        self._healed[m.path] = now
+        self.heals += 1
+        LOG.warning("healed config drift of %s (%s); actions: %s", m.path, reason,
+                    ", ".join(map(str, actions)) or "none")  # fmt: skip
+        return True
+
+    @staticmethod
+    def _rewrite(host: Any, m: Managed) -> None:
+        root = host.root
+        if m.file is not None:
+            uid, gid = host.files.owner_of(m.file)
+            atomicfs.atomic_write(root.join(m.path), m.file.data, m.file.effective_mode, uid=uid, gid=gid)
+        elif m.unit is not None:
+            if m.unit.mask:
+                atomicfs.atomic_symlink(root.join(m.path), "/dev/null")
+                return
+            if m.unit.contents:
+                atomicfs.atomic_write(root.join(m.path), m.unit.contents.encode(), 0o644, uid=0, gid=0)
+            if m.unit.enabled is True:
+                host.systemd.enable([m.unit.name])
+            elif m.unit.enabled is False:
+                host.systemd.disable([m.unit.name])
+        elif m.dropin:
+            atomicfs.atomic_write(root.join(m.path), m.dropin.encode(), 0o644, uid=0, gid=0)
+        else:
+            atomicfs.remove(root.join(m.path))  # an empty dropin is one that must not exist
+
+    @staticmethod
+    def _run(host: Any, actions: tuple[policy.Action, ...]) -> None:
+        for a in actions:
+            if a.type == model.DAEMON_RELOAD:
+                host.systemd.daemon_reload()
+            elif a.type == model.RELOAD and a.service:
+                host.systemd.reload(a.service)
+            elif a.type == model.RESTART and a.service:
+                host.systemd.restart(a.service)
+            elif a.type == model.SPECIAL:
+                # Special is registries.conf: putting the declared file back is applied by a crio reload
+                host.systemd.reload("crio.service")
