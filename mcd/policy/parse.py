@@ -142,11 +142,9 @@ def _parse_document(
         return None, [_type_finding(path, obj, "object")]
     allowed = STATUS_ACTION_TYPES if status else SPEC_ACTION_TYPES
     limit = MAX_STATUS_ENTRIES if status else MAX_SPEC_ENTRIES
-    findings: list[Finding] = []
 
     files: list[FilePolicy] = []
-    items, found = _entries(obj, "files", path, limit)
-    findings += found
+    items, findings = _entries(obj, "files", path, limit)
     seen: set[str] = set()
     for i, item in enumerate(items):
         at: JsonPath = (*path, "files", i)

@@ -1,0 +1,296 @@
+"""plan(): every changed thing with its actions and rule, both modes, and the JSON form in full.
+
+Rule texts are what `mcd plan` shows an admin; they are written out here word for word.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from builders import ign_file, load, mc, mc_object
+
+from mcd import steps as st
+from mcd.config.machineconfig import MachineConfig
+from mcd.plan import Facts, PlannedChange, plan
+from mcd.policy import Action
+
+REBOOT, NONE = Action("Reboot"), Action("None")
+RELOAD_CRIO = Action("Reload", "crio.service")
+CLEANUP = ("rpm-ostree", "cleanup", "-p")
+FIPS = "detected change to FIPS flag; refusing to modify FIPS on a running cluster"
+
+
+def reboot_argv(name: str = "new") -> tuple[str, ...]:
+    return (
+        "systemd-run",
+        "--unit",
+        "machine-config-daemon-reboot",
+        "--description",
+        f"machine-config-daemon: Node will reboot into config {name}",
+        "-p",
+        "Requires=ostree-finalize-staged.service",
+        "-p",
+        "After=ostree-finalize-staged.service",
+        "/bin/sh",
+        "-c",
+        "systemctl reboot",
+    )
+
+
+def everything_changes() -> tuple[MachineConfig, MachineConfig]:
+    """OS image, three files (modified, added, removed), a unit and core's keys all change."""
+    old = mc(
+        "old",
+        osImageURL="quay.io/a",
+        files=[ign_file("/etc/containers/policy.json", "1"), ign_file("/etc/x", "1")],
+        units=[{"name": "a.service", "contents": "[Unit]\n"}],
+        ssh_keys=["k1"],
+    )
+    new = mc(
+        "new",
+        osImageURL="quay.io/b",
+        files=[ign_file("/etc/containers/policy.json", "2"), ign_file("/etc/kubernetes/kubelet-ca.crt", "2")],
+        units=[{"name": "a.service", "contents": "[Unit]\nX=1\n"}],
+        ssh_keys=["k2", "k3"],
+    )
+    return old, new
+
+
+def test_legacy_changes_carry_their_actions_and_rules() -> None:
+    p = plan(*everything_changes(), legacy=True)
+    assert p.changes == (
+        PlannedChange(
+            "osImageURL", "quay.io/b", "modified", ("reboot",), "osImageURL change requires a reboot"
+        ),
+        PlannedChange(
+            "file",
+            "/etc/containers/policy.json",
+            "modified",
+            ("reload crio",),
+            "legacy: /etc/containers/policy.json: reload crio",
+            ("contents",),
+        ),
+        PlannedChange(
+            "file",
+            "/etc/kubernetes/kubelet-ca.crt",
+            "added",
+            (),
+            "legacy: /etc/kubernetes/kubelet-ca.crt needs no action",
+        ),
+        PlannedChange("file", "/etc/x", "removed", ("reboot",), "legacy: no rule for /etc/x: reboot"),
+        PlannedChange(
+            "unit",
+            "a.service",
+            "modified",
+            ("reboot",),
+            "legacy mode: any unit change reboots",
+            ("contents",),
+        ),
+        PlannedChange(
+            "sshkey",
+            "core",
+            "modified",
+            (),
+            "legacy mode: SSH keys need no action",
+            ("sshAuthorizedKeys +2 -1",),
+        ),
+    )
+    assert (p.actions, p.action_rule) == (("reboot",), "osImageURL changed: reboot")
+    assert (p.drain, p.drain_rule) == (True, "a reboot or drain action drains the node")
+
+
+def test_policy_changes_carry_their_actions_and_rules() -> None:
+    p = plan(*everything_changes())
+    assert p.changes == (
+        PlannedChange(
+            "osImageURL", "quay.io/b", "modified", (REBOOT,), "osImageURL change requires a reboot"
+        ),
+        PlannedChange(
+            "file",
+            "/etc/containers/policy.json",
+            "modified",
+            (RELOAD_CRIO,),
+            "default policy /etc/containers/policy.json",
+            ("contents",),
+        ),
+        PlannedChange(
+            "file",
+            "/etc/kubernetes/kubelet-ca.crt",
+            "added",
+            (REBOOT,),
+            "no policy for /etc/kubernetes/kubelet-ca.crt: reboot",
+        ),
+        PlannedChange("file", "/etc/x", "removed", (REBOOT,), "no policy for /etc/x: reboot"),
+        PlannedChange(
+            "unit", "a.service", "modified", (REBOOT,), "no policy for unit a.service: reboot", ("contents",)
+        ),
+        PlannedChange(
+            "sshkey", "core", "modified", (NONE,), "sshkey policy (default)", ("sshAuthorizedKeys +2 -1",)
+        ),
+    )
+    assert (p.actions, p.action_rule) == ((REBOOT,), "osImageURL changed: reboot")
+
+
+def test_the_json_form_in_full() -> None:
+    old = mc("old", files=[ign_file("/etc/containers/policy.json", "1")], ssh_keys=["k1"])
+    new = mc("new", files=[ign_file("/etc/containers/policy.json", "2")], ssh_keys=["k1", "k2"])
+    p = plan(old, new, legacy=True)
+    assert p.to_json() == {
+        "old": "old",
+        "new": "new",
+        "reconcilable": True,
+        "errors": [],
+        "reason": "",
+        "diff": {
+            "osUpdate": False,
+            "kargs": False,
+            "fips": False,
+            "passwd": True,
+            "files": True,
+            "units": False,
+            "kernelType": False,
+            "extensions": False,
+        },
+        "mode": "legacy",
+        "actions": ["reload crio"],
+        "actionRule": "legacy post-config action table: reload crio",
+        "drain": False,
+        "drainRule": "no action needs a drain",
+        "changes": [
+            {
+                "kind": "file",
+                "name": "/etc/containers/policy.json",
+                "change": "modified",
+                "actions": ["reload crio"],
+                "rule": "legacy: /etc/containers/policy.json: reload crio",
+                "details": ["contents"],
+            },
+            {
+                "kind": "sshkey",
+                "name": "core",
+                "change": "modified",
+                "actions": [],
+                "rule": "legacy mode: SSH keys need no action",
+                "details": ["sshAuthorizedKeys +1 -0"],
+            },
+        ],
+        "commands": [["systemctl", "reload", "crio.service"]],
+        "warnings": [],
+        "osErrors": [],
+        "steps": [
+            {"kind": "write-files", "paths": ["/etc/containers/policy.json"]},
+            {"kind": "ssh-keys", "user": "core", "keys": 2},
+            {"kind": "reload", "unit": "crio.service"},
+        ],
+        "notes": [],
+    }
+
+
+def test_json_of_an_unreconcilable_plan_gives_the_first_error_as_reason() -> None:
+    old = mc("old", ignition={"ignition": {"version": "3.5.0"}, "passwd": {"groups": [{"name": "a"}]}})
+    p = plan(old, mc("new", fips=True))
+    groups = (
+        'new machineconfig "old" is not reconcilable against "new": invalid passwd change(s): '
+        "ignition Passwd Groups section contains changes"
+    )
+    fips = f'new machineconfig "old" is not reconcilable against "new": {FIPS}'
+    assert p.errors == (groups, fips)
+    out = p.to_json()
+    assert out["errors"] == [groups, fips]
+    assert out["reason"] == (
+        f"can't reconcile config old with new: configs old, new are not reconcilable: {groups}"
+    )
+    assert (out["actionRule"], out["drainRule"]) == (
+        "unreconcilable: nothing is applied",
+        "unreconcilable: no drain",
+    )
+    assert (out["mode"], out["actions"], out["steps"]) == ("nodeDisruptionPolicy", [], [])
+
+
+@pytest.mark.parametrize(
+    ("legacy", "actions", "rule"),
+    [
+        (True, ("reboot",), "units changed (legacy mode): reboot"),
+        (False, (REBOOT,), "reboot required by a.service"),
+    ],
+)
+def test_a_unit_change_alone(legacy: bool, actions: tuple[Any, ...], rule: str) -> None:
+    p = plan(
+        mc("old", units=[{"name": "a.service"}]),
+        mc("new", units=[{"name": "a.service", "enabled": True}]),
+        legacy=legacy,
+    )
+    assert (p.actions, p.action_rule) == (actions, rule)
+    assert p.changes[0].details == ("enabled None->True",)
+
+
+def test_reboot_rule_names_three_and_counts_the_rest() -> None:
+    paths = [f"/etc/f{i}" for i in range(5)]
+    p = plan(mc("old"), mc("new", files=[ign_file(f) for f in paths]))
+    assert p.action_rule == "reboot required by /etc/f0, /etc/f1, /etc/f2 and 2 more"
+    p = plan(mc("old"), mc("new", files=[ign_file(f) for f in paths[:3]]))
+    assert p.action_rule == "reboot required by /etc/f0, /etc/f1, /etc/f2"
+
+
+def test_legacy_restart_crio_runs_the_trust_update_first() -> None:
+    path = "/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt"
+    p = plan(mc("old", files=[ign_file(path, "1")]), mc("new", files=[ign_file(path, "2")]), legacy=True)
+    assert p.steps[-2:] == (st.UpdateCaTrust(), st.RestartService("crio.service"))
+    assert p.action_rule == "legacy post-config action table: restart crio"
+
+
+# ---------------------------------------------------------------- the OS step
+
+
+def ocl(name: str, image: str, **spec: Any) -> MachineConfig:
+    obj = mc_object(name, osImageURL="quay.io/base", **spec)
+    obj["metadata"]["annotations"] = {"machineconfiguration.openshift.io/ocl-osimageurl": image}
+    return load(obj)
+
+
+def test_layered_image_brings_its_own_extensions_and_kernel() -> None:
+    p = plan(
+        ocl("old", "quay.io/ocl@sha256:1", kernelType="realtime"),
+        ocl("new", "quay.io/ocl@sha256:2", extensions=["usbguard"], kernelArguments=["a"]),
+    )
+    assert p.commands == (
+        CLEANUP,
+        ("rpm-ostree", "rebase", "--experimental", "ostree-unverified-registry:quay.io/ocl@sha256:2"),
+        ("rpm-ostree", "kargs", "--append=a"),
+        reboot_argv(),
+    )
+    assert p.extension_packages == ()
+    assert p.action_rule == "osImageURL, kernelArguments, kernelType, extensions changed: reboot"
+    assert [c.kind for c in p.changes] == ["osImageURL", "kernelArguments", "kernelType", "extensions"]
+
+
+def test_forcefile_with_a_real_os_update() -> None:
+    p = plan(mc("old", osImageURL="quay.io/a"), mc("new", osImageURL="quay.io/b"), Facts(forcefile=True))
+    assert p.action_rule == "forcefile /run/machine-config-daemon-force present: reboot"
+    # the image does change: no "re-applied" note on the change
+    assert p.changes == (
+        PlannedChange(
+            "osImageURL", "quay.io/b", "modified", (REBOOT,), "osImageURL change requires a reboot"
+        ),
+    )
+    assert p.steps[:2] == (st.ConsumeForcefile(), st.Drain())
+    assert p.commands == (
+        CLEANUP,
+        ("rpm-ostree", "rebase", "--experimental", "ostree-unverified-registry:quay.io/b"),
+        reboot_argv(),
+    )
+
+
+def test_forcefile_alone_says_the_os_is_reapplied() -> None:
+    p = plan(mc("old", osImageURL="quay.io/a"), mc("new", osImageURL="quay.io/a"), Facts(forcefile=True))
+    assert p.changes == (
+        PlannedChange(
+            "osImageURL",
+            "quay.io/a",
+            "modified",
+            (REBOOT,),
+            "osImageURL change requires a reboot",
+            ("forcefile present: OS re-applied",),
+        ),
+    )
