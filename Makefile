@@ -6,14 +6,19 @@ BIN := .venv/bin
 setup:
 	@bash scripts/setup.sh
 
-# Runs all three checks even when an earlier one fails, then fails if any did.
+# Runs every check even when an earlier one fails, then fails if any did. The import contract
+# is in pyproject.toml ([tool.importlinter]); vulture's short list of names used where it cannot
+# look is scripts/vulture_whitelist.py.
 test: setup
 	@failed=""; \
 	echo "== ruff check ."; $(BIN)/ruff check . || failed="$$failed ruff"; \
 	echo "== mypy"; $(BIN)/mypy || failed="$$failed mypy"; \
+	echo "== lint-imports"; out=$$($(BIN)/lint-imports --no-logo --no-cache 2>&1) && echo "$$out" | grep KEPT \
+		|| { echo "$$out"; failed="$$failed lint-imports"; }; \
+	echo "== vulture (dead code)"; $(BIN)/vulture mcd scripts/vulture_whitelist.py || failed="$$failed vulture"; \
 	echo "== pytest -q"; $(BIN)/python -m pytest -q || failed="$$failed pytest"; \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
-	echo "make test: ruff, mypy and pytest passed"
+	echo "make test: ruff, mypy, lint-imports, vulture and pytest passed"
 
 lint: setup
 	$(BIN)/ruff check .
@@ -38,7 +43,7 @@ bench: setup
 
 # Caches and build leftovers; keeps .venv (rm -rf .venv to rebuild it from scratch).
 clean:
-	rm -rf .pytest_cache .mypy_cache .ruff_cache .hypothesis build dist *.egg-info .demo mutants
+	rm -rf .pytest_cache .mypy_cache .ruff_cache .hypothesis .import_linter_cache build dist *.egg-info .demo mutants
 	find . -path ./.venv -prune -o -name __pycache__ -type d -exec rm -rf {} +
 
 # Mutation run over the pure core (scripts/mutate.py, mutmut): a score per concern, the survivors

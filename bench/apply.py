@@ -18,7 +18,7 @@ writeback is not charged to them. Figures (medians):
                       overhead over its write strategy
   verify_all_ms       ondisk.check_config(root, new) over everything, no enablement (warm cache)
   verify_all_enablement_ms  the same with the systemd manager's is_enabled (one batched call)
-  verify_one_us       ondisk.check_file(root, f) for one file, median of single calls
+  verify_one_us       ondisk.first_error(root, <config of one file>), median of single calls
 With --profile (or by default when a ratio target is missed) one extra run of each apply is
 profiled with cProfile and the top functions are added under "profile".
 """
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import dataclasses
 import json
 import os
 import pstats
@@ -294,12 +295,12 @@ def main() -> int:
             for _ in range(args.verify_runs)
         ]
         _, en_calls = verify_runner.take()
-        one = new_ign.files[0]
-        ondisk.check_file(last.root, one)
+        one = dataclasses.replace(new_ign, files=new_ign.files[:1], units=())
+        ondisk.first_error(last.root, one)
         one_ns = []
         for _ in range(args.one_calls):
             t0 = time.perf_counter_ns()
-            ondisk.check_file(last.root, one)
+            ondisk.first_error(last.root, one)
             one_ns.append(time.perf_counter_ns() - t0)
         shutil.rmtree(last.root.prefix)
 

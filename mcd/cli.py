@@ -96,9 +96,9 @@ def _path(f: Any) -> str:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from mcd import policy
-    from mcd.config.findings import Finding, InputError
-    from mcd.config.load import load_machineconfig, load_objects
+    from mcd.config.load import load_machineconfig
     from mcd.config.machineconfig import empty_machineconfig
+    from mcd.config.machineconfiguration import load_machineconfiguration
     from mcd.plan import Facts, plan
 
     if args.root_mount is not None:
@@ -108,23 +108,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
     old = empty_machineconfig() if args.old == "-" else load_machineconfig(_read(args.old), args.old)
     new = load_machineconfig(_read(args.new), args.new)
     policies = policy.DEFAULT_POLICIES
-    overrides: list[str] = []
+    overrides: tuple[str, ...] = ()
     if args.policy:
-        objs = [
-            (p, o)
-            for p, o in load_objects(_read(args.policy), args.policy)
-            if o.get("kind") == "MachineConfiguration"
-        ]
-        if len(objs) != 1:
-            raise InputError(
-                args.policy, [Finding((), f"expected one MachineConfiguration, found {len(objs)}")]
-            )
-        path, obj = objs[0]
-        try:
-            policies = policy.policies_from_machineconfiguration(obj)
-        except policy.PolicyError as exc:
-            raise InputError(args.policy, [f.located(path) for f in exc.findings]) from None
-        overrides = _storage_overrides(obj)
+        machineconfiguration = load_machineconfiguration(_read(args.policy), args.policy)
+        policies = policy.policies_of(machineconfiguration)
+        overrides = machineconfiguration.storage_overrides
     facts = Facts(
         forcefile=args.forcefile,
         node_fips=None if args.node_fips is None else args.node_fips == "1",
@@ -162,13 +150,6 @@ def _plan_on_root(args: argparse.Namespace) -> int:
 def _flag_given(args: argparse.Namespace, flag: str) -> bool:
     value = getattr(args, flag.lstrip("-").replace("-", "_"))
     return value not in (None, False)
-
-
-def _storage_overrides(obj: Any) -> list[str]:
-    spec = obj.get("spec") or {}
-    ivo = spec.get("irreconcilableValidationOverrides") if isinstance(spec, dict) else None
-    storage = ivo.get("storage") if isinstance(ivo, dict) else None
-    return [s for s in storage if isinstance(s, str)] if isinstance(storage, list) else []
 
 
 def _host(root_mount: str) -> Any:
@@ -211,13 +192,13 @@ def cmd_firstboot(args: argparse.Namespace) -> int:
     if args.persist_nics:
         sys.stderr.write("mcd firstboot-complete-machineconfig: --persist-nics is not supported; ignored\n")
         return EXIT_OK
-    result = firstboot(
+    outcome = firstboot(
         _host(args.root_mount),
         args.machineconfig_file,
         default_path=args.machineconfig_file == ENCAPSULATED_CONFIG,
         skip_reboot=args.skip_reboot,
     )
-    summary = describe(result.outcome) if result.outcome else {"applied": False}
+    summary = describe(outcome) if outcome is not None else {"applied": False}
     _dump(summary, args.output, sys.stdout)
     return EXIT_OK
 
@@ -257,6 +238,7 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from mcd import __version__
+    from mcd.nodefacts import TOPOLOGIES
 
     parser = _Parser(
         prog="mcd",
@@ -307,7 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--topology",
         default="HighlyAvailable",
-        choices=("SingleReplica", "HighlyAvailable", "HighlyAvailableArbiter", "DualReplica"),
+        choices=TOPOLOGIES,
         help="control plane topology (SingleReplica skips the drain)",
     )
     p.add_argument("--arch", default="x86_64", help="node architecture (64k-pages kernels need aarch64)")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from mcd.config.ignition import EMPTY_IGNITION, File, IgnitionConfig, Unit, User
 from mcd.config.machineconfig import MachineConfig
-from mcd.osupdate import canonical_kernel_type
+from mcd.config.ostables import canonical_kernel_type
 
 ADDED, REMOVED, MODIFIED = "added", "removed", "modified"
 # what an added user is compared with: no keys, no password hash, no other field

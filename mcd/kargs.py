@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from mcd.config.ostables import go_list
+
 # The kernel's isspace() in the "C" locale; next_arg() in lib/cmdline.c splits on these.
 _KERNEL_SPACE = frozenset(" \f\n\r\t\v")
 # What Go's strings.TrimSpace removes (unicode.IsSpace). Not Python's str.strip(), which also
@@ -81,11 +83,6 @@ def running_kargs(cmdline: str, requested: Sequence[str]) -> list[str]:
     """
     wanted = set(requested)
     return [arg for arg in split_kernel_arguments(_go_trim(cmdline)) if arg in wanted]
-
-
-def go_list(items: Sequence[str]) -> str:
-    """A string slice as Go's %v prints it: `[a b c]`."""
-    return "[" + " ".join(items) + "]"
 
 
 def missing_kargs_error(kargs_output: str, expected: Sequence[str]) -> str | None:

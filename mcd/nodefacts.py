@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# the control plane topologies a node can report (SingleReplica skips the drain)
+TOPOLOGIES = ("SingleReplica", "HighlyAvailable", "HighlyAvailableArbiter", "DualReplica")
+
 
 @dataclass(frozen=True)
 class Facts:
@@ -47,6 +50,11 @@ class Facts:
     password_matches: frozenset[str] | None = None
     # the reason of a reboot an earlier update recorded and the node has not done yet
     owed_reboot: str | None = None
+    # the legacy tuning file /etc/pivot/kernel-args (None: absent or unknown), the running
+    # kernel command line, and whether the OS is RHEL-based (only allowlisted arguments count)
+    tuning_file: str | None = None
+    cmdline: str = ""
+    el: bool = False
 
 
 # a node about which nothing is known (`mcd plan OLD NEW`)

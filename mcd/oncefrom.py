@@ -82,14 +82,11 @@ def plan_once_from(host: Host, src: str) -> Plan:
     return plan_on_host(host, current_config(host.root), new, legacy=True)
 
 
-@dataclass(frozen=True)
-class FirstbootResult:
-    applied: bool
-    outcome: Outcome | None
+def firstboot(host: Host, mc_file: str, *, default_path: bool, skip_reboot: bool) -> Outcome | None:
+    """Upstream `firstboot-complete-machineconfig`: apply the encapsulated config before kubelet starts.
 
-
-def firstboot(host: Host, mc_file: str, *, default_path: bool, skip_reboot: bool) -> FirstbootResult:
-    """Upstream `firstboot-complete-machineconfig`: apply the encapsulated config before kubelet starts."""
+    None when the node already was in the config (the file is only removed).
+    """
     path = host.root.join(mc_file)
     data = fsops.read_bytes_nofollow(path)
     if data is None:
@@ -100,7 +97,7 @@ def firstboot(host: Host, mc_file: str, *, default_path: bool, skip_reboot: bool
     if diff(old, new).is_empty:
         fsops.remove(path)
         LOG.info("node already in config %s: nothing to do", new.name)
-        return FirstbootResult(False, None)
+        return None
     outcome = update(host, old, new, legacy=True, skip_reboot=True)
     # before the config file goes: a run killed in between finds the file and does it again
     _remove_revert_service(host)
@@ -110,7 +107,7 @@ def firstboot(host: Host, mc_file: str, *, default_path: bool, skip_reboot: bool
         fsops.remove(path)
     if not skip_reboot and request_reboot(host, f"Completing firstboot provisioning to {new.name}"):
         outcome = replace(outcome, rebooted=True)
-    return FirstbootResult(True, outcome)
+    return outcome
 
 
 REVERT_SERVICE = "machine-config-daemon-revert.service"

@@ -1,75 +1,32 @@
 """rpm-ostree command lines for OS changes: kernel type, extensions, rebase, cleanup. Pure: no I/O.
 
 These only build argument vectors; the executor runs them. Behaviour follows upstream MCD
-(pkg/daemon/update.go applyOSChanges/switchKernel/generateExtensionsArgs,
-pkg/controller/common/helpers.go SupportedExtensions; spec §5.1, §5.2, §5.6).
+(pkg/daemon/update.go applyOSChanges/switchKernel/generateExtensionsArgs; spec §5.1, §5.2,
+§5.6). The extension and kernel package tables they use live in `mcd.config.ostables`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from types import MappingProxyType
+from collections.abc import Sequence
 
-from mcd.kargs import go_list
-
-KERNEL_TYPE_DEFAULT = "default"
-KERNEL_TYPE_REALTIME = "realtime"
-KERNEL_TYPE_64K_PAGES = "64k-pages"
-
-# The base kernel packages a kernel-type switch removes, and what it installs instead. The
-# realtime list leaves out the kernel-rt meta-package on purpose: it drags in unwanted deps.
-DEFAULT_KERNEL_PACKAGES = (
-    "kernel",
-    "kernel-core",
-    "kernel-modules",
-    "kernel-modules-core",
-    "kernel-modules-extra",
+from mcd.config.ostables import (
+    DEFAULT_KERNEL_PACKAGES,
+    KERNEL_64K_PACKAGES,
+    KERNEL_TYPE_64K_PAGES,
+    KERNEL_TYPE_REALTIME,
+    REALTIME_KERNEL_PACKAGES,
+    SUPPORTED_EXTENSIONS,
+    canonical_kernel_type,
+    extension_packages,
+    go_list,
 )
-REALTIME_KERNEL_PACKAGES = ("kernel-rt-core", "kernel-rt-modules", "kernel-rt-modules-extra")
-KERNEL_64K_PACKAGES = (
-    "kernel-64k-core",
-    "kernel-64k-modules",
-    "kernel-64k-modules-core",
-    "kernel-64k-modules-extra",
-)
+
 _SWAP_PACKAGES = {KERNEL_TYPE_REALTIME: REALTIME_KERNEL_PACKAGES, KERNEL_TYPE_64K_PAGES: KERNEL_64K_PACKAGES}
 _ARM64 = frozenset({"aarch64", "arm64"})
-
-SUPPORTED_EXTENSIONS: Mapping[str, tuple[str, ...]] = MappingProxyType(
-    {
-        "two-node-ha": ("pacemaker", "pcs", "fence-agents-all"),
-        "ipsec": ("NetworkManager-libreswan", "libreswan", "openvswitch3.5-ipsec"),
-        "usbguard": ("usbguard",),
-        "kerberos": ("krb5-workstation", "libkadm5"),
-        "kernel-devel": ("kernel-devel", "kernel-headers"),
-        "sandboxed-containers": ("kata-containers",),
-        "sysstat": ("sysstat",),
-    }
-)
-
-
-class ExtensionError(ValueError):
-    """A MachineConfig names extensions that are not supported."""
 
 
 class KernelTypeError(ValueError):
     """A kernel type that cannot be applied on this node."""
-
-
-def canonical_kernel_type(t: str | None) -> str:
-    """`realtime` and `64k-pages` as given (case-sensitive); anything else is `default`."""
-    return t if t in (KERNEL_TYPE_REALTIME, KERNEL_TYPE_64K_PAGES) else KERNEL_TYPE_DEFAULT
-
-
-def extension_packages(extensions: Sequence[str]) -> list[str]:
-    """The packages the extensions need, sorted and without duplicates.
-
-    Raises ExtensionError with upstream's message, listing every unknown extension in order.
-    """
-    invalid = [e for e in extensions if e not in SUPPORTED_EXTENSIONS]
-    if invalid:
-        raise ExtensionError(f"invalid extensions found: {go_list(invalid)}")
-    return sorted({p for e in extensions for p in SUPPORTED_EXTENSIONS[e]})
 
 
 def extensions_command(installed_requested: Sequence[str], extensions: Sequence[str]) -> list[str] | None:
@@ -172,21 +129,6 @@ def rebase_command(os_image_url: str) -> list[str]:
     return ["rpm-ostree", "rebase", "--experimental", f"ostree-unverified-registry:{os_image_url}"]
 
 
-def local_rebase_command(repo_digest: str) -> list[str]:
-    """Rebase onto an OS image already in local podman storage, by repo digest."""
-    return [
-        "rpm-ostree",
-        "rebase",
-        "--experimental",
-        f"ostree-unverified-image:containers-storage:{repo_digest}",
-    ]
-
-
 def cleanup_pending_command() -> list[str]:
     """Discard a staged (pending) deployment."""
     return ["rpm-ostree", "cleanup", "-p"]
-
-
-def cleanup_rollback_command() -> list[str]:
-    """Remove the rollback deployment."""
-    return ["rpm-ostree", "cleanup", "-r"]

@@ -18,11 +18,12 @@ from typing import Any
 from mcd import kargs as kargs_mod
 from mcd import osupdate, policy
 from mcd import steps as st
+from mcd.config import ostables
 from mcd.config.ignition import EMPTY_IGNITION, IgnitionConfig
 from mcd.config.machineconfig import MachineConfig
+from mcd.config.ostables import canonical_kernel_type
 from mcd.diff import ConfigDiff, diff
 from mcd.nodefacts import NO_FACTS, Facts
-from mcd.osupdate import canonical_kernel_type
 from mcd.reconcile import reconcile, unreconcilable_reason
 from mcd.registries import REGISTRIES_CONF, is_safe_registries_change
 from mcd.steps import Step, reboot_command
@@ -31,7 +32,6 @@ from mcd.updatesteps import disk_steps
 __all__ = ["Facts", "Plan", "PlannedChange", "plan", "reboot_command"]
 
 SINGLE_REPLICA = "SingleReplica"
-TOPOLOGIES = ("SingleReplica", "HighlyAvailable", "HighlyAvailableArbiter", "DualReplica")
 
 
 @dataclass(frozen=True)
@@ -173,6 +173,7 @@ def plan(
             steps.append(st.Drain())
         steps += disk_steps(old_ign, new_ign, d, facts, notes)
         steps += os_step.steps
+        steps += _tuning_steps(facts)
         steps += _action_steps(actions, new.name, facts.coreos)
         if facts.owed_reboot is not None and not any(isinstance(s, st.Reboot) for s in steps):
             # this change needs none, but an earlier one still does: ask again
@@ -336,7 +337,7 @@ def _os_step(old: MachineConfig, new: MachineConfig, d: ConfigDiff, facts: Facts
     """
     new_type = canonical_kernel_type(new.kernel_type)
     if not facts.coreos or not (
-        d.os_update or d.extensions or d.kernel_type or d.kargs or new_type != osupdate.KERNEL_TYPE_DEFAULT
+        d.os_update or d.extensions or d.kernel_type or d.kargs or new_type != ostables.KERNEL_TYPE_DEFAULT
     ):
         return _OsStep()
     target = new.ocl_image or new.os_image_url
@@ -370,14 +371,14 @@ def _os_step(old: MachineConfig, new: MachineConfig, d: ConfigDiff, facts: Facts
     expected: tuple[str, ...] = ()
     if (d.extensions or old.os_image_url != new.os_image_url) and (old.extensions or new.extensions):
         try:
-            expected = tuple(osupdate.extension_packages(list(new.extensions)))
-        except osupdate.ExtensionError as exc:
+            expected = tuple(ostables.extension_packages(list(new.extensions)))
+        except ostables.ExtensionError as exc:
             errors.append(str(exc))
         else:
             installed = facts.requested_packages
             if installed is None:
-                known = [e for e in old.extensions if e in osupdate.SUPPORTED_EXTENSIONS]
-                installed = tuple(osupdate.extension_packages(known))
+                known = [e for e in old.extensions if e in ostables.SUPPORTED_EXTENSIONS]
+                installed = tuple(ostables.extension_packages(known))
             cmd = osupdate.extensions_command(list(installed), list(new.extensions))
             if cmd:
                 out.append(st.OsCommand(st.OS_EXTENSIONS, tuple(cmd)))
@@ -386,6 +387,14 @@ def _os_step(old: MachineConfig, new: MachineConfig, d: ConfigDiff, facts: Facts
     if expected:
         out.append(st.VerifyExtensions(expected))
     return _OsStep(tuple(out), expected)
+
+
+def _tuning_steps(facts: Facts) -> list[Step]:
+    """The legacy tuning file's kernel arguments: upstream applies them on every CoreOS update."""
+    if not facts.coreos or facts.tuning_file is None:
+        return []
+    argvs = kargs_mod.tuning_commands(facts.tuning_file, facts.cmdline, facts.el)
+    return [st.OsCommand(st.OS_TUNING, tuple(argv)) for argv in argvs]
 
 
 CRIO = "crio.service"

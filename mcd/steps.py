@@ -152,6 +152,7 @@ OS_OVERRIDE_RESET = "override-reset"
 OS_KARGS = "kargs"
 OS_KERNEL_SWITCH = "kernel-switch"
 OS_EXTENSIONS = "extensions"
+OS_TUNING = "tuning"  # a kernel argument the legacy /etc/pivot/kernel-args file asks for
 
 
 @dataclass(frozen=True)

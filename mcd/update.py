@@ -12,36 +12,31 @@ last — a restarted process finds it and re-runs the same transaction, which co
 from __future__ import annotations
 
 import logging
-import os
 import posixpath
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mcd import failpoints, policy
 from mcd import steps as st
-from mcd.config.ignition import EMPTY_IGNITION, IgnitionConfig, Unit
+from mcd.config.ignition import EMPTY_IGNITION, IgnitionConfig
 from mcd.config.machineconfig import MachineConfig, empty_machineconfig, machineconfig_from_object
 from mcd.host import fsops, ondisk, state
 from mcd.host.errors import HostError
 from mcd.host.facts import probe
 from mcd.host.files import noorig_path, orig_path
 from mcd.host.root import PathEscapeError
-from mcd.host.systemd import SystemdError
 from mcd.host.wiring import Host
 from mcd.nodefacts import Facts
 from mcd.paths import KUBELET_CA, UNIT_DIR, dropin_path, unit_path
+from mcd.perform import Drainer, Ran, StepRunner, unchanged_paths
 from mcd.plan import Plan, plan
-from mcd.steps import Step
 
 __all__ = ["Host", "Outcome", "Ran", "Unreconcilable", "UpdateError", "recover", "request_reboot", "update"]
 
 LOG = logging.getLogger(__name__)
 
 SSH_DIR = "/home/core/.ssh/authorized_keys.d"
-UNIT_FILE_MODE = 0o644
-# a drain callback: only a cluster agent has one (once-from reports the drain skipped)
-Drainer = Callable[[], None]
 
 
 class UpdateError(RuntimeError):
@@ -54,20 +49,6 @@ class Unreconcilable(UpdateError):
     def __init__(self, plan_: Plan) -> None:
         self.plan = plan_
         super().__init__(plan_.reason)
-
-
-@dataclass(frozen=True)
-class Ran:
-    """A step the update carried out, or `skipped` saying why it could not here."""
-
-    step: Step
-    skipped: str = ""
-
-    def to_json(self) -> dict[str, object]:
-        out = st.step_json(self.step)
-        if self.skipped:
-            out["skipped"] = self.skipped
-        return out
 
 
 @dataclass(frozen=True)
@@ -190,7 +171,7 @@ def _apply(
     failpoints.hit("transaction recorded")
     for note in p.notes:
         LOG.info("%s", note)
-    run = _Run(host, old_ign, new_ign, drain)
+    run = StepRunner(host, old_ign, new_ign, drain)
     reboot = next((s for s in p.steps if isinstance(s, st.Reboot)), None)
     try:
         # directory entries are made durable once per directory, before the commit
@@ -244,7 +225,7 @@ def _check(host: Host, old_ign: IgnitionConfig, new_ign: IgnitionConfig, p: Plan
             new_ign.files,
             units,
             skip=(KUBELET_CA,) if facts.skip_certificate_write else (),
-            unchanged=_unchanged_paths(old_ign, new_ign),
+            unchanged=unchanged_paths(old_ign, new_ign),
         )
         # pruning touches the old config's units that go away
         host.files.check((), [u for u in old_ign.units if u.name in changed_units])
@@ -280,188 +261,6 @@ def _sweep_temp_files(host: Host, old_ign: IgnitionConfig, new_ign: IgnitionConf
             continue
         for leftover in fsops.sweep_temp_files(host_dir):
             LOG.warning("removed %s, left by an interrupted write", leftover)
-
-
-class _Run:
-    """Carries out one plan's steps in order, registering each phase's undo before its first step."""
-
-    def __init__(self, host: Host, old_ign: IgnitionConfig, new_ign: IgnitionConfig, drain: Drainer | None):
-        self.host, self.old_ign, self.new_ign, self.drain = host, old_ign, new_ign, drain
-        self.undo: list[tuple[str, Callable[[], None]]] = []
-        self.ran: list[Ran] = []
-        self._files = {f.path: f for f in new_ign.files}
-        self._unit_files: dict[str, bytes] = {}
-        for u in new_ign.units:
-            if u.contents:
-                self._unit_files[unit_path(u.name)] = u.contents.encode()
-            for d in u.dropins:
-                if d.contents:
-                    self._unit_files[dropin_path(u.name, d.name)] = d.contents.encode()
-
-    def _phase(self, what: str, undo: Callable[[], None]) -> None:
-        if all(name != what for name, _ in self.undo):
-            self.undo.append((what, undo))
-
-    def step(self, step: Step) -> None:
-        """Run one step that changes the node before the commit."""
-        host = self.host
-        skipped = ""
-        match step:
-            case st.ConsumeForcefile():
-                # upstream deletes the forcefile when it computes the actions: it forces one update only
-                state.remove_forcefile(host.root)
-            case st.Drain():
-                if self.drain is None:
-                    skipped = "no cluster to drain from"
-                else:
-                    self.drain()
-            case (
-                st.WriteFiles()
-                | st.RemoveFile()
-                | st.RestoreOriginal()
-                | st.WriteUnitFiles()
-                | st.Mask()
-                | st.Unmask()
-                | st.Enable()
-                | st.Disable()
-                | st.Preset()
-                | st.Chmod()
-            ):
-                # files, units and stale data are undone together by applying the old config back
-                self._phase("files and units", lambda: _undo_files_units(host, self.new_ign, self.old_ign))
-                self._disk(step)
-            case st.WriteSshKeys() | st.SetPassword() | st.ClearPassword():
-                self._phase("ssh keys", lambda: _apply_passwd(host, self.new_ign, self.old_ign))
-                self._passwd(step)
-            case st.OsCommand() | st.Rebase() | st.VerifyExtensions():
-                rpm = host.rpmostree
-                if rpm is None:
-                    skipped = "not an rpm-ostree system"
-                else:
-                    self._phase("os", rpm.cleanup_pending)
-                    match step:
-                        case st.Rebase(image=image):
-                            rpm.rebase(image)
-                        case st.OsCommand(argv=argv):
-                            rpm.run_planned(argv)
-                        case st.VerifyExtensions(packages=packages):
-                            rpm.verify_extensions(packages)
-            case _:
-                raise AssertionError(f"not a step run before the commit: {step}")
-        self.ran.append(Ran(step, skipped))
-        failpoints.hit(f"step {step.kind} done")
-
-    def _disk(self, step: Step) -> None:
-        host = self.host
-        match step:
-            case st.WriteFiles(paths=paths):
-                # update() ran the host checks on exactly these files before recording the update
-                host.files.write_files([self._files[p] for p in paths], checked=True)
-            case st.RemoveFile(path=path):
-                host.files.remove_path(path)
-            case st.RestoreOriginal(path=path):
-                host.files.restore(path)
-            case st.WriteUnitFiles(paths=paths):
-                host.files.write_unit_files([(p, self._unit_files[p], UNIT_FILE_MODE) for p in paths])
-            case st.Mask(unit=unit):
-                host.files.mask_unit_path(unit_path(unit))
-            case st.Unmask(unit=unit):
-                host.files.unmask_unit_path(unit_path(unit))
-            case st.Enable(units=units):
-                _systemd(lambda: host.systemd.enable(units), "error enabling units")
-            case st.Disable(units=units, reason=reason):
-                what = (
-                    f"disabling {' '.join(units)} failed" if reason == "rewrite" else "error disabling unit"
-                )
-                _systemd(lambda: host.systemd.disable(units), what)
-            case st.Preset(unit=unit):
-                try:
-                    host.systemd.preset(unit)
-                except SystemdError as e:  # e.g. a dropin for a unit that does not exist
-                    LOG.info("Could not reset unit preset for %s, skipping. (Error msg: %s)", unit, e.output)
-            case st.Chmod(path=path, mode=mode):
-                os.chmod(host.root.join(path), mode)
-
-    def _passwd(self, step: Step) -> None:
-        users = {u.name: u for u in self.new_ign.users}
-        match step:
-            case st.WriteSshKeys():
-                self.host.ssh.apply(self.new_ign.users)
-            case st.SetPassword(user=user):
-                self.host.ssh.set_password(user, users[user].password_hash)
-            case st.ClearPassword(user=user):
-                self.host.ssh.clear_password(user)
-
-    def action(self, step: Step) -> None:
-        """Run a post-config action other than a reboot; a failure raises (the update rolls back).
-
-        Under a root that is not a running system nothing runs: the services pick the change up
-        when that root boots, and the actions are reported as skipped.
-        """
-        host = self.host
-        if not host.live:
-            self.ran.append(Ran(step, "not the live root"))
-            return
-        match step:
-            case st.ReloadService(unit=unit):
-                host.systemd.reload(unit)
-            case st.RestartService(unit=unit):
-                _restart(host, unit)
-            case st.DaemonReload():
-                host.systemd.daemon_reload()
-            case st.UpdateCaTrust():
-                host.runner.run(["update-ca-trust"], check=False)
-        self.ran.append(Ran(step))
-        failpoints.hit("post-config action done")
-
-
-def _systemd(call: Callable[[], None], what: str) -> None:
-    try:
-        call()
-    except SystemdError as e:
-        raise SystemdError(f"{what}: {e.output}", dbus_name=e.dbus_name) from e
-
-
-def _apply_files_units(
-    host: Host,
-    old_ign: IgnitionConfig,
-    new_ign: IgnitionConfig,
-    units: Sequence[Unit],
-    skip: Sequence[str] = (),
-    *,
-    unchanged: Collection[str] | None = None,
-    checked: bool = False,
-) -> None:
-    if unchanged is None:
-        unchanged = _unchanged_paths(old_ign, new_ign)
-    with host.files.replacing(old_ign):
-        host.files.write_files(new_ign.files, skip=skip, unchanged=unchanged, checked=checked)
-        host.units.write_units(units)
-    host.units.remove_units(old_ign.units, new_ign.units)
-    host.files.delete_stale(old_ign, new_ign)
-
-
-def _unchanged_paths(old_ign: IgnitionConfig, new_ign: IgnitionConfig) -> set[str]:
-    """Files declared in `new` exactly as in `old` (the config already applied)."""
-    before = {f.path: f for f in old_ign.files}
-    return {f.path for f in new_ign.files if before.get(f.path) == f}
-
-
-def _undo_files_units(host: Host, new_ign: IgnitionConfig, old_ign: IgnitionConfig) -> None:
-    """Apply the old config back over a partly applied new one.
-
-    Paths the failed update never reached have no backup or stamp and are left alone.
-    """
-    host.files.delete_unrecorded = False
-    try:
-        _apply_files_units(host, new_ign, old_ign, old_ign.units)
-    finally:
-        host.files.delete_unrecorded = True
-
-
-def _apply_passwd(host: Host, old_ign: IgnitionConfig, new_ign: IgnitionConfig) -> None:
-    host.ssh.apply(new_ign.users)
-    host.ssh.set_password_hashes(old_ign.users, new_ign.users)
 
 
 def _roll_back(
@@ -510,20 +309,6 @@ def request_reboot(host: Host, reason: str) -> bool:
         return False
     host.rebooter.reboot(reason)
     return True
-
-
-CA_TRUST_SERVICE = "coreos-update-ca-trust.service"
-
-
-def _restart(host: Host, service: str) -> None:
-    try:
-        host.systemd.restart(service)
-    except Exception:
-        if service != CA_TRUST_SERVICE:
-            raise
-        # the unit may be missing on older images: run what it runs (upstream's fallback)
-        LOG.warning("restarting %s failed; running update-ca-trust directly", service)
-        host.runner.run(["update-ca-trust"])
 
 
 def recover(host: Host, *, skip_reboot: bool = True) -> Outcome | None:

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcd import osupdate
+from mcd.config import ostables
 from mcd.config.findings import Finding, InputError, JsonPath
 from mcd.config.ignition import EMPTY_IGNITION, IgnitionConfig, IgnitionResult, parse_ignition
 
@@ -122,7 +122,7 @@ def machineconfig_from_object(obj: Mapping[str, Any], source: str, path: JsonPat
                 "warning",
             )
         )
-    known = osupdate.SUPPORTED_EXTENSIONS
+    known = ostables.SUPPORTED_EXTENSIONS
     notes += [
         Finding(
             (*path, "spec", "extensions", i),

@@ -60,12 +60,6 @@ def validate_ignition_schema(doc: object, version: str) -> list[Finding]:
     return _sorted(out)
 
 
-def validate_ignition_schema_plain(doc: object, version: str) -> list[Finding]:
-    """The same findings as `validate_ignition_schema`, without memoisation (the reference for tests)."""
-    spec = _spec(version)
-    return _sorted(_findings(spec, spec.root, doc, ()))
-
-
 # --- validators -------------------------------------------------------------------------------------
 
 

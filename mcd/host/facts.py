@@ -23,9 +23,15 @@ from mcd.host.rpmostree import RpmOstreeError, booted_image
 from mcd.host.ssh import CORE_USER, NO_PASSWORD, SHADOW
 from mcd.host.systemd import enabled_among
 from mcd.host.wiring import Host
+from mcd.kargs import TUNING_FILE
 from mcd.nodefacts import Facts
 from mcd.osupdate import node_arch
 from mcd.paths import KUBECONFIG, LEAKED_SYMLINKS, dropin_path, unit_path
+
+CMDLINE = "/proc/cmdline"
+OS_RELEASE = "/etc/os-release"
+# the RHEL-based CoreOS variants: only allowlisted tuning arguments apply there (upstream)
+EL_IDS = frozenset({"rhcos", "scos"})
 
 
 class ProbeError(HostError):
@@ -55,6 +61,9 @@ def probe(
     contentless = [u.name for u in written if u.enabled is not None and not u.contents]
     has_core, has_shadow, password_matches = _accounts(host, old, new)
     booted, packages, removals = _deployment(host)
+    tuning_file = cmdline = None
+    if host.coreos:
+        tuning_file, cmdline = _text(host, TUNING_FILE), _text(host, CMDLINE)
     return Facts(
         forcefile=forcefile,
         node_fips=node_fips(host.root),
@@ -75,6 +84,9 @@ def probe(
         requested_packages=packages,
         requested_base_removals=removals,
         owed_reboot=owed.reason if (owed := state.pending_reboot(host.root)) is not None else None,
+        tuning_file=tuning_file,
+        cmdline=cmdline or "",
+        el=host.coreos and _os_id(host) in EL_IDS,
     )
 
 
@@ -84,6 +96,24 @@ def node_fips(root: HostRoot) -> bool | None:
         return root.join("/proc/sys/crypto/fips_enabled").read_text().strip() == "1"
     except (OSError, PathEscapeError):
         return None
+
+
+def _text(host: Host, path: str) -> str | None:
+    """A small text file of the root (symlinks followed inside it), None when absent or unreadable."""
+    try:
+        data = fsops.read_bytes_nofollow(host.root.join(path, follow_final=True))
+    except (OSError, PathEscapeError):
+        return None
+    return None if data is None else data.decode("utf-8", errors="replace")
+
+
+def _os_id(host: Host) -> str:
+    """`ID` of the root's os-release (`rhcos`, `scos`, `fedora` …)."""
+    for line in (_text(host, OS_RELEASE) or "").splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "ID":
+            return value.strip().strip("\"'")
+    return ""
 
 
 def _lexists(host: Host, path: str) -> bool:

@@ -458,10 +458,6 @@ class FileWriter:
 
     # --- unit files -------------------------------------------------------------------------
 
-    def write_unit_file(self, path: str, contents: str | bytes, mode: int = UNIT_FILE_MODE) -> bool:
-        """`write_unit_files` for one path; False when it already had exactly these contents."""
-        return self.write_unit_files([(path, contents, mode)])[0]
-
     def write_unit_files(self, items: Sequence[tuple[str, str | bytes, int]]) -> list[bool]:
         """Write unit files and dropins (path, contents, mode; dirs 0755), backing up originals first.
 

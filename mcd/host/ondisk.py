@@ -1,8 +1,9 @@
 """On-disk verification of a config (upstream validateOnDiskState): files, dropins, units, masks, enablement.
 
-Used at boot, before every update (preflight) and by the drift monitor, which re-checks after
-each inotify event, so the per-path check is cheap: an lstat and a size comparison come before
-any content is read. Messages are upstream's, with paths as the config names them (`/etc/x`),
+Used by `mcd check-disk` and before an update that finds nothing to change; the drift monitor
+the cluster agent brings will re-check after each inotify event (a config of the changed path
+alone), so the per-path check is cheap: an lstat and a size comparison come before any content
+is read. Messages are upstream's, with paths as the config names them (`/etc/x`),
 never the root-joined host path. Owners are deliberately not compared (upstream does not).
 """
 
@@ -145,11 +146,6 @@ def _check_file(resolver: _Resolver, f: File) -> str | None:
     if f.append:
         return APPEND_UNSUPPORTED
     return _check_contents_and_mode(resolver, f.path, f.data, f.effective_mode)
-
-
-def check_file(root: HostRoot, f: File) -> str | None:
-    """Drift of one Ignition file (mode, then content), or None; files of the ignore set never drift."""
-    return _check_file(_Resolver(root), f)
 
 
 def _check_dropin(resolver: _Resolver, path: str, contents: str | None) -> str | None:

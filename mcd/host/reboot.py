@@ -1,4 +1,4 @@
-"""Rebooting the node: through a transient systemd unit (upstream's way, spec §6) or logind over D-Bus.
+"""Rebooting the node through a transient systemd unit (upstream's way, spec §6).
 
 The systemd-run variant orders the reboot after ostree-finalize-staged.service on CoreOS, so the
 staged deployment is written out before the machine goes down (OCPBUGS-51150). Kubelet is not
@@ -8,7 +8,7 @@ stopped here: graceful node shutdown (systemd inhibitor locks) takes care of the
 from __future__ import annotations
 
 import logging
-from typing import Any, Protocol
+from typing import Protocol
 
 from mcd.host.runner import CommandError, Runner
 from mcd.steps import reboot_command
@@ -16,9 +16,6 @@ from mcd.steps import reboot_command
 log = logging.getLogger(__name__)
 
 REBOOT_FAILED = "reboot command failed, something is seriously wrong"
-LOGIN1_BUS_NAME = "org.freedesktop.login1"
-LOGIN1_PATH = "/org/freedesktop/login1"
-LOGIN1_MANAGER = "org.freedesktop.login1.Manager"
 
 
 class RebootError(RuntimeError):
@@ -49,42 +46,6 @@ class Rebooter:
         try:
             self._runner.run(reboot_command(rationale, self._coreos))
         except (CommandError, OSError) as e:
-            self.failed_reboots += 1
-            log.error("reboot failed: %s", e)
-            raise RebootError(REBOOT_FAILED) from e
-        log.info("reboot successful")
-
-
-class _Bus(Protocol):
-    def get_object(self, bus_name: str, object_path: str) -> Any: ...
-
-
-def _system_bus() -> _Bus:
-    import dbus  # noqa: PLC0415  # dbus-python only where a live system bus exists
-
-    bus: _Bus = dbus.SystemBus()
-    return bus
-
-
-class LogindRebooter:
-    """Reboots by asking logind (`Manager.Reboot(false)`: no interactive authorization).
-
-    `bus` is a dbus-python bus (or a fake in tests); the system bus is opened on first use.
-    """
-
-    def __init__(self, bus: _Bus | None = None) -> None:
-        self._bus = bus
-        self.failed_reboots = 0
-
-    def reboot(self, rationale: str) -> None:
-        """Ask logind to reboot; RebootError with upstream's message when that fails."""
-        log.info("initiating reboot: %s", rationale)
-        try:
-            if self._bus is None:
-                self._bus = _system_bus()
-            login1 = self._bus.get_object(LOGIN1_BUS_NAME, LOGIN1_PATH)
-            login1.Reboot(False, dbus_interface=LOGIN1_MANAGER)
-        except Exception as e:  # dbus raises DBusException and friends; all mean "not rebooting"
             self.failed_reboots += 1
             log.error("reboot failed: %s", e)
             raise RebootError(REBOOT_FAILED) from e

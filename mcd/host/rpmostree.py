@@ -19,8 +19,6 @@ import yaml
 from mcd.host.runner import CommandError, CommandResult, Runner
 from mcd.osupdate import (
     cleanup_pending_command,
-    cleanup_rollback_command,
-    local_rebase_command,
     missing_extension_packages,
     missing_extensions_error,
     rebase_command,
@@ -351,10 +349,6 @@ class RpmOstree:
         """Run an rpm-ostree command line the planner built (a rebase goes through `rebase`)."""
         self._run(argv)
 
-    def rebase_local(self, repo_digest: str) -> None:
-        """Stage an image already in the node's container storage (no pull, so no retry)."""
-        self._run(local_rebase_command(repo_digest), f"failed to rebase to {repo_digest}")
-
     def kargs_output(self) -> str:
         """The pending deployment's kernel arguments as `rpm-ostree kargs` prints them."""
         return self._run(["rpm-ostree", "kargs"], "failed to read kernel arguments").stdout
@@ -376,7 +370,3 @@ class RpmOstree:
     def cleanup_pending(self) -> None:
         """Discard the staged deployment (`cleanup -p`); fine when there is none."""
         self._run(cleanup_pending_command(), "failed to remove staged deployment")
-
-    def cleanup_rollback(self) -> None:
-        """Remove the rollback deployment (`cleanup -r`)."""
-        self._run(cleanup_rollback_command(), "failed to remove rollback deployment")

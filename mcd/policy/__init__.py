@@ -36,7 +36,12 @@ from mcd.policy.legacy import (
     legacy_file_decision,
 )
 from mcd.policy.model import DEFAULT_POLICIES, Action, ClusterPolicies, FilePolicy, PolicyError, UnitPolicy
-from mcd.policy.parse import merge_policies, parse_cluster_policies, policies_from_machineconfiguration
+from mcd.policy.parse import (
+    merge_policies,
+    parse_cluster_policies,
+    policies_from_machineconfiguration,
+    policies_of,
+)
 
 __all__ = [
     "DEFAULT_POLICIES",
@@ -58,6 +63,7 @@ __all__ = [
     "ndp_drain_required",
     "parse_cluster_policies",
     "policies_from_machineconfiguration",
+    "policies_of",
     "sshkey_decision",
     "unit_decision",
 ]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
-from mcd.config.findings import Finding, JsonPath
+from mcd.config.findings import Finding, InputError, JsonPath
+from mcd.config.machineconfiguration import MachineConfiguration
 from mcd.policy.model import (
     DEFAULT_POLICIES,
     MAX_ACTIONS,
@@ -313,3 +314,12 @@ def policies_from_machineconfiguration(obj: Mapping[str, object]) -> ClusterPoli
         return parse_cluster_policies(cluster, status_path)
     assert isinstance(user, Mapping)  # a non-mapping produced a finding above
     return merge_policies(DEFAULT_POLICIES, user, user_path)
+
+
+def policies_of(machineconfiguration: MachineConfiguration) -> ClusterPolicies:
+    """`policies_from_machineconfiguration` of a loaded object; InputError located in its file."""
+    try:
+        return policies_from_machineconfiguration(machineconfiguration.obj)
+    except PolicyError as exc:
+        located = [f.located(machineconfiguration.path) for f in exc.findings]
+        raise InputError(machineconfiguration.source, located) from None

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from casefiles import case_params, load_cases
 from killing import disarm, killed_at
+from recording import RecordingRunner
 from trees import CORE_GROUP, CORE_PASSWD, put
 
 from mcd.config.ignition import Dropin, File, IgnitionConfig, NodeRef, Unit, parse_ignition
@@ -22,7 +23,6 @@ from mcd.host.accounts import Accounts
 from mcd.host.errors import HostError
 from mcd.host.files import FileWriter, noorig_path, orig_path
 from mcd.host.root import HostRoot
-from mcd.host.runner import RecordingRunner
 from mcd.paths import LEAKED_SYMLINKS, path_in_dropins
 
 # names of fsops temp files a SIGKILL may leave behind (harmless garbage, never read)
@@ -631,12 +631,12 @@ def test_unit_file_with_coreos_usr_etc_copy_is_backed_up_from_it(tmp_path: Path)
     put(base, "/usr/etc/systemd/system/foo.service", "[Unit]\nDescription=shipped\n")
     put(base, "/etc/systemd/system/foo.service", "[Unit]\nDescription=local edit\n")
     w = writer(base)
-    assert w.write_unit_file("/etc/systemd/system/foo.service", "[Unit]\nDescription=mc\n") is True
+    assert write_unit_file(w, "/etc/systemd/system/foo.service", "[Unit]\nDescription=mc\n") is True
     backup = base / orig_path("/etc/systemd/system/foo.service").lstrip("/")
     assert backup.read_text() == "[Unit]\nDescription=shipped\n"
     unit = base / "etc/systemd/system/foo.service"
     assert (unit.read_text(), mode_of(unit)) == ("[Unit]\nDescription=mc\n", 0o644)
-    assert w.write_unit_file("/etc/systemd/system/foo.service", "[Unit]\nDescription=mc\n") is False
+    assert write_unit_file(w, "/etc/systemd/system/foo.service", "[Unit]\nDescription=mc\n") is False
 
     old = cfg(units=(Unit("foo.service", contents="[Unit]\nDescription=mc\n"),))
     assert w.delete_stale(old, cfg()) == ["/etc/systemd/system/foo.service"]
@@ -655,7 +655,7 @@ def test_a_unit_file_already_there_is_backed_up_and_restored(tmp_path: Path, cor
         put(base, "/usr/etc/systemd/system/bar.service", "from usr/etc")  # only used on CoreOS
     put(base, "/etc/systemd/system/bar.service", "admin's own")
     w = writer(base, RecordingRunner(), coreos=coreos)  # no command expected
-    w.write_unit_file("/etc/systemd/system/bar.service", "mine")
+    write_unit_file(w, "/etc/systemd/system/bar.service", "mine")
     backup = base / "etc/machine-config-daemon/orig/etc/systemd/system/bar.service.mcdorig"
     assert backup.read_text() == "admin's own"
     old = cfg(units=(Unit("bar.service", contents="mine"),))
@@ -703,8 +703,8 @@ def test_remove_unit_path_has_backup_semantics(tmp_path: Path) -> None:
     sysd = "/etc/systemd/system"
     put(base, "/usr" + f"{sysd}/shipped.service", "[Unit]\nshipped\n")
     put(base, f"{sysd}/shipped.service", "[Unit]\nshipped\n")
-    w.write_unit_file(f"{sysd}/shipped.service", b"[Unit]\nmine\n", 0o644)
-    w.write_unit_file(f"{sysd}/x.service.d/10-a.conf", "[Service]\n")
+    write_unit_file(w, f"{sysd}/shipped.service", b"[Unit]\nmine\n", 0o644)
+    write_unit_file(w, f"{sysd}/x.service.d/10-a.conf", "[Service]\n")
     os.symlink("/dev/null", base / f"{sysd}/m.service".lstrip("/"))
 
     assert w.remove_unit_path(f"{sysd}/shipped.service") is True  # restored
@@ -822,8 +822,8 @@ def _initial(base: Path) -> None:
 def _apply_a(base: Path) -> None:
     w = writer(base)
     w.write_files(A_FILES)
-    w.write_unit_file(UNIT, "[Unit]\nDescription=mc\n")
-    w.write_unit_file(DROPIN, "[Unit]\n")
+    write_unit_file(w, UNIT, "[Unit]\nDescription=mc\n")
+    write_unit_file(w, DROPIN, "[Unit]\n")
 
 
 def _after_a(base: Path) -> None:
@@ -949,7 +949,7 @@ def test_coreos_unit_file_already_as_declared_is_stamped(tmp_path: Path) -> None
     base = make_base(tmp_path)
     put(base, "/etc/systemd/system/ign.service", "[Unit]\n")
     w = writer(base)
-    assert w.write_unit_file("/etc/systemd/system/ign.service", "[Unit]\n") is False
+    assert write_unit_file(w, "/etc/systemd/system/ign.service", "[Unit]\n") is False
     assert at(base, noorig_path("/etc/systemd/system/ign.service")).exists()
     old = cfg(units=(Unit("ign.service", contents="[Unit]\n"),))
     assert w.delete_stale(old, cfg()) == ["/etc/systemd/system/ign.service"]
@@ -1027,7 +1027,7 @@ def test_coreos_file_as_the_replaced_config_declared_it_is_stamped(tmp_path: Pat
     w = writer(base)
     with w.replacing(old):
         w.write_files((ign("/etc/a.conf", "B\n"), ign("/etc/admin.conf", "B\n")))
-        w.write_unit_file("/etc/systemd/system/a.service", "[Unit]\nB\n")
+        write_unit_file(w, "/etc/systemd/system/a.service", "[Unit]\nB\n")
     assert at(base, noorig_path("/etc/a.conf")).exists()
     assert at(base, noorig_path("/etc/systemd/system/a.service")).exists()
     assert at(base, orig_path("/etc/admin.conf")).read_text() == "admin\n"  # not from a config
@@ -1035,3 +1035,8 @@ def test_coreos_file_as_the_replaced_config_declared_it_is_stamped(tmp_path: Pat
     put(base, "/etc/c.conf", "A\n")
     w.write_files((ign("/etc/c.conf", "B\n"),))
     assert at(base, orig_path("/etc/c.conf")).read_text() == "A\n"
+
+
+def write_unit_file(w: FileWriter, path: str, contents: str | bytes, mode: int = 0o644) -> bool:
+    """One unit file through the batch writer; False when it already held exactly this."""
+    return w.write_unit_files([(path, contents, mode)])[0]

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from recording import RecordingRunner
+
 from mcd.host.root import HostRoot
-from mcd.host.runner import ChrootRunner, RecordingRunner
+from mcd.host.runner import ChrootRunner
 from mcd.host.systemd import LiveSystemctl, OfflineSystemctl
 from mcd.plan import reboot_command
 from mcd.sim.sandbox import make_sandbox_root

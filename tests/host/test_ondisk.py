@@ -20,7 +20,7 @@ from mcd.config.ignition import Dropin, File, IgnitionConfig, Resource, Unit, pa
 from mcd.host import ondisk
 from mcd.host.accounts import Accounts
 from mcd.host.files import FileWriter
-from mcd.host.ondisk import check_config, check_file, first_error, format_go_mode, go_file_mode
+from mcd.host.ondisk import check_config, first_error, format_go_mode, go_file_mode
 from mcd.host.root import HostRoot
 
 
@@ -314,11 +314,11 @@ def _write_state(base: Path, config: IgnitionConfig) -> None:
     for u in config.units:
         for d in u.dropins:
             if d.contents:
-                w.write_unit_file(f"{SYSD}/{u.name}.d/{d.name}", d.contents)
+                write_unit_file(w, f"{SYSD}/{u.name}.d/{d.name}", d.contents)
         if u.mask:
             link(base, f"{SYSD}/{u.name}", "/dev/null")
         elif u.contents:
-            w.write_unit_file(f"{SYSD}/{u.name}", u.contents)
+            write_unit_file(w, f"{SYSD}/{u.name}", u.contents)
 
 
 def _mutate(base: Path, path: str, action: str) -> None:
@@ -362,3 +362,13 @@ def test_config_drift_cases(tmp_path: Path, case: dict[str, Any]) -> None:
     # fileConfigDriftErr comes from storage.files, unitConfigDriftErr from units and dropins
     is_file = any(fl.path == path for fl in config.files)
     assert is_file == (expected["errorType"] == "fileConfigDriftErr")
+
+
+def write_unit_file(w: FileWriter, path: str, contents: str | bytes, mode: int = 0o644) -> bool:
+    """One unit file through the batch writer; False when it already held exactly this."""
+    return w.write_unit_files([(path, contents, mode)])[0]
+
+
+def check_file(root: HostRoot, f: File) -> str | None:
+    """The drift of one file: the on-disk check of a config that declares only it."""
+    return first_error(root, IgnitionConfig(version="3.5.0", files=(f,)))

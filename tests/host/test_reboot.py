@@ -1,4 +1,4 @@
-"""mcd.host.reboot: the exact reboot command, failure accounting, and the logind variant."""
+"""mcd.host.reboot: the exact reboot command and failure accounting."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ import logging
 from typing import Any
 
 import pytest
+from recording import RecordingRunner
 
-from mcd.host.reboot import REBOOT_FAILED, LogindRebooter, Rebooter, RebootError, Reboots
-from mcd.host.runner import CommandError, RecordingRunner
+from mcd.host.reboot import REBOOT_FAILED, Rebooter, RebootError, Reboots
+from mcd.host.runner import CommandError
 
 RATIONALE = "Node will reboot into config rendered-worker-abc"
 
@@ -87,49 +88,6 @@ def test_reboot_failure_message_constant() -> None:
     assert REBOOT_FAILED == "reboot command failed, something is seriously wrong"
 
 
-# --- logind ---------------------------------------------------------------------------------------
-
-
-class FakeLogin1:
-    def __init__(self, error: Exception | None = None) -> None:
-        self.calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
-        self._error = error
-
-    def Reboot(self, *args: Any, **kwargs: Any) -> None:  # the D-Bus method name
-        self.calls.append((args, kwargs))
-        if self._error is not None:
-            raise self._error
-
-
-class FakeBus:
-    def __init__(self, login1: FakeLogin1) -> None:
-        self.login1 = login1
-        self.objects: list[tuple[str, str]] = []
-
-    def get_object(self, bus_name: str, object_path: str) -> FakeLogin1:
-        self.objects.append((bus_name, object_path))
-        return self.login1
-
-
-def test_logind_reboot_calls_manager_reboot_without_interaction(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="mcd.host.reboot")
-    bus = FakeBus(FakeLogin1())
-    rebooter = LogindRebooter(bus)
-    rebooter.reboot(RATIONALE)
-    assert bus.objects == [("org.freedesktop.login1", "/org/freedesktop/login1")]
-    assert bus.login1.calls == [((False,), {"dbus_interface": "org.freedesktop.login1.Manager"})]
+def test_the_rebooter_satisfies_the_protocol() -> None:
+    rebooter: Reboots = Rebooter(RecordingRunner())
     assert rebooter.failed_reboots == 0
-    assert caplog.records[0].getMessage() == f"initiating reboot: {RATIONALE}"
-
-
-def test_logind_failure_is_counted_and_raises() -> None:
-    rebooter = LogindRebooter(FakeBus(FakeLogin1(RuntimeError("org.freedesktop.DBus.Error.AccessDenied"))))
-    with pytest.raises(RebootError, match=r"^reboot command failed, something is seriously wrong$") as info:
-        rebooter.reboot(RATIONALE)
-    assert isinstance(info.value.__cause__, RuntimeError)
-    assert rebooter.failed_reboots == 1
-
-
-def test_both_rebooters_satisfy_the_protocol() -> None:
-    rebooters: list[Reboots] = [Rebooter(RecordingRunner()), LogindRebooter(FakeBus(FakeLogin1()))]
-    assert [r.failed_reboots for r in rebooters] == [0, 0]

@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from recording import RecordingRunner
 
+from mcd.config.ostables import DEFAULT_KERNEL_PACKAGES, REALTIME_KERNEL_PACKAGES
 from mcd.host.rpmostree import (
     CLIENT_ID,
     Deployment,
@@ -21,11 +23,9 @@ from mcd.host.rpmostree import (
     parse_status,
     parse_version,
 )
-from mcd.host.runner import CommandError, RecordingRunner, SubprocessRunner
+from mcd.host.runner import CommandError, SubprocessRunner
 from mcd.kargs import kargs_command
 from mcd.osupdate import (
-    DEFAULT_KERNEL_PACKAGES,
-    REALTIME_KERNEL_PACKAGES,
     extensions_command,
     kernel_override_reset_command,
     kernel_switch_command,
@@ -303,24 +303,6 @@ def test_rebase_pulls_unverified_from_the_registry() -> None:
     assert sleeps.calls == []
 
 
-def test_rebase_local_uses_containers_storage_without_retry() -> None:
-    runner = RecordingRunner().expect(["rpm-ostree", "rebase"], returncode=1, stderr="error: nope")
-    sleeps = Sleeps()
-    with pytest.raises(
-        RpmOstreeError, match=r"failed to rebase to q.io/os@sha256:1: command failed: .*error: nope"
-    ):
-        client(runner, sleeps).rebase_local("q.io/os@sha256:1")
-    assert runner.commands == [
-        (
-            "rpm-ostree",
-            "rebase",
-            "--experimental",
-            "ostree-unverified-image:containers-storage:q.io/os@sha256:1",
-        )
-    ]
-    assert sleeps.calls == []
-
-
 def test_kargs_output_is_returned_verbatim() -> None:
     runner = RecordingRunner().expect(["rpm-ostree", "kargs"], stdout="rw a=1\n")
     assert client(runner).kargs_output() == "rw a=1\n"
@@ -359,8 +341,7 @@ def test_cleanups() -> None:
     runner = RecordingRunner().expect(["rpm-ostree", "cleanup"])
     rpmostree = client(runner)
     rpmostree.cleanup_pending()
-    rpmostree.cleanup_rollback()
-    assert runner.commands == [("rpm-ostree", "cleanup", "-p"), ("rpm-ostree", "cleanup", "-r")]
+    assert runner.commands == [("rpm-ostree", "cleanup", "-p")]
 
 
 def test_failures_are_wrapped_with_the_command_output() -> None:
@@ -529,14 +510,6 @@ def extensions(rpm: RpmOstree, installed: list[str], wanted: list[str]) -> bool:
 
 
 @pytest.mark.allow_commands
-def test_standin_local_rebase(standin: RpmOstree) -> None:
-    standin.rebase_local(NEW_IMAGE)
-    staged = standin.status().staged
-    assert staged is not None
-    assert staged.container_image_reference == f"ostree-unverified-image:containers-storage:{NEW_IMAGE}"
-
-
-@pytest.mark.allow_commands
 def test_standin_kargs_round_trip(standin: RpmOstree) -> None:
     assert kargs(standin, [], ["a=1", "nosmt"]) is True
     assert standin.kargs_output().split() == [
@@ -617,7 +590,7 @@ def test_standin_cleanup_rollback_after_a_reboot(standin: RpmOstree) -> None:
     status = standin.status()
     assert booted_image(status) == NEW_IMAGE
     assert len(status.deployments) == 2
-    standin.cleanup_rollback()
+    run(standin, ["rpm-ostree", "cleanup", "-r"])  # the stand-in's rollback cleanup
     assert len(standin.status().deployments) == 1
 
 

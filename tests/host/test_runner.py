@@ -6,16 +6,9 @@ import logging
 import sys
 
 import pytest
+from recording import RecordedCall, RecordingRunner, UnexpectedCommand
 
-from mcd.host.runner import (
-    CommandError,
-    CommandResult,
-    CommandTimeout,
-    RecordedCall,
-    RecordingRunner,
-    SubprocessRunner,
-    UnexpectedCommand,
-)
+from mcd.host.runner import CommandError, CommandResult, CommandTimeout, SubprocessRunner
 
 # --- CommandError ---------------------------------------------------------------------------------
 

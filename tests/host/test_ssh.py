@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 from killing import disarm, killed_at
+from recording import RecordingRunner
 from trees import CORE_GROUP, CORE_PASSWD, put
 
 from mcd.config.ignition import User
 from mcd.host.accounts import Accounts
 from mcd.host.errors import HostError
 from mcd.host.root import HostRoot
-from mcd.host.runner import RecordingRunner
 from mcd.host.ssh import KEYS_PATH, SshKeyWriter
 
 SHADOW = "root:*:19000::::::\ncore:*:19000::::::\n"

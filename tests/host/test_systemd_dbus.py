@@ -22,10 +22,10 @@ import pytest
 from jeepney import HeaderFields, Message, MessageType, new_error, new_method_return
 from jeepney.bus_messages import message_bus
 from jeepney.io.blocking import DBusConnection, open_dbus_connection
+from recording import RecordingRunner
 
 from mcd.config.ignition import Unit
 from mcd.host.root import HostRoot
-from mcd.host.runner import RecordingRunner
 from mcd.host.systemd import LiveSystemctl, OfflineSystemctl, UnitWriter, make_manager
 from mcd.host.systemd_dbus import (
     JOB_IFACE,

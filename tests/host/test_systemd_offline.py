@@ -7,10 +7,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from recording import RecordingRunner
 
 from mcd.config.ignition import Dropin, Unit
 from mcd.host.root import HostRoot
-from mcd.host.runner import RecordingRunner, SubprocessRunner
+from mcd.host.runner import SubprocessRunner
 from mcd.host.systemd import LiveSystemctl, OfflineSystemctl, SystemdError, UnitWriter, make_manager
 
 # --- command lines (recorded, no process) -------------------------------------------------------

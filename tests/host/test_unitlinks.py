@@ -17,11 +17,12 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from recording import RecordingRunner
 from trees import walk
 
 from mcd.config.ignition import Dropin, Unit
 from mcd.host.root import HostRoot
-from mcd.host.runner import CommandResult, RecordingRunner, SubprocessRunner
+from mcd.host.runner import CommandResult, SubprocessRunner
 from mcd.host.systemd import OfflineSystemctl, SystemdError, UnitResult, UnitWriter
 from mcd.host.unitlinks import UnitLinks, enabled_from_links, plain_unit_name
 

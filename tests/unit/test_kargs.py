@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mcd.config.ostables import go_list
 from mcd.kargs import (
-    go_list,
     kargs_command,
     missing_kargs_error,
     parse_kargs,

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import pytest
 
-from mcd.osupdate import (
+from mcd.config.ostables import (
     DEFAULT_KERNEL_PACKAGES,
     SUPPORTED_EXTENSIONS,
     ExtensionError,
-    KernelTypeError,
     canonical_kernel_type,
-    cleanup_pending_command,
-    cleanup_rollback_command,
     extension_packages,
+)
+from mcd.osupdate import (
+    KernelTypeError,
+    cleanup_pending_command,
     extensions_command,
     kernel_override_reset_command,
     kernel_swap_revert_command,
     kernel_switch_command,
-    local_rebase_command,
     missing_extension_packages,
     missing_extensions_error,
     node_arch,
@@ -194,12 +194,7 @@ def test_rebase_commands() -> None:
         "rpm-ostree", "rebase", "--experimental",
         "ostree-unverified-registry:quay.io/openshift/os@sha256:abc",
     ]  # fmt: skip
-    assert local_rebase_command(url) == [
-        "rpm-ostree", "rebase", "--experimental",
-        "ostree-unverified-image:containers-storage:quay.io/openshift/os@sha256:abc",
-    ]  # fmt: skip
 
 
 def test_cleanup_commands() -> None:
     assert cleanup_pending_command() == ["rpm-ostree", "cleanup", "-p"]
-    assert cleanup_rollback_command() == ["rpm-ostree", "cleanup", "-r"]

@@ -755,3 +755,22 @@ def test_to_json_contract() -> None:
         "kernelType": False,
         "extensions": False,
     }
+
+
+def test_the_legacy_tuning_file_adds_kargs_on_every_coreos_update() -> None:
+    text = "ADD nosmt\nDELETE quiet\nADD mitigations=off\n"
+    old, new = mc("old", files=[ign_file("/etc/a", "1")]), mc("new", files=[ign_file("/etc/a", "2")])
+
+    def tuning(facts: Facts) -> list[tuple[str, ...]]:
+        return [s.argv for s in plan(old, new, facts).steps if isinstance(s, st.OsCommand)]
+
+    # on RHEL-based CoreOS only nosmt is allowlisted; elsewhere additions come before deletions
+    assert tuning(Facts(tuning_file=text, cmdline="root=x quiet", el=True)) == [
+        ("rpm-ostree", "kargs", "--append=nosmt")
+    ]
+    assert tuning(Facts(tuning_file=text, cmdline="root=x quiet")) == [
+        ("rpm-ostree", "kargs", "--append=nosmt"),
+        ("rpm-ostree", "kargs", "--append=mitigations=off"),
+        ("rpm-ostree", "kargs", "--delete=quiet"),
+    ]
+    assert tuning(Facts(tuning_file=text, coreos=False)) == []

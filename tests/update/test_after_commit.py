@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 from builders import ign_file, mc
+from recording import RecordingRunner
 
 from mcd.config.machineconfig import MachineConfig
 from mcd.host.reboot import RebootError
 from mcd.host.root import HostRoot
-from mcd.host.runner import RecordingRunner
 from mcd.host.systemd import SystemdError, SystemdManager
 from mcd.sim.sandbox import make_sandbox_root
 from mcd.steps import reboot_command

@@ -18,11 +18,12 @@ from typing import Any
 
 import pytest
 from builders import data_url, mc_object
+from recording import RecordingRunner
 from trees import Tree, walk
 
 from mcd.cli import main
 from mcd.host.root import HostRoot
-from mcd.host.runner import RecordingRunner, SubprocessRunner
+from mcd.host.runner import SubprocessRunner
 from mcd.oncefrom import run_once_from
 from mcd.sim.sandbox import CORE_GID, CORE_UID, make_sandbox_root
 from mcd.update import Host, UpdateError

@@ -20,18 +20,18 @@ from typing import Any
 import pytest
 from casebuilders import legacy_side_mc, ndp_configs, reconcile_side_mc, registries_mc
 from casefiles import CASES_DIR, case_params, load_cases
+from recording import RecordingRunner
 
 from mcd import policy
 from mcd import steps as st
 from mcd.config.ignition import File
 from mcd.config.machineconfig import MachineConfig, empty_machineconfig
+from mcd.config.ostables import ExtensionError, extension_packages
 from mcd.host import state
 from mcd.host.files import FileWriter
 from mcd.host.root import HostRoot
 from mcd.host.rpmostree import RpmOstree
-from mcd.host.runner import RecordingRunner
 from mcd.host.ssh import SshKeyWriter
-from mcd.osupdate import ExtensionError, extension_packages
 from mcd.sim.sandbox import make_sandbox_root
 from mcd.update import Host, Unreconcilable, UpdateError, mc_json, plan_on_host, update
 
@@ -236,6 +236,7 @@ def check_plan_is_what_runs(
     node_fips: str | None = None,
     storage_overrides: Sequence[str] = (),
     forcefile: bool = False,
+    prepare: Callable[[Path], None] | None = None,
 ) -> list[st.Step]:
     root = make_sandbox_root(tmp_path / "root", coreos=True)
     if node_fips is not None:
@@ -250,6 +251,8 @@ def check_plan_is_what_runs(
         # a config no update can bring (disks, an unsupported extension …): record it as applied
         state.begin(host.root, state.Transaction(None, mc_json(old), "apply", "legacy"))
         state.commit(host.root)
+    if prepare is not None:
+        prepare(root)
     if forcefile:
         (root / "run").mkdir(exist_ok=True)
         (root / "run/machine-config-daemon-force").write_text("")
@@ -362,3 +365,18 @@ def test_workload_pair(tmp_path: Path) -> None:
     [files] = [s for s in steps if isinstance(s, st.WriteFiles)]
     # 10% of the files changed, and registries.conf
     assert len(files.paths) == 31
+
+
+def test_the_tuning_file_is_applied_as_planned(tmp_path: Path) -> None:
+    def tuning(root: Path) -> None:
+        (root / "etc/pivot").mkdir(parents=True)
+        (root / "etc/pivot/kernel-args").write_text("ADD nosmt\nDELETE quiet\n")
+        (root / "proc").mkdir(exist_ok=True)
+        (root / "proc/cmdline").write_text("root=UUID=1 quiet\n")
+
+    old, new = ndp_configs({"files": ["/etc/a"]})
+    steps = check_plan_is_what_runs(tmp_path, old, new, legacy=False, prepare=tuning)
+    assert [s.argv for s in steps if isinstance(s, st.OsCommand) and s.role == "tuning"] == [
+        ("rpm-ostree", "kargs", "--append=nosmt"),
+        ("rpm-ostree", "kargs", "--delete=quiet"),
+    ]
