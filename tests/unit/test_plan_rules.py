@@ -294,3 +294,26 @@ def test_forcefile_alone_says_the_os_is_reapplied() -> None:
             ("forcefile present: OS re-applied",),
         ),
     )
+
+
+def test_legacy_forcefile_reboots_and_says_the_os_is_reapplied() -> None:
+    p = plan(
+        mc("old", osImageURL="quay.io/a"),
+        mc("new", osImageURL="quay.io/a"),
+        Facts(forcefile=True),
+        legacy=True,
+    )
+    assert (p.actions, p.action_rule) == (
+        ("reboot",),
+        "forcefile /run/machine-config-daemon-force present: reboot",
+    )
+    assert p.changes == (
+        PlannedChange(
+            "osImageURL",
+            "quay.io/a",
+            "modified",
+            ("reboot",),
+            "osImageURL change requires a reboot",
+            ("forcefile present: OS re-applied",),
+        ),
+    )

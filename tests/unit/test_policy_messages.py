@@ -21,6 +21,7 @@ from mcd.policy import (
     file_decision,
     legacy_actions_for_files,
     legacy_file_decision,
+    merge_policies,
     parse_cluster_policies,
     policies_from_machineconfiguration,
     sshkey_decision,
@@ -472,3 +473,20 @@ def test_default_policies_are_upstreams_table() -> None:
         "default"
     }
     assert DEFAULT_POLICIES.sshkey_origin == "default"
+
+
+def test_the_spec_is_held_to_the_spec_rules_even_beside_a_valid_status() -> None:
+    special = {"files": [{"path": "/etc/a", "actions": [{"type": "Special"}]}]}
+    unsupported = f'Unsupported value: "Special": supported values: {SPEC_TYPES}'
+    obj = {
+        "spec": {"nodeDisruptionPolicy": special},
+        "status": {"nodeDisruptionPolicyStatus": {"clusterPolicies": {}}},
+    }
+    assert findings(policies_from_machineconfiguration, obj) == [((*ACTIONS, 0, "type"), unsupported)]
+    assert findings(merge_policies, DEFAULT_POLICIES, special, ("x",)) == [
+        (("x", "files", 0, "actions", 0, "type"), unsupported)
+    ]
+    many = {"units": [{"name": f"u{i}.service", "actions": [{"type": "None"}]} for i in range(51)]}
+    assert findings(merge_policies, DEFAULT_POLICIES, many, ()) == [
+        (("units",), "Too many: 51: must have at most 50 items")
+    ]
