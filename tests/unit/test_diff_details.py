@@ -152,6 +152,23 @@ def test_files_in_new_order_then_removed_in_old_order() -> None:
             users({"name": "core", "sshAuthorizedKeys": ["a"]}),
             (Change("sshkey", "bob", "removed"),),
         ),
+        # every user is compared, past an unchanged one and past a password-only change
+        (
+            users(
+                {"name": "bob"},
+                {"name": "core", "passwordHash": "h"},
+                {"name": "x", "sshAuthorizedKeys": ["k"]},
+            ),
+            users(
+                {"name": "bob"},
+                {"name": "core", "passwordHash": "i"},
+                {"name": "x", "sshAuthorizedKeys": ["l"]},
+            ),
+            (
+                Change("password", "core", "modified", ("passwordHash",)),
+                Change("sshkey", "x", "modified", ("sshAuthorizedKeys +1 -1",)),
+            ),
+        ),
         (
             ign(passwd={"groups": [{"name": "a"}]}),
             ign(passwd={"groups": [{"name": "b"}]}),

@@ -13,12 +13,16 @@ from builders import ign_file, load, mc, mc_object
 from mcd import steps as st
 from mcd.config.machineconfig import MachineConfig
 from mcd.plan import Facts, PlannedChange, plan
-from mcd.policy import Action
+from mcd.policy import DEFAULT_POLICIES, Action, ClusterPolicies, merge_policies
 
 REBOOT, NONE = Action("Reboot"), Action("None")
 RELOAD_CRIO = Action("Reload", "crio.service")
 CLEANUP = ("rpm-ostree", "cleanup", "-p")
 FIPS = "detected change to FIPS flag; refusing to modify FIPS on a running cluster"
+
+
+def policy_with_file(path: str, *actions: dict[str, Any]) -> ClusterPolicies:
+    return merge_policies(DEFAULT_POLICIES, {"files": [{"path": path, "actions": list(actions)}]}, ())
 
 
 def reboot_argv(name: str = "new") -> tuple[str, ...]:
@@ -316,4 +320,110 @@ def test_legacy_forcefile_reboots_and_says_the_os_is_reapplied() -> None:
             "osImageURL change requires a reboot",
             ("forcefile present: OS re-applied",),
         ),
+    )
+
+
+# ---------------------------------------------------------------- the steps themselves
+
+KERNEL_PACKAGES = ("kernel", "kernel-core", "kernel-modules", "kernel-modules-core", "kernel-modules-extra")
+RT_PACKAGES = ("kernel-rt-core", "kernel-rt-modules", "kernel-rt-modules-extra")
+
+
+def test_each_os_run_is_a_step_with_its_role() -> None:
+    old = mc(
+        "old", osImageURL="quay.io/a", kernelArguments=["x"], kernelType="realtime", extensions=["usbguard"]
+    )
+    new = mc(
+        "new", osImageURL="quay.io/b", kernelArguments=["y"], kernelType="realtime", extensions=["sysstat"]
+    )
+    booted = Facts(requested_packages=(*RT_PACKAGES, "usbguard"), requested_base_removals=KERNEL_PACKAGES)
+    p = plan(old, new, booted)
+    roles = [(type(s).__name__, getattr(s, "role", None)) for s in p.steps if not isinstance(s, st.Drain)]
+    assert roles == [
+        ("OsCommand", "cleanup"),
+        ("OsCommand", "override-reset"),
+        ("Rebase", None),
+        ("OsCommand", "kargs"),
+        ("OsCommand", "kernel-switch"),
+        ("OsCommand", "extensions"),
+        ("VerifyExtensions", None),
+        ("Reboot", None),
+    ]
+    rebase, verify, reboot = p.steps[3], p.steps[-2], p.steps[-1]
+    assert rebase == st.Rebase(
+        "quay.io/b", ("rpm-ostree", "rebase", "--experimental", "ostree-unverified-registry:quay.io/b")
+    )
+    assert verify == st.VerifyExtensions(("sysstat",))
+    assert reboot == st.Reboot("Node will reboot into config new", reboot_argv())
+
+
+def test_tuning_runs_are_steps_of_their_own_role() -> None:
+    p = plan(mc("old"), mc("new"), Facts(tuning_file="ADD nosmt\n", cmdline="root=x"))
+    assert p.steps == (st.OsCommand("tuning", ("rpm-ostree", "kargs", "--append=nosmt")),)
+
+
+def test_a_reboot_still_owed_is_asked_for_again() -> None:
+    owed = "Node will reboot into config prev"
+    p = plan(mc("old"), mc("new"), Facts(owed_reboot=owed))
+    assert p.steps == (st.Reboot(owed, reboot_argv("prev"), owed=True),)
+    p = plan(mc("old"), mc("new"), Facts(owed_reboot=owed, coreos=False))
+    assert p.steps == (st.Reboot(owed, st.reboot_command(owed, coreos=False), owed=True),)
+    # a change that reboots anyway asks once, for itself
+    p = plan(mc("old", osImageURL="quay.io/a"), mc("new", osImageURL="quay.io/b"), Facts(owed_reboot=owed))
+    assert [s for s in p.steps if isinstance(s, st.Reboot)] == [
+        st.Reboot("Node will reboot into config new", reboot_argv())
+    ]
+
+
+def test_an_unreconcilable_legacy_plan_is_still_a_legacy_plan() -> None:
+    p = plan(mc("old"), mc("new", fips=True), legacy=True)
+    assert p.to_json()["mode"] == "legacy"
+    assert p.drain is False
+    assert p.reconcilable is False
+
+
+def test_drain_rules_word_for_word() -> None:
+    drain_policy = policy_with_file("/etc/a", {"type": "Drain"})
+    p = plan(
+        mc("old", files=[ign_file("/etc/a", "1")]),
+        mc("new", files=[ign_file("/etc/a", "2")]),
+        policies=drain_policy,
+    )
+    assert (p.actions, p.drain, p.drain_rule) == (
+        (Action("Drain"),),
+        True,
+        "a reboot or drain action drains the node",
+    )
+    registries = "/etc/containers/registries.conf"
+    old = mc("old", files=[ign_file(registries, "")])
+    new = mc("new", files=[ign_file(registries, '[[registry]]\nlocation = "r.io"\n')])
+    p = plan(old, new)
+    assert (p.drain, p.drain_rule) == (
+        True,
+        "/etc/containers/registries.conf change is not safe (a registry or mirror removed or changed, "
+        "or a mirror not digest-only): drain",
+    )
+
+
+def test_registries_conf_is_compared_with_the_old_file_and_undecodable_bytes_are_replaced() -> None:
+    registries = "/etc/containers/registries.conf"
+    base = '[[registry]]\nlocation = "r.io"\n'
+    mirror = '[[registry.mirror]]\nlocation = "m.io"\npull-from-mirror = "digest-only"\n'
+    p = plan(
+        mc("old", files=[ign_file(registries, base)]), mc("new", files=[ign_file(registries, base + mirror)])
+    )
+    assert (p.drain, p.drain_rule) == (
+        False,
+        "/etc/containers/registries.conf change is safe (only digest-only mirrors added): no drain",
+    )
+    # a byte that is not UTF-8 (in a comment) does not stop the check
+    old = mc("old", files=[{"path": registries, "mode": 420, "contents": {"source": "data:,%23%FF%0A"}}])
+    p = plan(old, mc("new", files=[ign_file(registries, "# x\n")]))
+    assert (p.drain, p.actions) == (False, (Action("Special"),))
+
+
+def test_the_change_of_a_layered_image_names_the_layered_image() -> None:
+    p = plan(ocl("old", "quay.io/ocl@sha256:1"), ocl("new", "quay.io/ocl@sha256:2"))
+    assert p.changes[0] == PlannedChange(
+        "osImageURL", "quay.io/ocl@sha256:2", "modified", (REBOOT,), "osImageURL change requires a reboot"
     )

@@ -27,6 +27,7 @@ from mcd.policy import (
     sshkey_decision,
     unit_decision,
 )
+from mcd.policy.decide import go_dir
 from mcd.policy.parse import parse_action
 
 Path = tuple[str | int, ...]
@@ -490,3 +491,21 @@ def test_the_spec_is_held_to_the_spec_rules_even_beside_a_valid_status() -> None
     assert findings(merge_policies, DEFAULT_POLICIES, many, ()) == [
         (("units",), "Too many: 51: must have at most 50 items")
     ]
+
+
+def test_an_empty_status_has_no_entries_and_no_ssh_action() -> None:
+    assert parse_cluster_policies({}) == ClusterPolicies((), (), (), "cluster")
+
+
+def test_every_unit_entry_is_checked_past_one_without_actions() -> None:
+    ndp = {"units": [{"name": "a.service"}, {"name": 5, "actions": []}]}
+    assert spec(ndp) == [
+        ((*NDP, "units", 0, "actions"), "Required value"),
+        ((*NDP, "units", 1, "name"), "Invalid value: 5: must be of type string"),
+    ]
+
+
+def test_go_dir_of_a_relative_path_stays_relative() -> None:
+    assert go_dir("etc/x") == "etc"
+    assert go_dir("//etc/x") == "/etc"
+    assert go_dir("/x") == "/"

@@ -91,7 +91,8 @@ A, B = ign_file("/etc/a", "a"), ign_file("/etc/b", "b")
             Facts(backed_up=frozenset({"/etc/b"})),
             [RemoveFile("/etc/a"), RestoreOriginal("/etc/b")],
         ),
-        # certificates are never deleted
+        # certificates are never deleted; the files after them still are
+        ([ign_file("/etc/kubernetes/kubelet-ca.crt"), A], [], Facts(), [RemoveFile("/etc/a")]),
         (
             [ign_file("/etc/kubernetes/kubelet-ca.crt"), ign_file("/etc/docker/certs.d/r.io/ca.crt")],
             [],
@@ -120,6 +121,9 @@ def test_a_file_replaced_by_a_dropin_stays_unless_it_has_an_original() -> None:
     new = units({"name": "a.service", "dropins": [{"name": "x.conf", "contents": "[Service]\n"}]})
     written = [WriteUnitFiles((f"{UNITS}/a.service.d/x.conf",)), Preset("a.service")]
     assert case(old, new) == (written, [])
+    # and the files after it are still pruned
+    old_two = ign(storage={"files": [dropin_file, A]})
+    assert case(old_two, new) == ([*written, RemoveFile("/etc/a")], [])
     backed = Facts(backed_up=frozenset({f"{UNITS}/a.service.d/x.conf"}))
     assert case(old, new, backed) == ([*written, RestoreOriginal(f"{UNITS}/a.service.d/x.conf")], [])
 
