@@ -407,7 +407,8 @@ def test_drain_rules_word_for_word() -> None:
 
 def test_registries_conf_is_compared_with_the_old_file_and_undecodable_bytes_are_replaced() -> None:
     registries = "/etc/containers/registries.conf"
-    base = '[[registry]]\nlocation = "r.io"\n'
+    # the kept mirror serves tags: safe only because it was there before
+    base = '[[registry]]\nlocation = "r.io"\n[[registry.mirror]]\nlocation = "tags.io"\n'
     mirror = '[[registry.mirror]]\nlocation = "m.io"\npull-from-mirror = "digest-only"\n'
     p = plan(
         mc("old", files=[ign_file(registries, base)]), mc("new", files=[ign_file(registries, base + mirror)])
