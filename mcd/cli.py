@@ -123,7 +123,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def _print_plan(result: Any, args: argparse.Namespace) -> int:
-    from mcd.render import plan_text
+    from mcd.plantext import plan_text
 
     if args.output == "text":
         sys.stdout.write(plan_text(result))
@@ -153,9 +153,9 @@ def _flag_given(args: argparse.Namespace, flag: str) -> bool:
 
 
 def _host(root_mount: str) -> Any:
+    from mcd.execute import Host
     from mcd.host.root import HostRoot
     from mcd.host.runner import SubprocessRunner
-    from mcd.update import Host
 
     root = Path(root_mount)
     if not root.is_dir():
@@ -185,8 +185,9 @@ def cmd_start(args: argparse.Namespace) -> int:
 
 
 def cmd_firstboot(args: argparse.Namespace) -> int:
+    from mcd.firstboot import firstboot
     from mcd.host.state import ENCAPSULATED_CONFIG
-    from mcd.oncefrom import describe, firstboot
+    from mcd.oncefrom import describe
 
     _setup_logging(args.verbose)
     if args.persist_nics:
@@ -204,7 +205,7 @@ def cmd_firstboot(args: argparse.Namespace) -> int:
 
 
 def cmd_check_disk(args: argparse.Namespace) -> int:
-    from mcd.oncefrom import check_disk
+    from mcd.checkdisk import check_disk
 
     _setup_logging(args.verbose)
     result = check_disk(_host(args.root_mount), args.config)
@@ -372,7 +373,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stderr.write(line + "\n")
         return EXIT_INPUT
     except Exception as exc:  # host-side failures: a clear message, never a traceback
-        from mcd.update import Unreconcilable, UpdateError
+        from mcd.execute import Unreconcilable, UpdateError
 
         if isinstance(exc, Unreconcilable):
             sys.stderr.write(f"mcd: unreconcilable: {exc}\n")

@@ -21,7 +21,7 @@ class Facts:
     node_fips: bool | None = None
     topology: str = "HighlyAvailable"
     coreos: bool = True
-    arch: str = "x86_64"  # x86_64, aarch64, s390x or ppc64le (mcd.osupdate.node_arch)
+    arch: str = "x86_64"  # x86_64, aarch64, s390x or ppc64le (mcd.rpmostree_args.node_arch)
     # The booted deployment (CoreOS, from `rpm-ostree status`); None when unknown, e.g. `mcd plan`
     # without a node: the OS step then assumes the node runs what the old config says.
     booted_image: str | None = None

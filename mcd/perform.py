@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from mcd import failpoints
@@ -118,15 +118,15 @@ class StepRunner:
                 # update() ran the host checks on exactly these files before recording the update
                 host.files.write_files([self._files[p] for p in paths], checked=True)
             case st.RemoveFile(path=path):
-                host.files.remove_path(path)
+                host.files.originals.remove_path(path)
             case st.RestoreOriginal(path=path):
-                host.files.restore(path)
+                host.files.originals.restore(path)
             case st.WriteUnitFiles(paths=paths):
-                host.files.write_unit_files([(p, self._unit_files[p], UNIT_FILE_MODE) for p in paths])
+                host.units.files.write_unit_files([(p, self._unit_files[p], UNIT_FILE_MODE) for p in paths])
             case st.Mask(unit=unit):
-                host.files.mask_unit_path(unit_path(unit))
+                host.units.files.mask_unit_path(unit_path(unit))
             case st.Unmask(unit=unit):
-                host.files.unmask_unit_path(unit_path(unit))
+                host.units.files.unmask_unit_path(unit_path(unit))
             case st.Enable(units=units):
                 _systemd(lambda: host.systemd.enable(units), "error enabling units")
             case st.Disable(units=units, reason=reason):
@@ -187,18 +187,14 @@ def _apply_files_units(
     old_ign: IgnitionConfig,
     new_ign: IgnitionConfig,
     units: Sequence[Unit],
-    skip: Sequence[str] = (),
     *,
-    unchanged: Collection[str] | None = None,
-    checked: bool = False,
+    keep_unrecorded: bool,
 ) -> None:
-    if unchanged is None:
-        unchanged = unchanged_paths(old_ign, new_ign)
-    with host.files.replacing(old_ign):
-        host.files.write_files(new_ign.files, skip=skip, unchanged=unchanged, checked=checked)
-        host.units.write_units(units)
-    host.units.remove_units(old_ign.units, new_ign.units)
-    host.files.delete_stale(old_ign, new_ign)
+    with host.files.originals.replacing(old_ign):
+        host.files.write_files(new_ign.files, unchanged=unchanged_paths(old_ign, new_ign))
+        host.units.write_units(units, keep_unrecorded=keep_unrecorded)
+    host.units.remove_units(old_ign.units, new_ign.units, keep_unrecorded=keep_unrecorded)
+    host.files.delete_stale(old_ign, new_ign, keep_unrecorded=keep_unrecorded)
 
 
 def unchanged_paths(old_ign: IgnitionConfig, new_ign: IgnitionConfig) -> set[str]:
@@ -212,11 +208,7 @@ def _undo_files_units(host: Host, new_ign: IgnitionConfig, old_ign: IgnitionConf
 
     Paths the failed update never reached have no backup or stamp and are left alone.
     """
-    host.files.delete_unrecorded = False
-    try:
-        _apply_files_units(host, new_ign, old_ign, old_ign.units)
-    finally:
-        host.files.delete_unrecorded = True
+    _apply_files_units(host, new_ign, old_ign, old_ign.units, keep_unrecorded=True)
 
 
 def _apply_passwd(host: Host, old_ign: IgnitionConfig, new_ign: IgnitionConfig) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcd import kargs as kargs_mod
-from mcd import osupdate, policy
+from mcd import policy, rpmostree_args
 from mcd import steps as st
 from mcd.config import ostables
 from mcd.config.ignition import EMPTY_IGNITION, IgnitionConfig
@@ -343,16 +343,16 @@ def _os_step(old: MachineConfig, new: MachineConfig, d: ConfigDiff, facts: Facts
     target = new.ocl_image or new.os_image_url
     os_update = d.os_update and not (facts.booted_image is not None and facts.booted_image == target)
     kernel_swap = not d.ocl_enabled and (os_update or d.kernel_type)
-    out: list[Step] = [st.OsCommand(st.OS_CLEANUP, tuple(osupdate.cleanup_pending_command()))]
+    out: list[Step] = [st.OsCommand(st.OS_CLEANUP, tuple(rpmostree_args.cleanup_pending_command()))]
     errors: list[str] = []
     if kernel_swap:
-        revert = osupdate.kernel_swap_revert_command(
+        revert = rpmostree_args.kernel_swap_revert_command(
             old.kernel_type, facts.requested_base_removals, facts.requested_packages
         )
         if revert is not None:
             out.append(st.OsCommand(st.OS_OVERRIDE_RESET, tuple(revert)))
     if os_update and target:
-        out.append(st.Rebase(target, tuple(osupdate.rebase_command(target))))
+        out.append(st.Rebase(target, tuple(rpmostree_args.rebase_command(target))))
     if d.kargs:
         cmd = kargs_mod.kargs_command(list(old.kernel_arguments), list(new.kernel_arguments))
         if cmd:
@@ -362,8 +362,8 @@ def _os_step(old: MachineConfig, new: MachineConfig, d: ConfigDiff, facts: Facts
         return _OsStep(tuple(out))
     if kernel_swap:
         try:
-            switch = osupdate.kernel_switch_command(new_type, facts.arch)
-        except osupdate.KernelTypeError as exc:
+            switch = rpmostree_args.kernel_switch_command(new_type, facts.arch)
+        except rpmostree_args.KernelTypeError as exc:
             errors.append(str(exc))
         else:
             if switch is not None:
@@ -379,7 +379,7 @@ def _os_step(old: MachineConfig, new: MachineConfig, d: ConfigDiff, facts: Facts
             if installed is None:
                 known = [e for e in old.extensions if e in ostables.SUPPORTED_EXTENSIONS]
                 installed = tuple(ostables.extension_packages(known))
-            cmd = osupdate.extensions_command(list(installed), list(new.extensions))
+            cmd = rpmostree_args.extensions_command(list(installed), list(new.extensions))
             if cmd:
                 out.append(st.OsCommand(st.OS_EXTENSIONS, tuple(cmd)))
     if errors:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mcd.config.ignition import IgnitionConfig, Unit
-from mcd.diff import ConfigDiff
+from mcd.diff import REMOVED, ConfigDiff
 from mcd.nodefacts import Facts
 from mcd.paths import (
     INSTALL_HEADER,
@@ -50,15 +50,16 @@ def disk_steps(
 ) -> list[Step]:
     """Files, units, stale data, kubeconfig mode, SSH keys and passwords; `notes` gets what is skipped."""
     steps: list[Step] = []
-    writes = _file_writes(old, new, facts)
+    writes = _file_writes(new, d, facts)
     if writes:
         steps.append(WriteFiles(writes))
     changed = {c.name for c in d.unit_changes}
     # the units written: the changed ones (all with the forcefile, as upstream)
     units = new.units if facts.forcefile else tuple(u for u in new.units if u.name in changed)
     steps += _unit_steps(old, units, facts, notes)
-    steps += _stale_unit_steps(old, new, facts)
-    steps += _stale_file_steps(old, new, facts)
+    if d.units:  # equal unit lists drop nothing
+        steps += _stale_unit_steps(old, new, facts)
+    steps += _stale_file_steps(new, d, facts)
     if facts.kubeconfig_mode is not None and facts.kubeconfig_mode != 0o600:
         # upstream makes the kubelet's kubeconfig private on every update
         steps.append(Chmod(KUBECONFIG, 0o600))
@@ -67,15 +68,17 @@ def disk_steps(
     return steps
 
 
-def _file_writes(old: IgnitionConfig, new: IgnitionConfig, facts: Facts) -> tuple[str, ...]:
-    before = {f.path: f for f in old.files}
+def _file_writes(new: IgnitionConfig, d: ConfigDiff, facts: Facts) -> tuple[str, ...]:
+    # the diff already compared every declaration: only added and modified ones are rewritten,
+    # and those declared as in the applied config when they no longer match on disk
+    changed = {c.name for c in d.file_changes if c.change != REMOVED}
+    matching = facts.matching_paths
     out: list[str] = []
     for f in new.files:
         if facts.skip_certificate_write and f.path == KUBELET_CA:
             continue
-        if before.get(f.path) == f and (facts.matching_paths is None or f.path in facts.matching_paths):
-            continue  # declared as in the applied config and still right on disk
-        out.append(f.path)
+        if f.path in changed or (matching is not None and f.path not in matching):
+            out.append(f.path)
     return tuple(out)
 
 
@@ -174,15 +177,15 @@ def _stale_unit_steps(old: IgnitionConfig, new: IgnitionConfig, facts: Facts) ->
     return steps
 
 
-def _stale_file_steps(old: IgnitionConfig, new: IgnitionConfig, facts: Facts) -> list[Step]:
+def _stale_file_steps(new: IgnitionConfig, d: ConfigDiff, facts: Facts) -> list[Step]:
     steps: list[Step] = []
-    new_files = {f.path for f in new.files}
-    for f in old.files:
-        if f.path in new_files or never_deleted(f.path):
+    # the diff lists the dropped paths, in the old config's order
+    for path in (c.name for c in d.file_changes if c.change == REMOVED):
+        if never_deleted(path):
             continue
-        step = _removal(f.path, facts)
+        step = _removal(path, facts)
         # a file replaced by a dropin of the new config stays (upstream); a backup still comes back
-        if isinstance(step, RemoveFile) and path_in_dropins(f.path, new.units):
+        if isinstance(step, RemoveFile) and path_in_dropins(path, new.units):
             continue
         steps.append(step)
     steps += [RemoveFile(link) for link in sorted(facts.leaked_links)]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from mcd.host.fsops import read_bytes_nofollow
+from mcd.host.atomicfs import read_bytes_nofollow
 from mcd.host.root import HostRoot
 
 PASSWD_FILES = ("/etc/passwd", "/usr/lib/passwd")

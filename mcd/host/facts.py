@@ -14,8 +14,8 @@ import stat
 
 from mcd.config.ignition import EMPTY_IGNITION
 from mcd.config.machineconfig import MachineConfig
-from mcd.diff import diff
-from mcd.host import fsops, state
+from mcd.diff import REMOVED, diff
+from mcd.host import atomicfs, state
 from mcd.host.accounts import Accounts
 from mcd.host.errors import HostError
 from mcd.host.root import HostRoot, PathEscapeError
@@ -25,8 +25,8 @@ from mcd.host.systemd import enabled_among
 from mcd.host.wiring import Host
 from mcd.kargs import TUNING_FILE
 from mcd.nodefacts import Facts
-from mcd.osupdate import node_arch
 from mcd.paths import KUBECONFIG, LEAKED_SYMLINKS, dropin_path, unit_path
+from mcd.rpmostree_args import node_arch
 
 CMDLINE = "/proc/cmdline"
 OS_RELEASE = "/etc/os-release"
@@ -45,17 +45,23 @@ def probe(
     forcefile = state.forcefile_present(host.root)
     old_ign = old.config or old.ignition.partial or EMPTY_IGNITION
     new_ign = new.config or EMPTY_IGNITION
-    changed = {c.name for c in diff(old, new, forcefile=forcefile).unit_changes}
+    d = diff(old, new, forcefile=forcefile)
+    changed = {c.name for c in d.unit_changes}
     written = new_ign.units if forcefile else tuple(u for u in new_ign.units if u.name in changed)
     before = {f.path: f for f in old_ign.files}
-    matching = frozenset(f.path for f in new_ign.files if before.get(f.path) == f and host.files.matches(f))
+    modified = {c.name for c in d.file_changes}
+    # files declared as in the applied config (the diff found no change) that are still right
+    matching = frozenset(
+        f.path for f in new_ign.files if f.path not in modified and f.path in before and host.files.matches(f)
+    )
     new_names = {u.name for u in new_ign.units}
     stale_units = [u.name for u in old_ign.units if u.name not in new_names]
-    # every path a step may drop: the old config's paths and the new config's empty dropins
-    dropped = [f.path for f in old_ign.files]
-    for u in old_ign.units:
-        dropped += [unit_path(u.name), *(dropin_path(u.name, d.name) for d in u.dropins)]
-    dropped += [dropin_path(u.name, d.name) for u in written for d in u.dropins if not d.contents]
+    # every path a step may drop: dropped files, the old config's unit paths, empty dropins
+    dropped = [c.name for c in d.file_changes if c.change == REMOVED]
+    if d.units:
+        for u in old_ign.units:
+            dropped += [unit_path(u.name), *(dropin_path(u.name, dr.name) for dr in u.dropins)]
+    dropped += [dropin_path(u.name, dr.name) for u in written for dr in u.dropins if not dr.contents]
     rewriting = [u for u in written if not u.mask and u.contents and host.units.install_may_change(u)]
     enabled = enabled_among(host.systemd, [u.name for u in rewriting]) if rewriting else frozenset()
     contentless = [u.name for u in written if u.enabled is not None and not u.contents]
@@ -71,7 +77,7 @@ def probe(
         arch=node_arch(os.uname().machine),
         skip_certificate_write=skip_certificate_write,
         matching_paths=matching,
-        backed_up=frozenset(p for p in dict.fromkeys(dropped) if host.files.has_backup(p)),
+        backed_up=frozenset(p for p in dict.fromkeys(dropped) if host.files.originals.has_backup(p)),
         enabled_rewrites=frozenset(u.name for u in rewriting if u.name in enabled),
         unit_files=frozenset(n for n in contentless if host.systemd.unit_file_known(n)),
         regular_unit_files=frozenset(n for n in stale_units if host.units.is_regular_file(unit_path(n))),
@@ -101,7 +107,7 @@ def node_fips(root: HostRoot) -> bool | None:
 def _text(host: Host, path: str) -> str | None:
     """A small text file of the root (symlinks followed inside it), None when absent or unreadable."""
     try:
-        data = fsops.read_bytes_nofollow(host.root.join(path, follow_final=True))
+        data = atomicfs.read_bytes_nofollow(host.root.join(path, follow_final=True))
     except (OSError, PathEscapeError):
         return None
     return None if data is None else data.decode("utf-8", errors="replace")
@@ -118,7 +124,7 @@ def _os_id(host: Host) -> str:
 
 def _lexists(host: Host, path: str) -> bool:
     try:
-        return fsops.lstat_or_none(host.root.join(path)) is not None
+        return atomicfs.lstat_or_none(host.root.join(path)) is not None
     except PathEscapeError:  # nothing of ours can be there: leave it be
         return False
 
@@ -126,7 +132,7 @@ def _lexists(host: Host, path: str) -> bool:
 def _regular_mode(host: Host, path: str) -> int | None:
     # only a regular file is touched: chmod would follow a symlink, possibly out of the root
     try:
-        st = fsops.lstat_or_none(host.root.join(path))
+        st = atomicfs.lstat_or_none(host.root.join(path))
     except PathEscapeError:
         return None
     return stat.S_IMODE(st.st_mode) if st is not None and stat.S_ISREG(st.st_mode) else None

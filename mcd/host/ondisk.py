@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from mcd.config.ignition import File, IgnitionConfig, Unit
-from mcd.host.files import UNIT_FILE_MODE
-from mcd.host.fsops import read_bytes_nofollow
+from mcd.host.atomicfs import read_bytes_nofollow
+from mcd.host.originals import UNIT_FILE_MODE
 from mcd.host.root import HostRoot, PathEscapeError
 from mcd.paths import dropin_path, unit_path
 

@@ -1,8 +1,9 @@
 """HostRoot: map config paths (as seen on the node) to paths under a root directory, never outside it.
 
 The daemon runs in a pod with the node mounted at `/rootfs`, directly on the node with root `/`,
-and in tests or the simulator on any directory. Config paths are always written as if the root
-were `/`, so symlinks met on the way must be resolved the same way: an absolute target is
+and in tests, benchmarks and `mcd sandbox` roots on any directory. Config paths are always
+written as if the root were `/`, so symlinks met on the way must be resolved the same way: an
+absolute target is
 re-rooted under the prefix, and nothing may climb above the root. Without this a symlink placed
 on the node (or in a MachineConfig) could make a write land in the pod's own filesystem.
 """

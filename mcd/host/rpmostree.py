@@ -1,6 +1,6 @@
 """rpm-ostree client: OS changes run through the Runner, `status --json` parsed into typed values.
 
-Command lines come from the pure builders in `mcd.osupdate` and `mcd.kargs`; this module only
+Command lines come from the pure builders in `mcd.rpmostree_args` and `mcd.kargs`; this module only
 runs them (as client `machine-config-operator`, so rpm-ostreed's journal names the caller), wraps
 failures into RpmOstreeError and retries the rebase, which pulls over the network (spec §5.2).
 """
@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from mcd.host.runner import CommandError, CommandResult, Runner
-from mcd.osupdate import (
+from mcd.rpmostree_args import (
     cleanup_pending_command,
     missing_extension_packages,
     missing_extensions_error,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from mcd import failpoints
 from mcd.config.ignition import User
-from mcd.host import fsops
+from mcd.host import atomicfs
 from mcd.host.accounts import Accounts, UnknownGroup, UnknownUser
 from mcd.host.errors import HostError
 from mcd.host.root import HostRoot, PathEscapeError
@@ -62,15 +62,15 @@ class SshKeyWriter:
 
     def _ensure_dir(self, host: Path, uid: int, gid: int) -> bool:
         """Make `host` a 0700 directory owned by uid:gid if missing; repair its owner. True if changed."""
-        st = fsops.lstat_or_none(host)
+        st = atomicfs.lstat_or_none(host)
         if st is not None and (st.st_uid, st.st_gid) == (uid, gid):
             return False
         if st is None:
-            fsops.make_dirs(host, KEY_DIR_MODE)
+            atomicfs.make_dirs(host, KEY_DIR_MODE)
         # also repairs a directory whose chown a crash interrupted
         failpoints.hit("before chown of ssh directory")
         os.chown(host, uid, gid, follow_symlinks=False)
-        fsops.fsync_dir(host)  # makes the inode change (owner) durable
+        atomicfs.fsync_dir(host)  # makes the inode change (owner) durable
         failpoints.hit("after chown of ssh directory")
         return True
 
@@ -89,19 +89,19 @@ class SshKeyWriter:
         changed = False
         with _failing_as(f"writing SSH keys to {KEYS_PATH}"):
             ssh_dir = self.root.join(SSH_DIR)
-            st = fsops.lstat_or_none(ssh_dir)
+            st = atomicfs.lstat_or_none(ssh_dir)
             if st is not None and (not stat.S_ISDIR(st.st_mode) or st.st_uid != uid):
                 log.info("removing %s: not a directory owned by core", SSH_DIR)
-                changed |= fsops.remove_tree(ssh_dir)
+                changed |= atomicfs.remove_tree(ssh_dir)
             changed |= self._ensure_dir(ssh_dir, uid, gid)
             keys_dir = self.root.join(KEYS_DIR)
-            st = fsops.lstat_or_none(keys_dir)
+            st = atomicfs.lstat_or_none(keys_dir)
             if st is not None and not stat.S_ISDIR(st.st_mode):
                 log.info("removing %s: not a directory", KEYS_DIR)
-                changed |= fsops.remove_tree(keys_dir)
+                changed |= atomicfs.remove_tree(keys_dir)
             changed |= self._ensure_dir(keys_dir, uid, gid)
             target = self.root.join(KEYS_PATH)
-            changed |= fsops.atomic_write(
+            changed |= atomicfs.atomic_write(
                 target, keys.encode(), KEY_FILE_MODE, uid=uid, gid=gid, dir_mode=KEY_DIR_MODE
             )
         if changed:
@@ -137,7 +137,7 @@ class SshKeyWriter:
         read afresh, so a re-run after a crash only redoes what is still missing. Returns whether
         anything changed.
         """
-        if fsops.lstat_or_none(self.root.join(SHADOW)) is None:
+        if atomicfs.lstat_or_none(self.root.join(SHADOW)) is None:
             # without a shadow file usermod would put hashes into the world-readable passwd file
             log.info("%s does not exist in the root: leaving passwords alone", SHADOW)
             return False

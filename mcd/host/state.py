@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcd import failpoints
-from mcd.host import fsops
+from mcd.host import atomicfs
 from mcd.host.root import HostRoot
 
 LOG = logging.getLogger(__name__)
@@ -55,7 +55,7 @@ def _dump(obj: Any) -> bytes:
 
 
 def _load_json(root: HostRoot, path: str) -> Any:
-    data = fsops.read_bytes_nofollow(root.join(path))
+    data = atomicfs.read_bytes_nofollow(root.join(path))
     if data is None:
         return None
     try:
@@ -80,9 +80,9 @@ def begin(root: HostRoot, txn: Transaction) -> None:
     does not change before the commit. A rollback only rewrites `txn.json`.
     """
     if txn.phase == "apply":
-        fsops.atomic_write(root.join(PENDING_CONFIG), _dump(txn.new), 0o644)
+        atomicfs.atomic_write(root.join(PENDING_CONFIG), _dump(txn.new), 0o644)
     record = {"phase": txn.phase, "mode": txn.mode, "version": 2}
-    fsops.atomic_write(root.join(TRANSACTION), _dump(record), 0o600)
+    atomicfs.atomic_write(root.join(TRANSACTION), _dump(record), 0o600)
 
 
 def pending(root: HostRoot) -> Transaction | None:
@@ -95,7 +95,7 @@ def pending(root: HostRoot) -> Transaction | None:
     new = _load_json(root, PENDING_CONFIG)
     if new is None:
         # killed between the commit's rename and the removal of the record: it is done
-        fsops.remove(root.join(TRANSACTION))
+        atomicfs.remove(root.join(TRANSACTION))
         return None
     if not isinstance(new, Mapping):
         raise StateError(f"{PENDING_CONFIG} does not hold a MachineConfig object")
@@ -109,19 +109,19 @@ def pending(root: HostRoot) -> Transaction | None:
 
 def commit(root: HostRoot, image: str = "") -> None:
     """The update is applied: `pendingconfig` becomes `currentconfig` (one rename), record dropped."""
-    fsops.atomic_write(root.join(CURRENT_IMAGE), image.encode(), 0o644)
+    atomicfs.atomic_write(root.join(CURRENT_IMAGE), image.encode(), 0o644)
     pending_path, current_path = root.join(PENDING_CONFIG), root.join(CURRENT_CONFIG)
     failpoints.hit("before the commit rename")
     os.rename(pending_path, current_path)
-    fsops.fsync_dir(current_path.parent)
+    atomicfs.fsync_dir(current_path.parent)
     failpoints.hit("committed, record not removed")
-    fsops.remove(root.join(TRANSACTION))
+    atomicfs.remove(root.join(TRANSACTION))
 
 
 def finish(root: HostRoot) -> None:
     """The update was rolled back completely: drop the pending config, then the record."""
-    fsops.remove(root.join(PENDING_CONFIG))
-    fsops.remove(root.join(TRANSACTION))
+    atomicfs.remove(root.join(PENDING_CONFIG))
+    atomicfs.remove(root.join(TRANSACTION))
 
 
 @dataclass(frozen=True)
@@ -134,7 +134,7 @@ class PendingReboot:
 
 def _boot_id(root: HostRoot) -> str | None:
     try:
-        data = fsops.read_bytes_nofollow(root.join(BOOT_ID, follow_final=True))
+        data = atomicfs.read_bytes_nofollow(root.join(BOOT_ID, follow_final=True))
     except (OSError, ValueError):
         return None
     if data is None:
@@ -149,11 +149,11 @@ def mark_reboot(root: HostRoot, config: str, reason: str) -> None:
     not a running system) keeps the record until a later update replaces or clears it.
     """
     record = {"config": config, "reason": reason, "bootID": _boot_id(root)}
-    fsops.atomic_write(root.join(REBOOT_PENDING), _dump(record), 0o644)
+    atomicfs.atomic_write(root.join(REBOOT_PENDING), _dump(record), 0o644)
 
 
 def clear_reboot(root: HostRoot) -> None:
-    fsops.remove(root.join(REBOOT_PENDING))
+    atomicfs.remove(root.join(REBOOT_PENDING))
 
 
 def pending_reboot(root: HostRoot) -> PendingReboot | None:
@@ -172,8 +172,8 @@ def pending_reboot(root: HostRoot) -> PendingReboot | None:
 
 
 def forcefile_present(root: HostRoot) -> bool:
-    return fsops.lstat_or_none(root.join(FORCEFILE)) is not None
+    return atomicfs.lstat_or_none(root.join(FORCEFILE)) is not None
 
 
 def remove_forcefile(root: HostRoot) -> None:
-    fsops.remove(root.join(FORCEFILE))
+    atomicfs.remove(root.join(FORCEFILE))

@@ -1,43 +1,33 @@
-"""systemd units on the node: unit files, dropins, mask/unmask and enablement.
+"""systemd on the node: enablement, state queries, reloads and restarts (the unit files: `units`).
 
-Two parts. A SystemdManager does what only systemd's own code should do (enable, disable,
-preset, state queries, reloads and restarts); there are three: `systemctl --root=<prefix>`
-when the root is a directory (systemd's install logic works offline), the D-Bus client on the
-live host, and plain `systemctl` on the live host when the bus is unreachable. A UnitWriter
-applies an Ignition unit list on top of one, in the order upstream's writeUnits uses.
+A SystemdManager does what only systemd's own code should do (enable, disable, preset, state
+queries, reloads and restarts); there are three: `systemctl --root=<prefix>` when the root is
+a directory (systemd's install logic works offline), the D-Bus client on the live host, and
+plain `systemctl` on the live host when the bus is unreachable. `mcd.host.units` writes the
+unit files and applies an Ignition unit list on top of a manager.
 
 Offline, each systemctl call is a process; the offline manager reads the root's links (see
 mcd.host.unitlinks) to skip the `is-enabled` questions and the `disable` runs whose answer or
 effect the files already settle, and hands everything else to systemctl unchanged.
-
-Masking is done by hand (remove the path, link it to /dev/null) as upstream does:
-`systemctl mask` refuses when a unit file already exists in /etc/systemd/system.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import re
-import stat
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Protocol
 
-from mcd.config.ignition import Unit
-from mcd.host import fsops
-from mcd.host.files import UNIT_FILE_MODE
+from mcd.host import atomicfs
 from mcd.host.root import HostRoot, PathEscapeError
 from mcd.host.runner import CommandResult, Runner
 from mcd.host.systemd_dbus import BusUnavailable, DbusSystemd, SystemdError
 from mcd.host.unitlinks import UnitLinks, enabled_from_links
 from mcd.paths import (
     DEV_NULL,
-    INSTALL_HEADER,
     LEAKED_SYMLINKS,
     UNIT_DIR,
     dropin_path,
-    install_section,
     unit_path,
 )
 
@@ -50,14 +40,9 @@ __all__ = [
     "UNIT_DIR",
     "BusUnavailable",
     "LiveSystemctl",
-    "MaskFile",
     "OfflineSystemctl",
-    "RemoveFile",
     "SystemdError",
     "SystemdManager",
-    "UnitResult",
-    "UnitWriter",
-    "WriteFiles",
     "dropin_path",
     "enabled_among",
     "make_manager",
@@ -224,7 +209,7 @@ class OfflineSystemctl(_Systemctl):
         for directory in UNIT_SEARCH_PATH:
             for candidate in candidates:
                 try:
-                    if fsops.lstat_or_none(self._root.join(f"{directory}/{candidate}")) is not None:
+                    if atomicfs.lstat_or_none(self._root.join(f"{directory}/{candidate}")) is not None:
                         return True
                 except PathEscapeError:
                     return True  # let systemctl itself judge an odd layout
@@ -287,278 +272,3 @@ def make_manager(
     except BusUnavailable as e:
         log.warning("systemd D-Bus unavailable (%s); using systemctl", e)
         return LiveSystemctl(runner)
-
-
-WriteFiles = Callable[[Sequence[tuple[str, bytes, int]]], list[bool]]
-"""Write config paths with data and mode, as one batch; element i True when path i was written."""
-RemoveFile = Callable[[str], bool]
-"""Remove a config path; True when something was removed."""
-MaskFile = Callable[[str], bool]
-"""Make a unit's config path a link to /dev/null, or (unmask) undo that; True when it changed."""
-
-
-@dataclass(frozen=True)
-class UnitResult:
-    """What a UnitWriter pass changed (config paths and unit names, in processing order)."""
-
-    written: tuple[str, ...] = ()
-    removed: tuple[str, ...] = ()
-    masked: tuple[str, ...] = ()
-    disabled_before_write: tuple[str, ...] = ()
-    enabled: tuple[str, ...] = ()
-    disabled: tuple[str, ...] = ()
-    preset: tuple[str, ...] = ()
-    preset_failed: tuple[str, ...] = ()
-    skipped: tuple[str, ...] = ()
-
-    @property
-    def files_changed(self) -> bool:
-        """True when any unit file, dropin or mask link was created, changed or removed."""
-        return bool(self.written or self.removed or self.masked)
-
-
-class UnitWriter:
-    """Applies Ignition units to a root (upstream's writeUnits) and cleans up removed ones.
-
-    Unit files, dropins and masks go through `write_files`/`remove_file`/`mask_file`/
-    `unmask_file` (config paths), so a backup-aware file writer can be plugged in; the defaults
-    are plain crash-safe fsops.
-    """
-
-    def __init__(
-        self,
-        root: HostRoot,
-        manager: SystemdManager,
-        *,
-        write_files: WriteFiles | None = None,
-        remove_file: RemoveFile | None = None,
-        mask_file: MaskFile | None = None,
-        unmask_file: MaskFile | None = None,
-    ) -> None:
-        self._root = root
-        self._manager = manager
-        self._write_files: WriteFiles = write_files or self._plain_write
-        self._remove_file: RemoveFile = remove_file or self._plain_remove
-        self._mask_file: MaskFile = mask_file or self._plain_mask
-        self._unmask_file: MaskFile = unmask_file or self._plain_unmask
-
-    def _plain_write(self, items: Sequence[tuple[str, bytes, int]]) -> list[bool]:
-        return fsops.atomic_write_many([fsops.Write(self._root.join(p), d, m) for p, d, m in items])
-
-    def _plain_remove(self, path: str) -> bool:
-        return fsops.remove(self._root.join(path))
-
-    def is_regular_file(self, path: str) -> bool:
-        """Whether the config path is a regular file (not a link, a mask or absent)."""
-        return self._is_regular_file(path)
-
-    def _is_regular_file(self, path: str) -> bool:
-        st = fsops.lstat_or_none(self._root.join(path))
-        return st is not None and stat.S_ISREG(st.st_mode)
-
-    def install_may_change(self, unit: Unit) -> bool:
-        """Whether rewriting `unit`'s file could change the links its enablement makes.
-
-        False when the file already holds the new contents, or when its [Install] section is
-        the same text as the new one and no dropin of the unit in /etc/systemd/system (on disk
-        or in the config) has an [Install] section: then `enable` makes the same links from the
-        new file as from the old one, and no link of the old can leak.
-        """
-        path = unit_path(unit.name)
-        if not self._is_regular_file(path):
-            return True
-        new = (unit.contents or "").encode()
-        old = fsops.read_bytes_nofollow(self._root.join(path))
-        if old == new:
-            return False
-        if old is None or install_section(old) != install_section(new):
-            return True
-        if any(d.contents and INSTALL_HEADER in d.contents.encode() for d in unit.dropins):
-            return True
-        return self._dropins_on_disk_mention_install(unit.name)
-
-    def _dropins_on_disk_mention_install(self, name: str) -> bool:
-        try:
-            directory = self._root.join(f"{UNIT_DIR}/{name}.d", follow_final=True)
-            entries = os.listdir(directory)
-        except (FileNotFoundError, NotADirectoryError):
-            return False
-        except (OSError, PathEscapeError):
-            return True  # cannot tell: keep the disable
-        for entry in entries:
-            try:
-                data = fsops.read_bytes_nofollow(directory / entry)
-            except OSError:
-                return True
-            if data is not None and INSTALL_HEADER in data:
-                return True
-        return False
-
-    def write_units(self, units: Sequence[Unit]) -> UnitResult:
-        """Write dropins, masks and unit files, then apply enablement (spec §4.4).
-
-        Raises SystemdError (`error enabling units: …` / `error disabling unit: …`) when the
-        final enable or disable fails; a failed preset is only logged.
-        """
-        # An enabled unit whose [Install] section is about to change is disabled first, so links
-        # made from the old section do not outlive it; the final enable recreates the right
-        # ones. Upstream asks for every unit with contents; asking only for units whose
-        # [Install] may change gives the same links (enable makes the same ones from the same
-        # section) and leaves the other units' links alone. (Offline the answer mostly comes
-        # from the links, without a systemctl process.)
-        changing = [u.name for u in units if not u.mask and u.contents and self.install_may_change(u)]
-        disabled_first: list[str] = []
-        if changing:
-            enabled_now = enabled_among(self._manager, changing)
-            disabled_first = [name for name in changing if name in enabled_now]
-        if disabled_first:
-            log.info("Disabling systemd units %s before re-writing them", " ".join(disabled_first))
-            try:
-                self._manager.disable(disabled_first)
-            except SystemdError as e:
-                raise SystemdError(
-                    f"disabling {' '.join(disabled_first)} failed: {e.output}", dbus_name=e.dbus_name
-                ) from e
-
-        # every file first (one batch of writes), then enablement: a preset or enable reads them
-        written: list[str] = []
-        removed: list[str] = []
-        masked: list[str] = []
-        writes: list[tuple[str, bytes, int]] = []
-        for unit in units:
-            self._dropins(unit, writes, removed)
-            path = unit_path(unit.name)
-            if unit.mask:
-                if self._mask_file(path):
-                    masked.append(unit.name)
-            elif unit.contents:
-                writes.append((path, unit.contents.encode(), UNIT_FILE_MODE))
-            elif unit.mask is False and self._unmask_file(path):
-                # An explicit `mask: false` without contents clears an earlier mask.
-                log.info("Unmasked %s (%s)", unit.name, path)
-                removed.append(path)
-        if writes:
-            done = self._write_files(writes)
-            written = [path for (path, _, _), changed in zip(writes, done, strict=True) if changed]
-
-        to_enable: list[str] = []
-        to_disable: list[str] = []
-        preset: list[str] = []
-        preset_failed: list[str] = []
-        skipped: list[str] = []
-        for unit in units:
-            if unit.enabled is None:
-                # Presets one by one: one failing (e.g. a dropin for a unit that does not exist)
-                # must not stop the others.
-                if self._preset(unit.name, "Could not reset unit preset for %s, skipping. (Error msg: %s)"):
-                    preset.append(unit.name)
-                else:
-                    preset_failed.append(unit.name)
-            elif unit.contents or self._manager.unit_file_known(unit.name):
-                (to_enable if unit.enabled else to_disable).append(unit.name)
-            else:
-                action = "enable" if unit.enabled else "disable"
-                log.info('Could not %s unit "%s", because it has no contents, skipping', action, unit.name)
-                skipped.append(unit.name)
-
-        if to_enable:
-            try:
-                self._manager.enable(to_enable)
-            except SystemdError as e:
-                raise SystemdError(f"error enabling units: {e.output}", dbus_name=e.dbus_name) from e
-            log.info("Enabled systemd units: %s", " ".join(to_enable))
-        if to_disable:
-            try:
-                self._manager.disable(to_disable)
-            except SystemdError as e:
-                raise SystemdError(f"error disabling unit: {e.output}", dbus_name=e.dbus_name) from e
-            log.info("Disabled systemd units: %s", " ".join(to_disable))
-        return UnitResult(
-            written=tuple(written),
-            removed=tuple(removed),
-            masked=tuple(masked),
-            disabled_before_write=tuple(disabled_first),
-            enabled=tuple(to_enable),
-            disabled=tuple(to_disable),
-            preset=tuple(preset),
-            preset_failed=tuple(preset_failed),
-            skipped=tuple(skipped),
-        )
-
-    def _dropins(self, unit: Unit, writes: list[tuple[str, bytes, int]], removed: list[str]) -> None:
-        """Queue the writes of `unit`'s dropins; remove the ones declared empty."""
-        for dropin in unit.dropins:
-            path = dropin_path(unit.name, dropin.name)
-            if not dropin.contents:
-                # An empty dropin means "no dropin": remove one left by an earlier config.
-                if self._remove_file(path):
-                    log.info("Removed %s: the dropin has no contents", path)
-                    removed.append(path)
-            else:
-                writes.append((path, dropin.contents.encode(), UNIT_FILE_MODE))
-
-    def _plain_mask(self, path: str) -> bool:
-        host = self._root.join(path)
-        st = fsops.lstat_or_none(host)
-        # atomic_symlink replaces a file or link by rename; only a directory must go first.
-        removed_dir = st is not None and stat.S_ISDIR(st.st_mode) and fsops.remove_tree(host)
-        return fsops.atomic_symlink(host, DEV_NULL) or removed_dir
-
-    def _plain_unmask(self, path: str) -> bool:
-        return fsops.remove_tree(self._root.join(path))
-
-    def _preset(self, name: str, failure_message: str) -> bool:
-        try:
-            self._manager.preset(name)
-        except SystemdError as e:
-            log.info(failure_message, name, e.output)
-            return False
-        return True
-
-    def remove_units(self, old_units: Sequence[Unit], new_units: Sequence[Unit]) -> UnitResult:
-        """Remove what `old_units` declared and `new_units` no longer does (spec §4.3, stale data).
-
-        Dropins gone from the new config are removed. A unit gone from it is preset first (a
-        failure is only logged), then, if its file in /etc/systemd/system is a regular file,
-        disabled so no link made from its [Install] section is left dangling, then its file is
-        removed through `remove_file`. If that restored an original file, the unit is preset
-        again so the original gets its default enablement. The leaked links of OCPBUGS-33694
-        are always removed.
-        """
-        new_names = {u.name for u in new_units}
-        new_dropins = {dropin_path(u.name, d.name) for u in new_units for d in u.dropins}
-        removed: list[str] = []
-        for unit in old_units:
-            for dropin in unit.dropins:
-                path = dropin_path(unit.name, dropin.name)
-                if path not in new_dropins and self._remove_file(path):
-                    log.info("Removed stale systemd dropin %s", path)
-                    removed.append(path)
-
-        stale = list(dict.fromkeys(u.name for u in old_units if u.name not in new_names))
-        preset: list[str] = []
-        preset_failed: list[str] = []
-        for name in stale:
-            ok = self._preset(name, "Did not restore preset for %s (may not exist): %s")
-            (preset if ok else preset_failed).append(name)
-        owned = [name for name in stale if self._is_regular_file(unit_path(name))]
-        if owned:
-            try:
-                self._manager.disable(owned)
-            except SystemdError as e:
-                raise SystemdError(f"error disabling unit: {e.output}", dbus_name=e.dbus_name) from e
-        for name in stale:
-            path = unit_path(name)
-            if self._remove_file(path):
-                log.info("Removed stale systemd unit %s", path)
-                removed.append(path)
-            if fsops.lstat_or_none(self._root.join(path)) is not None:
-                self._preset(name, "Did not restore preset for restored unit %s: %s")
-
-        # the leaked enablement links (LEAKED_SYMLINKS) are removed by FileWriter.delete_stale
-        return UnitResult(
-            removed=tuple(removed),
-            disabled=tuple(owned),
-            preset=tuple(preset),
-            preset_failed=tuple(preset_failed),
-        )

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcd.host import fsops
+from mcd.host import atomicfs
 from mcd.host.root import MAX_SYMLINKS, HostRoot
 
 # The system instance's unit search path under a root, highest priority first (systemd 252).
@@ -279,7 +279,7 @@ class UnitLinks:
                 sources.append(f"{dropins}/{entry.name}")
         for source in sources:
             try:
-                data = fsops.read_bytes_nofollow(Path(self._host(source)))
+                data = atomicfs.read_bytes_nofollow(Path(self._host(source)))
             except OSError:
                 return False
             if data is None or any(word in data for word in _WIDENING):

@@ -15,7 +15,8 @@ from mcd.host.root import HostRoot
 from mcd.host.rpmostree import RpmOstree
 from mcd.host.runner import ChrootRunner, Runner
 from mcd.host.ssh import SshKeyWriter
-from mcd.host.systemd import SystemdManager, UnitWriter, make_manager
+from mcd.host.systemd import SystemdManager, make_manager
+from mcd.host.units import UnitFiles, UnitWriter
 
 OSTREE_BOOTED = "/run/ostree-booted"
 
@@ -57,14 +58,7 @@ class Host:
             systemd = make_manager(root, host_runner, live=True, bus_address=_bus_address(root))
         else:
             systemd = make_manager(root, runner)
-        units = UnitWriter(
-            root,
-            systemd,
-            write_files=files.write_unit_files,
-            remove_file=files.remove_unit_path,
-            mask_file=files.mask_unit_path,
-            unmask_file=files.unmask_unit_path,
-        )
+        units = UnitWriter(root, systemd, UnitFiles(files.originals))
         return cls(
             root=root,
             runner=runner,

@@ -21,11 +21,13 @@ from trees import CORE_GROUP, CORE_PASSWD, put
 from mcd.config.ignition import Dropin, File, IgnitionConfig, NodeRef, Unit, parse_ignition
 from mcd.host.accounts import Accounts
 from mcd.host.errors import HostError
-from mcd.host.files import FileWriter, noorig_path, orig_path
+from mcd.host.files import FileWriter
+from mcd.host.originals import noorig_path, orig_path
 from mcd.host.root import HostRoot
+from mcd.host.units import UnitFiles
 from mcd.paths import LEAKED_SYMLINKS, path_in_dropins
 
-# names of fsops temp files a SIGKILL may leave behind (harmless garbage, never read)
+# names of atomicfs temp files a SIGKILL may leave behind (harmless garbage, never read)
 TEMP_NAME = re.compile(r"^\..*\.[0-9a-f]{16}\.tmp$")
 
 
@@ -305,7 +307,7 @@ def test_os_shipped_file_round_trip_via_usr_etc(tmp_path: Path) -> None:
     assert (mode_of(restored), os.lstat(restored).st_gid) == (0o640, 1000)
     assert backup.read_text() == "pool default\n"  # kept for a re-run until the update is committed
 
-    assert w.collect_restored(config_a, cfg()) == ["/etc/chrony.conf"]
+    assert w.originals.collect_restored(config_a, cfg()) == ["/etc/chrony.conf"]
     assert not backup.exists()
     assert restored.read_text() == "pool default\n"
 
@@ -332,7 +334,7 @@ def test_new_file_round_trip_stamp_then_delete(tmp_path: Path) -> None:
     assert w.delete_stale(config_a, cfg()) == ["/etc/new.conf"]
     assert not (base / "etc/new.conf").exists()
     assert not stamp.exists()
-    assert w.collect_restored(config_a, cfg()) == []
+    assert w.originals.collect_restored(config_a, cfg()) == []
 
 
 def test_existing_file_not_shipped_is_backed_up_and_restored_on_drop(tmp_path: Path) -> None:
@@ -353,7 +355,7 @@ def test_existing_file_not_shipped_is_backed_up_and_restored_on_drop(tmp_path: P
     assert original.read_text() == "mc\n"
 
     assert w.delete_stale(config_a, cfg()) == ["/etc/local.conf"]
-    assert w.collect_restored(config_a, cfg()) == ["/etc/local.conf"]
+    assert w.originals.collect_restored(config_a, cfg()) == ["/etc/local.conf"]
     assert non_dirs(snapshot(base)) == before
 
 
@@ -430,7 +432,7 @@ def test_symlink_original_is_backed_up_restored_and_collected_as_a_symlink(tmp_p
     assert w.delete_stale(config_a, cfg()) == ["/etc/localtime"]
     assert os.readlink(base / "etc/localtime") == "../usr/share/zoneinfo/UTC"
     assert w.delete_stale(config_a, cfg()) == []  # a re-run finds the link already restored
-    assert w.collect_restored(config_a, cfg()) == ["/etc/localtime"]
+    assert w.originals.collect_restored(config_a, cfg()) == ["/etc/localtime"]
     assert not os.path.lexists(at(base, orig_path("/etc/localtime")))
     assert os.readlink(base / "etc/localtime") == "../usr/share/zoneinfo/UTC"
 
@@ -489,7 +491,7 @@ def test_collect_restored_drops_backups_of_restored_files_units_and_dropins(tmp_
     for path in paths:
         _restored_pair(base, path)
     old = cfg((ign("/etc/a.conf"),), (Unit("u.service", contents="x", dropins=(Dropin("10-x.conf", "x"),)),))
-    assert writer(base).collect_restored(old, cfg()) == paths
+    assert writer(base).originals.collect_restored(old, cfg()) == paths
     assert bookkeeping(base) == []
     for path in paths:
         assert at(base, path).read_text() == "original\n"
@@ -515,7 +517,7 @@ def test_collect_restored_keeps_the_backup_of_a_path_still_declared(tmp_path: Pa
         (Unit("now-a-unit.service", contents="x"), Unit("k", dropins=(Dropin("1.conf", "x"),))),
     )
     before = snapshot(base)
-    assert writer(base).collect_restored(old, new) == []
+    assert writer(base).originals.collect_restored(old, new) == []
     assert snapshot(base) == before
 
 
@@ -536,7 +538,7 @@ def test_collect_restored_keeps_a_backup_the_file_does_not_match(
     base = make_base(tmp_path)
     target, backup = _restored_pair(base, "/etc/a.conf")
     change(target)
-    assert writer(base).collect_restored(cfg((ign("/etc/a.conf"),)), cfg()) == []
+    assert writer(base).originals.collect_restored(cfg((ign("/etc/a.conf"),)), cfg()) == []
     assert backup.read_text() == "original\n"
 
 
@@ -547,9 +549,9 @@ def test_collect_restored_is_idempotent(tmp_path: Path) -> None:
     put(base, "/etc/b.conf", "changed")
     old = cfg((ign("/etc/a.conf"), ign("/etc/b.conf")))
     w = writer(base)
-    assert w.collect_restored(old, cfg()) == ["/etc/a.conf"]
+    assert w.originals.collect_restored(old, cfg()) == ["/etc/a.conf"]
     after = snapshot(base)
-    assert w.collect_restored(old, cfg()) == []
+    assert w.originals.collect_restored(old, cfg()) == []
     assert snapshot(base) == after
     assert bookkeeping(base) == [orig_path("/etc/b.conf")]
 
@@ -567,7 +569,7 @@ def test_a_backup_is_restored_whether_or_not_the_os_ships_the_file(tmp_path: Pat
     assert w.delete_stale(old, cfg()) == ["/etc/gone.conf"]
     assert (base / "etc/gone.conf").read_text() == "old"
     assert backup.read_text() == "old"
-    assert w.collect_restored(old, cfg()) == ["/etc/gone.conf"]
+    assert w.originals.collect_restored(old, cfg()) == ["/etc/gone.conf"]
     assert not backup.exists()
 
 
@@ -642,7 +644,7 @@ def test_unit_file_with_coreos_usr_etc_copy_is_backed_up_from_it(tmp_path: Path)
     assert w.delete_stale(old, cfg()) == ["/etc/systemd/system/foo.service"]
     assert unit.read_text() == "[Unit]\nDescription=shipped\n"
     assert backup.exists()
-    assert w.collect_restored(old, cfg()) == ["/etc/systemd/system/foo.service"]
+    assert w.originals.collect_restored(old, cfg()) == ["/etc/systemd/system/foo.service"]
     assert not backup.exists()
     assert unit.read_text() == "[Unit]\nDescription=shipped\n"
 
@@ -661,7 +663,7 @@ def test_a_unit_file_already_there_is_backed_up_and_restored(tmp_path: Path, cor
     old = cfg(units=(Unit("bar.service", contents="mine"),))
     assert w.delete_stale(old, cfg()) == ["/etc/systemd/system/bar.service"]
     assert (base / "etc/systemd/system/bar.service").read_text() == "admin's own"
-    assert w.collect_restored(old, cfg()) == ["/etc/systemd/system/bar.service"]
+    assert w.originals.collect_restored(old, cfg()) == ["/etc/systemd/system/bar.service"]
     assert not backup.exists()
 
 
@@ -707,13 +709,17 @@ def test_remove_unit_path_has_backup_semantics(tmp_path: Path) -> None:
     write_unit_file(w, f"{sysd}/x.service.d/10-a.conf", "[Service]\n")
     os.symlink("/dev/null", base / f"{sysd}/m.service".lstrip("/"))
 
-    assert w.remove_unit_path(f"{sysd}/shipped.service") is True  # restored
+    assert UnitFiles(w.originals).remove_unit_path(f"{sysd}/shipped.service") is True  # restored
     assert (base / f"{sysd}/shipped.service".lstrip("/")).read_text() == "[Unit]\nshipped\n"
-    assert w.remove_unit_path(f"{sysd}/shipped.service") is False  # a re-run keeps the restored file
+    assert (
+        UnitFiles(w.originals).remove_unit_path(f"{sysd}/shipped.service") is False
+    )  # a re-run keeps the restored file
     assert (base / f"{sysd}/shipped.service".lstrip("/")).exists()
-    assert w.remove_unit_path(f"{sysd}/x.service.d/10-a.conf") is True  # no original: deleted
-    assert w.remove_unit_path(f"{sysd}/m.service") is True  # a mask link goes too
-    assert w.remove_unit_path(f"{sysd}/m.service") is False
+    assert (
+        UnitFiles(w.originals).remove_unit_path(f"{sysd}/x.service.d/10-a.conf") is True
+    )  # no original: deleted
+    assert UnitFiles(w.originals).remove_unit_path(f"{sysd}/m.service") is True  # a mask link goes too
+    assert UnitFiles(w.originals).remove_unit_path(f"{sysd}/m.service") is False
     assert not os.path.lexists(base / f"{sysd}/m.service".lstrip("/"))
     # the dropin's stamp is gone; the restored unit's backup stays until collect_restored
     assert bookkeeping(base) == [orig_path(f"{sysd}/shipped.service")]
@@ -723,7 +729,7 @@ def test_remove_unit_path_refuses_a_directory(tmp_path: Path) -> None:
     base = make_base(tmp_path)
     put(base, "/etc/systemd/system/d.service/inner", "x")
     with pytest.raises(HostError, match=r"unable to delete /etc/systemd/system/d\.service"):
-        writer(base).remove_unit_path("/etc/systemd/system/d.service")
+        UnitFiles(writer(base).originals).remove_unit_path("/etc/systemd/system/d.service")
     assert (base / "etc/systemd/system/d.service/inner").exists()
 
 
@@ -836,7 +842,7 @@ def _drop_a(base: Path) -> None:
 
 
 def _collect_a(base: Path) -> None:
-    writer(base).collect_restored(cfg(A_FILES, A_UNITS), cfg())
+    writer(base).originals.collect_restored(cfg(A_FILES, A_UNITS), cfg())
 
 
 def _after_drop_a(base: Path) -> None:
@@ -966,10 +972,10 @@ def test_mask_backs_up_the_unit_file_it_replaces_and_a_drop_restores_it(tmp_path
     base = make_base(tmp_path)
     put(base, MASKED, "[Unit]\nDescription=admin's\n", 0o640)
     w = writer(base, coreos=coreos)
-    assert w.mask_unit_path(MASKED) is True
+    assert UnitFiles(w.originals).mask_unit_path(MASKED) is True
     assert os.readlink(at(base, MASKED)) == "/dev/null"
     assert at(base, orig_path(MASKED)).read_text() == "[Unit]\nDescription=admin's\n"
-    assert w.mask_unit_path(MASKED) is False
+    assert UnitFiles(w.originals).mask_unit_path(MASKED) is False
     old = cfg(units=(Unit("m.service", mask=True),))
     assert w.delete_stale(old, cfg()) == [MASKED]
     assert at(base, MASKED).read_text() == "[Unit]\nDescription=admin's\n"
@@ -979,7 +985,7 @@ def test_mask_backs_up_the_unit_file_it_replaces_and_a_drop_restores_it(tmp_path
 def test_mask_of_nothing_is_stamped_and_a_drop_removes_the_link(tmp_path: Path) -> None:
     base = make_base(tmp_path)
     w = writer(base)
-    assert w.mask_unit_path(MASKED) is True
+    assert UnitFiles(w.originals).mask_unit_path(MASKED) is True
     assert at(base, noorig_path(MASKED)).exists()
     assert w.delete_stale(cfg(units=(Unit("m.service", mask=True),)), cfg()) == [MASKED]
     assert not os.path.lexists(at(base, MASKED))
@@ -990,16 +996,16 @@ def test_explicit_unmask_restores_the_original_or_removes_the_link(tmp_path: Pat
     base = make_base(tmp_path)
     put(base, MASKED, "[Unit]\n")
     w = writer(base)
-    w.mask_unit_path(MASKED)
-    assert w.unmask_unit_path(MASKED) is True
+    UnitFiles(w.originals).mask_unit_path(MASKED)
+    assert UnitFiles(w.originals).unmask_unit_path(MASKED) is True
     assert at(base, MASKED).read_text() == "[Unit]\n"
     os.unlink(at(base, MASKED))
     os.unlink(at(base, orig_path(MASKED)))
-    w.mask_unit_path(MASKED)  # over nothing: a stamp
-    assert w.unmask_unit_path(MASKED) is True
+    UnitFiles(w.originals).mask_unit_path(MASKED)  # over nothing: a stamp
+    assert UnitFiles(w.originals).unmask_unit_path(MASKED) is True
     assert not os.path.lexists(at(base, MASKED))
     assert not at(base, noorig_path(MASKED)).exists()
-    assert w.unmask_unit_path(MASKED) is False
+    assert UnitFiles(w.originals).unmask_unit_path(MASKED) is False
 
 
 def test_coreos_mask_already_in_place_is_stamped(tmp_path: Path) -> None:
@@ -1008,7 +1014,7 @@ def test_coreos_mask_already_in_place_is_stamped(tmp_path: Path) -> None:
     at(base, MASKED).parent.mkdir(parents=True)
     os.symlink("/dev/null", at(base, MASKED))
     w = writer(base)
-    assert w.mask_unit_path(MASKED) is False
+    assert UnitFiles(w.originals).mask_unit_path(MASKED) is False
     assert at(base, noorig_path(MASKED)).exists()
     assert w.delete_stale(cfg(units=(Unit("m.service", mask=True),)), cfg()) == [MASKED]
     assert not os.path.lexists(at(base, MASKED))
@@ -1025,7 +1031,7 @@ def test_coreos_file_as_the_replaced_config_declared_it_is_stamped(tmp_path: Pat
         (Unit("a.service", contents="[Unit]\nA\n"),),
     )
     w = writer(base)
-    with w.replacing(old):
+    with w.originals.replacing(old):
         w.write_files((ign("/etc/a.conf", "B\n"), ign("/etc/admin.conf", "B\n")))
         write_unit_file(w, "/etc/systemd/system/a.service", "[Unit]\nB\n")
     assert at(base, noorig_path("/etc/a.conf")).exists()
@@ -1039,4 +1045,4 @@ def test_coreos_file_as_the_replaced_config_declared_it_is_stamped(tmp_path: Pat
 
 def write_unit_file(w: FileWriter, path: str, contents: str | bytes, mode: int = 0o644) -> bool:
     """One unit file through the batch writer; False when it already held exactly this."""
-    return w.write_unit_files([(path, contents, mode)])[0]
+    return UnitFiles(w.originals).write_unit_files([(path, contents, mode)])[0]

@@ -11,12 +11,12 @@ from pathlib import Path
 
 from recording import RecordingRunner
 
+from mcd.execute import Host
 from mcd.host.root import HostRoot
 from mcd.host.runner import ChrootRunner
 from mcd.host.systemd import LiveSystemctl, OfflineSystemctl
 from mcd.plan import reboot_command
 from mcd.sim.sandbox import make_sandbox_root
-from mcd.update import Host
 
 
 def mounted_node(tmp_path: Path, *, coreos: bool = True) -> Path:

@@ -22,6 +22,7 @@ from mcd.host.accounts import Accounts
 from mcd.host.files import FileWriter
 from mcd.host.ondisk import check_config, first_error, format_go_mode, go_file_mode
 from mcd.host.root import HostRoot
+from mcd.host.units import UnitFiles
 
 
 def link(base: Path, path: str, target: str) -> None:
@@ -366,7 +367,7 @@ def test_config_drift_cases(tmp_path: Path, case: dict[str, Any]) -> None:
 
 def write_unit_file(w: FileWriter, path: str, contents: str | bytes, mode: int = 0o644) -> bool:
     """One unit file through the batch writer; False when it already held exactly this."""
-    return w.write_unit_files([(path, contents, mode)])[0]
+    return UnitFiles(w.originals).write_unit_files([(path, contents, mode)])[0]
 
 
 def check_file(root: HostRoot, f: File) -> str | None:

@@ -25,7 +25,7 @@ from mcd.host.rpmostree import (
 )
 from mcd.host.runner import CommandError, SubprocessRunner
 from mcd.kargs import kargs_command
-from mcd.osupdate import (
+from mcd.rpmostree_args import (
     extensions_command,
     kernel_override_reset_command,
     kernel_switch_command,

@@ -26,7 +26,7 @@ from recording import RecordingRunner
 
 from mcd.config.ignition import Unit
 from mcd.host.root import HostRoot
-from mcd.host.systemd import LiveSystemctl, OfflineSystemctl, UnitWriter, make_manager
+from mcd.host.systemd import LiveSystemctl, OfflineSystemctl, make_manager
 from mcd.host.systemd_dbus import (
     JOB_IFACE,
     MANAGER_IFACE,
@@ -38,6 +38,7 @@ from mcd.host.systemd_dbus import (
     DbusSystemd,
     SystemdError,
 )
+from mcd.host.units import UnitWriter
 
 pytestmark = [
     pytest.mark.allow_commands,

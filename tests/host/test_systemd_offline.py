@@ -12,7 +12,8 @@ from recording import RecordingRunner
 from mcd.config.ignition import Dropin, Unit
 from mcd.host.root import HostRoot
 from mcd.host.runner import SubprocessRunner
-from mcd.host.systemd import LiveSystemctl, OfflineSystemctl, SystemdError, UnitWriter, make_manager
+from mcd.host.systemd import LiveSystemctl, OfflineSystemctl, SystemdError, make_manager
+from mcd.host.units import UnitWriter
 
 # --- command lines (recorded, no process) -------------------------------------------------------
 

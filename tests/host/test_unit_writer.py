@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
 
 from mcd.config.ignition import Dropin, Unit
 from mcd.host.root import HostRoot
-from mcd.host.systemd import SystemdError, UnitWriter
+from mcd.host.systemd import SystemdError
+from mcd.host.units import PlainUnitFiles, UnitWriter
 from mcd.paths import install_section
 
 SERVICE = "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"
@@ -144,7 +145,7 @@ def test_failed_preset_is_only_logged_and_the_others_still_run(
 ) -> None:
     manager = FakeManager(root.prefix)
     manager.fail[("preset", "a.service")] = "Failed to preset unit, unit a.service does not exist."
-    with caplog.at_level(logging.INFO, logger="mcd.host.systemd"):
+    with caplog.at_level(logging.INFO, logger="mcd.host.units"):
         result = UnitWriter(root, manager).write_units(
             [Unit("a.service", dropins=(Dropin("x.conf", "[Unit]\n"),)), Unit("b.service", contents=SERVICE)]
         )
@@ -158,7 +159,7 @@ def test_enablement_without_contents_or_known_file_is_skipped(
     root: HostRoot, caplog: pytest.LogCaptureFixture, enabled: bool, action: str
 ) -> None:
     manager = FakeManager(root.prefix)
-    with caplog.at_level(logging.INFO, logger="mcd.host.systemd"):
+    with caplog.at_level(logging.INFO, logger="mcd.host.units"):
         result = UnitWriter(root, manager).write_units([Unit("ghost.service", enabled=enabled)])
     assert result.skipped == ("ghost.service",)
     assert action not in manager.methods()
@@ -315,7 +316,7 @@ def test_dropins_are_written_0644_and_empty_ones_removed(root: HostRoot) -> None
     assert not unit_file(root, "a.service").exists()
 
 
-def test_writes_and_removals_go_through_the_injected_callables(root: HostRoot) -> None:
+def test_writes_and_removals_go_through_the_unit_file_operations(root: HostRoot) -> None:
     writes: list[tuple[str, bytes, int]] = []
     removals: list[str] = []
 
@@ -323,14 +324,12 @@ def test_writes_and_removals_go_through_the_injected_callables(root: HostRoot) -
         writes.extend(items)  # one batch for the whole unit list
         return [True] * len(items)
 
-    def remove_file(path: str) -> bool:
+    def remove_file(path: str, *, keep_unrecorded: bool = False) -> bool:
         removals.append(path)
         return False
 
     unit = Unit("a.service", contents=SERVICE, dropins=(Dropin("a.conf", "x"), Dropin("b.conf")))
-    UnitWriter(root, FakeManager(root.prefix), write_files=write_files, remove_file=remove_file).write_units(
-        [unit]
-    )
+    UnitWriter(root, FakeManager(root.prefix), Files(write_files, remove_file)).write_units([unit])
     assert writes == [
         ("/etc/systemd/system/a.service.d/a.conf", b"x", 0o644),
         ("/etc/systemd/system/a.service", SERVICE.encode(), 0o644),
@@ -402,7 +401,7 @@ def test_remove_units_preset_failure_is_logged_and_masks_are_not_disabled(
     os.symlink("/dev/null", unit_file(root, "m.service"))
     manager = FakeManager(root.prefix)
     manager.fail[("preset", "m.service")] = "Unit m.service is masked"
-    with caplog.at_level(logging.INFO, logger="mcd.host.systemd"):
+    with caplog.at_level(logging.INFO, logger="mcd.host.units"):
         result = UnitWriter(root, manager).remove_units([Unit("m.service", mask=True)], [])
     assert manager.calls == [("preset", ("m.service",))]
     assert not os.path.lexists(unit_file(root, "m.service"))
@@ -413,12 +412,12 @@ def test_remove_units_preset_failure_is_logged_and_masks_are_not_disabled(
 def test_remove_units_presets_again_when_an_original_was_restored(root: HostRoot) -> None:
     put(root, f"{UNIT_DIR}/os.service", "ours\n")
 
-    def restore_original(path: str) -> bool:
+    def restore_original(path: str, *, keep_unrecorded: bool = False) -> bool:
         (root.prefix / path.lstrip("/")).write_text("original\n")
         return True
 
     manager = FakeManager(root.prefix)
-    UnitWriter(root, manager, remove_file=restore_original).remove_units(
+    UnitWriter(root, manager, Files(remove=restore_original)).remove_units(
         [Unit("os.service", contents="ours\n")], []
     )
     assert manager.calls == [
@@ -490,3 +489,22 @@ def test_install_section_ignores_comments_and_other_sections_only() -> None:
     assert install_section(base + b"\n") != install_section(base)  # a blank can end a continuation
     assert install_section(b"[Service]\nX=1\n") == ()
     assert install_section(base.replace(b"x.target", b"y.target")) != install_section(base)
+
+
+class Files(PlainUnitFiles):
+    """Plain unit file operations, with writes and removals replaced by the test's functions."""
+
+    def __init__(
+        self,
+        write: Callable[[Sequence[tuple[str, bytes, int]]], list[bool]] | None = None,
+        remove: Callable[..., bool] | None = None,
+    ) -> None:
+        self._write, self._remove = write, remove
+
+    def write_unit_files(self, items: Sequence[tuple[str, str | bytes, int]]) -> list[bool]:
+        assert self._write is not None
+        return self._write([(p, d.encode() if isinstance(d, str) else d, m) for p, d, m in items])
+
+    def remove_unit_path(self, path: str, *, keep_unrecorded: bool = False) -> bool:
+        assert self._remove is not None
+        return self._remove(path, keep_unrecorded=keep_unrecorded)

@@ -23,8 +23,9 @@ from trees import walk
 from mcd.config.ignition import Dropin, Unit
 from mcd.host.root import HostRoot
 from mcd.host.runner import CommandResult, SubprocessRunner
-from mcd.host.systemd import OfflineSystemctl, SystemdError, UnitResult, UnitWriter
+from mcd.host.systemd import OfflineSystemctl, SystemdError
 from mcd.host.unitlinks import UnitLinks, enabled_from_links, plain_unit_name
+from mcd.host.units import UnitResult, UnitWriter
 
 ETC = "etc/systemd/system"
 USR = "usr/lib/systemd/system"

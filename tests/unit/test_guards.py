@@ -17,8 +17,8 @@ REPO = Path(__file__).resolve().parents[2]
 # Pure core modules named in docs/architecture.md, plus everything under mcd/config/.
 PURE_MODULES = (
     "mcd.diff", "mcd.reconcile", "mcd.policy.__init__", "mcd.policy.model", "mcd.policy.parse",
-    "mcd.policy.decide", "mcd.policy.legacy", "mcd.registries", "mcd.kargs", "mcd.osupdate", "mcd.plan",
-    "mcd.render", "mcd.steps", "mcd.updatesteps", "mcd.nodefacts", "mcd.paths",
+    "mcd.policy.decide", "mcd.policy.legacy", "mcd.registries", "mcd.kargs", "mcd.rpmostree_args", "mcd.plan",
+    "mcd.plantext", "mcd.steps", "mcd.updatesteps", "mcd.nodefacts", "mcd.paths",
 )  # fmt: skip
 BANNED_IMPORTS = (
     "subprocess", "socket", "kubernetes", "dbus", "pyinotify", "shutil", "tempfile",

@@ -26,11 +26,11 @@ import pytest
 from builders import data_url, mc_object
 from killing import arm, hits, in_child
 
+from mcd.execute import Host
 from mcd.host.root import HostRoot
 from mcd.host.runner import SubprocessRunner
 from mcd.oncefrom import run_once_from
 from mcd.sim.sandbox import make_sandbox_root
-from mcd.update import Host
 
 pytestmark = pytest.mark.allow_commands
 

@@ -22,11 +22,11 @@ from recording import RecordingRunner
 from trees import Tree, walk
 
 from mcd.cli import main
+from mcd.execute import Host, UpdateError
 from mcd.host.root import HostRoot
 from mcd.host.runner import SubprocessRunner
 from mcd.oncefrom import run_once_from
 from mcd.sim.sandbox import CORE_GID, CORE_UID, make_sandbox_root
-from mcd.update import Host, UpdateError
 
 commands = pytest.mark.allow_commands
 

@@ -19,11 +19,11 @@ from builders import data_url, mc_object
 from trees import Tree, walk
 
 from mcd.config.ostables import DEFAULT_KERNEL_PACKAGES, REALTIME_KERNEL_PACKAGES
+from mcd.execute import Host, Outcome, UpdateError
 from mcd.host.root import HostRoot
 from mcd.host.runner import SubprocessRunner
 from mcd.oncefrom import run_once_from
 from mcd.sim.sandbox import make_sandbox_root
-from mcd.update import Host, Outcome, UpdateError
 
 pytestmark = pytest.mark.allow_commands
 

@@ -27,13 +27,15 @@ from mcd import steps as st
 from mcd.config.ignition import File
 from mcd.config.machineconfig import MachineConfig, empty_machineconfig
 from mcd.config.ostables import ExtensionError, extension_packages
+from mcd.execute import Host, Unreconcilable, UpdateError, mc_json, plan_on_host, update
 from mcd.host import state
 from mcd.host.files import FileWriter
+from mcd.host.originals import Originals
 from mcd.host.root import HostRoot
 from mcd.host.rpmostree import RpmOstree
 from mcd.host.ssh import SshKeyWriter
+from mcd.host.units import UnitFiles, UnitWriter
 from mcd.sim.sandbox import make_sandbox_root
-from mcd.update import Host, Unreconcilable, UpdateError, mc_json, plan_on_host, update
 
 Op = tuple[Any, ...]
 
@@ -76,9 +78,9 @@ class RecordingFiles(FileWriter):
         self.recorder.ops.append(("write-files", tuple(f.path for f in files)))
         return super().write_files(files, *args, **kwargs)
 
-    def write_unit_files(self, items: Sequence[tuple[str, str | bytes, int]]) -> list[bool]:
-        self.recorder.ops.append(("write-unit-files", tuple(path for path, _, _ in items)))
-        return super().write_unit_files(items)
+
+class RecordingOriginals(Originals):
+    recorder: Recorder
 
     def remove_path(self, path: str) -> bool:
         self.recorder.ops.append(("remove-file", path))
@@ -87,6 +89,14 @@ class RecordingFiles(FileWriter):
     def restore(self, path: str) -> bool:
         self.recorder.ops.append(("restore-original", path))
         return super().restore(path)
+
+
+class RecordingUnitFiles(UnitFiles):
+    recorder: Recorder
+
+    def write_unit_files(self, items: Sequence[tuple[str, str | bytes, int]]) -> list[bool]:
+        self.recorder.ops.append(("write-unit-files", tuple(path for path, _, _ in items)))
+        return super().write_unit_files(items)
 
     def mask_unit_path(self, path: str) -> bool:
         self.recorder.ops.append(("mask", path.rsplit("/", 1)[1]))
@@ -210,13 +220,16 @@ def recording_host(
     runner.expect(["update-ca-trust"])
     host = Host.for_root(HostRoot(root), runner, coreos=True)
     files = RecordingFiles(host.root, host.accounts, coreos=True)
+    files.originals = RecordingOriginals(host.root, True, files.matches)
+    unit_files = RecordingUnitFiles(files.originals)
     ssh = RecordingSsh(host.root, host.accounts, runner)
     rpm = RecordingRpmOstree(runner, retry_delays=())
-    for service in (files, ssh, rpm):
+    for service in (files, files.originals, unit_files, ssh, rpm):
         service.recorder = recorder
     host = dataclasses.replace(
         host,
         files=files,
+        units=UnitWriter(host.root, systemd, unit_files),
         ssh=ssh,
         rpmostree=rpm,
         systemd=systemd,

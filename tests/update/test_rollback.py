@@ -21,12 +21,12 @@ from trees import Tree, walk
 
 import mcd.host.wiring
 from mcd.cli import main
+from mcd.execute import Host, UpdateError
 from mcd.host.root import HostRoot
 from mcd.host.rpmostree import RpmOstree
 from mcd.host.runner import SubprocessRunner
 from mcd.oncefrom import run_once_from
 from mcd.sim.sandbox import make_sandbox_root
-from mcd.update import Host, UpdateError
 
 pytestmark = pytest.mark.allow_commands
 

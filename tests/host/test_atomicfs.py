@@ -1,4 +1,4 @@
-"""mcd.host.fsops: atomic, durable writes that leave the target fully old or fully new."""
+"""mcd.host.atomicfs: atomic, durable writes that leave the target fully old or fully new."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from mcd.host import fsops
-from mcd.host.fsops import (
+from mcd.host import atomicfs, batchwrite
+from mcd.host.atomicfs import (
     atomic_symlink,
     atomic_write,
     copy_preserving,
@@ -121,7 +121,7 @@ def test_parent_that_is_a_file_fails_cleanly(tmp_path: Path) -> None:
 
 def test_make_dirs_fsyncs_each_new_directorys_parent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     synced: list[Path] = []
-    monkeypatch.setattr(fsops, "fsync_dir", synced.append)
+    monkeypatch.setattr(atomicfs, "fsync_dir", synced.append)
     make_dirs(tmp_path / "a/b/c")
     assert synced == [tmp_path, tmp_path / "a", tmp_path / "a/b"]
 
@@ -262,16 +262,16 @@ def test_temp_file_is_created_private_and_exclusive(tmp_path: Path, monkeypatch:
 # --- atomic_write_many: a batch with the same guarantees -------------------------------------------
 
 
-def batch(tmp_path: Path, n: int, data: bytes = b"new") -> list[fsops.Write]:
+def batch(tmp_path: Path, n: int, data: bytes = b"new") -> list[batchwrite.Write]:
     return [
-        fsops.Write(tmp_path / f"d{i % 3}" / f"f{i}", data + b"%d" % i, 0o640, dir_mode=0o750)
+        batchwrite.Write(tmp_path / f"d{i % 3}" / f"f{i}", data + b"%d" % i, 0o640, dir_mode=0o750)
         for i in range(n)
     ]
 
 
 def test_many_writes_each_file_like_atomic_write(tmp_path: Path) -> None:
     writes = batch(tmp_path, 20)
-    assert fsops.atomic_write_many(writes) == [True] * 20
+    assert batchwrite.atomic_write_many(writes) == [True] * 20
     for w in writes:
         assert w.path.read_bytes() == w.data
         assert mode_of(w.path) == 0o640
@@ -281,10 +281,10 @@ def test_many_writes_each_file_like_atomic_write(tmp_path: Path) -> None:
 
 def test_many_skips_what_is_already_exact_and_reports_per_write(tmp_path: Path) -> None:
     writes = batch(tmp_path, 6)
-    fsops.atomic_write_many(writes)
+    batchwrite.atomic_write_many(writes)
     writes[2].path.write_bytes(b"drifted")
     inodes = [os.lstat(w.path).st_ino for w in writes]
-    assert fsops.atomic_write_many(writes) == [False, False, True, False, False, False]
+    assert batchwrite.atomic_write_many(writes) == [False, False, True, False, False, False]
     assert [os.lstat(w.path).st_ino == ino for w, ino in zip(writes, inodes, strict=True)] == [
         True,
         True,
@@ -313,7 +313,7 @@ def test_many_renames_in_directory_order_after_every_temp_file_is_durable(
     monkeypatch.setattr(os, "fsync", fsync)
     monkeypatch.setattr(os, "rename", rename)
     writes = batch(tmp_path, 10)
-    fsops.atomic_write_many(writes)
+    batchwrite.atomic_write_many(writes)
     assert events[:10] == ["fsync-file"] * 10
     renames = events[10:]
     assert sorted(renames) == sorted(f"rename f{i}" for i in range(10))
@@ -338,8 +338,8 @@ def test_many_failing_temp_file_renames_nothing_and_leaves_no_temp(
         real_fsync(fd)
 
     monkeypatch.setattr(os, "fsync", fsync)
-    with pytest.raises(fsops.BatchWriteError, match="injected fsync failure") as info:
-        fsops.atomic_write_many(writes)
+    with pytest.raises(batchwrite.BatchWriteError, match="injected fsync failure") as info:
+        batchwrite.atomic_write_many(writes)
     assert info.value.index == 5
     assert [w.path.read_bytes() for w in writes] == [b"old"] * 8
     assert [p.name for p in tmp_path.rglob(".*.tmp")] == []
@@ -357,8 +357,8 @@ def test_many_failing_rename_stops_its_directory_and_leaves_no_temp(
         real_rename(src, dst)
 
     monkeypatch.setattr(os, "rename", rename)
-    with pytest.raises(fsops.BatchWriteError) as info:
-        fsops.atomic_write_many(writes)
+    with pytest.raises(batchwrite.BatchWriteError) as info:
+        batchwrite.atomic_write_many(writes)
     assert info.value.index == 3
     # f3 and what follows it in its directory (d0: f0, f3) are not written; other directories are
     assert [w.path.exists() for w in writes] == [True, True, True, False, True, True]
@@ -368,8 +368,8 @@ def test_many_failing_rename_stops_its_directory_and_leaves_no_temp(
 def test_many_refuses_a_directory_before_writing_anything(tmp_path: Path) -> None:
     writes = batch(tmp_path, 4)
     writes[2].path.mkdir(parents=True)
-    with pytest.raises(fsops.BatchWriteError, match="refusing to replace a directory") as info:
-        fsops.atomic_write_many(writes)
+    with pytest.raises(batchwrite.BatchWriteError, match="refusing to replace a directory") as info:
+        batchwrite.atomic_write_many(writes)
     assert info.value.index == 2
     assert not writes[0].path.exists()
 
@@ -378,18 +378,18 @@ def test_holds_bytes_compares_the_file_the_lstat_saw(tmp_path: Path) -> None:
     target = tmp_path / "f"
     target.write_bytes(b"same")
     st = os.lstat(target)
-    assert fsops.holds_bytes(target, st, b"same") is True
-    assert fsops.holds_bytes(target, st, b"diff") is False
-    assert fsops.holds_bytes(target, st, b"same, longer") is False
+    assert atomicfs.holds_bytes(target, st, b"same") is True
+    assert atomicfs.holds_bytes(target, st, b"diff") is False
+    assert atomicfs.holds_bytes(target, st, b"same, longer") is False
     target.write_bytes(b"same plus more")  # grew after the lstat
-    assert fsops.holds_bytes(target, st, b"same") is False
+    assert atomicfs.holds_bytes(target, st, b"same") is False
     target.write_bytes(b"same")
     os.link(target, tmp_path / "keep")  # keeps the inode busy: the replacement gets another one
     (tmp_path / "other").write_bytes(b"same")
     os.rename(tmp_path / "other", target)  # another file now, same bytes
-    assert fsops.holds_bytes(target, st, b"same") is False
+    assert atomicfs.holds_bytes(target, st, b"same") is False
     os.unlink(target)
-    assert fsops.holds_bytes(target, st, b"same") is False
+    assert atomicfs.holds_bytes(target, st, b"same") is False
 
 
 def test_create_empty_never_shows_the_marker_with_another_mode(
@@ -407,14 +407,14 @@ def test_create_empty_never_shows_the_marker_with_another_mode(
     monkeypatch.setattr(os, "fchmod", fchmod)
     old_umask = os.umask(0o077)
     try:
-        assert fsops.create_empty(marker, 0o644) is True
+        assert atomicfs.create_empty(marker, 0o644) is True
     finally:
         os.umask(old_umask)
     assert seen == [False]
     assert mode_of(marker) == 0o644 and marker.read_bytes() == b""
     assert entries(marker.parent) == ["m"]
-    assert fsops.create_empty(marker, 0o644) is False
-    assert fsops.create_empty(tmp_path / "d" / "n", 0o644, link_from=marker) is True
+    assert atomicfs.create_empty(marker, 0o644) is False
+    assert atomicfs.create_empty(tmp_path / "d" / "n", 0o644, link_from=marker) is True
     assert os.lstat(tmp_path / "d" / "n").st_ino == os.lstat(marker).st_ino
 
 

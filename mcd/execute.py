@@ -3,7 +3,7 @@
 Upstream's `update()` order is kept: files, units, stale data, SSH keys and passwords, OS
 (rpm-ostree), persisted current config, post-config action. Each completed step registers
 its undo; when a later step fails, the undos run in reverse and the node is back in the old
-config. Crash safety comes from three facts: every single write is atomic (fsops), every step
+config. Crash safety comes from three facts: every single write is atomic (atomicfs), every step
 is idempotent (re-writing identical content writes nothing, backups are taken once), and a
 write-ahead record (`state.TRANSACTION`) is on disk from before the first change to after the
 last — a restarted process finds it and re-runs the same transaction, which converges.
@@ -21,10 +21,10 @@ from mcd import failpoints, policy
 from mcd import steps as st
 from mcd.config.ignition import EMPTY_IGNITION, IgnitionConfig
 from mcd.config.machineconfig import MachineConfig, empty_machineconfig, machineconfig_from_object
-from mcd.host import fsops, ondisk, state
+from mcd.host import atomicfs, ondisk, state
 from mcd.host.errors import HostError
 from mcd.host.facts import probe
-from mcd.host.files import noorig_path, orig_path
+from mcd.host.originals import noorig_path, orig_path
 from mcd.host.root import PathEscapeError
 from mcd.host.wiring import Host
 from mcd.nodefacts import Facts
@@ -159,7 +159,7 @@ def _apply(
         if drift is None and state.read_current_config(host.root) == mc_json(new):
             # already there: no transaction record, no write, no action (re-runs are no-ops);
             # only backups of restored originals left by an interrupted commit are collected
-            host.files.collect_restored(None, new_ign)
+            host.files.originals.collect_restored(None, new_ign)
             owed = state.pending_reboot(host.root)
             if owed is None:
                 return Outcome(p, reboot=False, rebooted=False, notes=("already in the desired config",))
@@ -175,7 +175,7 @@ def _apply(
     reboot = next((s for s in p.steps if isinstance(s, st.Reboot)), None)
     try:
         # directory entries are made durable once per directory, before the commit
-        with fsops.deferred_dir_sync(), host.files.replacing(old_ign):
+        with atomicfs.deferred_dir_sync(), host.files.originals.replacing(old_ign):
             for step in p.steps:
                 if not isinstance(step, st.ACTION_STEPS):
                     run.step(step)
@@ -198,7 +198,7 @@ def _apply(
             raise
         raise UpdateError(f"update to {new.name} failed and was rolled back: {exc}") from exc
     # committed: no re-run can follow, so the backups of restored originals can go
-    host.files.collect_restored(None, new_ign)
+    host.files.originals.collect_restored(None, new_ign)
     actions_run = tuple(_label(r) for r in run.ran if isinstance(r.step, st.ACTION_STEPS))
     if reboot is None:
         return Outcome(p, reboot=False, rebooted=False, actions_run=actions_run, ran=tuple(run.ran))
@@ -239,9 +239,9 @@ def _sweep_temp_files(host: Host, old_ign: IgnitionConfig, new_ign: IgnitionConf
     Only the daemon's own directory unless an update was interrupted (its record is there):
     every other write happens inside a transaction.
     """
-    for leftover in fsops.sweep_temp_files(host.root.join(state.STATE_DIR, follow_final=True)):
+    for leftover in atomicfs.sweep_temp_files(host.root.join(state.STATE_DIR, follow_final=True)):
         LOG.warning("removed %s, left by an interrupted write", leftover)
-    if fsops.lstat_or_none(host.root.join(state.TRANSACTION)) is None:
+    if atomicfs.lstat_or_none(host.root.join(state.TRANSACTION)) is None:
         return
     paths = {f"{SSH_DIR}/x"}
     for ign in (old_ign, new_ign):
@@ -259,7 +259,7 @@ def _sweep_temp_files(host: Host, old_ign: IgnitionConfig, new_ign: IgnitionConf
             host_dir = host.root.join(d, follow_final=True)
         except PathEscapeError:
             continue
-        for leftover in fsops.sweep_temp_files(host_dir):
+        for leftover in atomicfs.sweep_temp_files(host_dir):
             LOG.warning("removed %s, left by an interrupted write", leftover)
 
 
@@ -282,7 +282,7 @@ def _roll_back(
         # the record stays: a restart re-runs the transaction and converges
         raise UpdateError("error rolling back changes: " + "; ".join(errors))
     state.finish(host.root)
-    host.files.collect_restored(None, old_ign)
+    host.files.originals.collect_restored(None, old_ign)
 
 
 def _reboot(host: Host, p: Plan, reason: str, *, skip_reboot: bool, notes: tuple[str, ...] = ()) -> Outcome:

@@ -17,14 +17,37 @@ import re
 import secrets
 import shutil
 import stat
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 from mcd import failpoints
 
 _CHUNK = 1 << 20
+
+
+# Temp files filled and fsynced at once: the filesystem's journal commits concurrent fsyncs
+# together (ext4 and XFS both do), so a batch costs a few journal commits instead of one per file.
+BATCH_WRITERS = 8
+
+
+class _Pool:
+    """One pool of writer threads for the process, started on first use and kept.
+
+    Starting threads per batch costs more than a small batch's writes. A forked child has none
+    of its parent's threads, so it starts its own pool.
+    """
+
+    executor: ThreadPoolExecutor | None = None
+    pid = 0
+
+
+def pool() -> ThreadPoolExecutor:
+    """The process's writer threads (batches and the deferred directory syncs share them)."""
+    if _Pool.executor is None or _Pool.pid != os.getpid():
+        _Pool.executor = ThreadPoolExecutor(BATCH_WRITERS, thread_name_prefix="mcd-write")
+        _Pool.pid = os.getpid()
+    return _Pool.executor
 
 
 def lstat_or_none(path: Path) -> os.stat_result | None:
@@ -88,7 +111,7 @@ def _sync_dirs(directories: list[Path]) -> None:
             _sync_dir_if_present(directory)
         return
     # list() waits for all and re-raises the first failure
-    list(_pool().map(_sync_dir_if_present, directories))
+    list(pool().map(_sync_dir_if_present, directories))
 
 
 def read_bytes_nofollow(path: Path) -> bytes | None:
@@ -161,7 +184,7 @@ def make_dirs(path: Path, mode: int = 0o755) -> None:
         fsync_dir(new.parent)
 
 
-def _refuse_directory(path: Path, st: os.stat_result | None) -> None:
+def refuse_directory(path: Path, st: os.stat_result | None) -> None:
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise IsADirectoryError(errno.EISDIR, "refusing to replace a directory", str(path))
 
@@ -207,7 +230,7 @@ def _effective_owner(uid: int, gid: int) -> tuple[int, int]:
     return (os.geteuid() if uid == -1 else uid, os.getegid() if gid == -1 else gid)
 
 
-def _is_identical(
+def is_identical(
     path: Path, st: os.stat_result | None, data: bytes, *, mode: int, uid: int, gid: int
 ) -> bool:
     if st is None or not stat.S_ISREG(st.st_mode):
@@ -221,7 +244,7 @@ def _is_identical(
 
 def is_exactly(path: Path, data: bytes, mode: int, uid: int = -1, gid: int = -1) -> bool:
     """Whether `path` is a regular file (not a link) holding `data` with exactly `mode` and owner."""
-    return _is_identical(path, lstat_or_none(path), data, mode=mode, uid=uid, gid=gid)
+    return is_identical(path, lstat_or_none(path), data, mode=mode, uid=uid, gid=gid)
 
 
 def is_link_to(path: Path, target: str) -> bool:
@@ -230,7 +253,7 @@ def is_link_to(path: Path, target: str) -> bool:
     return st is not None and stat.S_ISLNK(st.st_mode) and os.readlink(path) == target
 
 
-def _durable_temp(path: Path, fill: Callable[[int], None]) -> Path:
+def durable_temp(path: Path, fill: Callable[[int], None]) -> Path:
     """A temp file beside `path`, written by `fill` and fsynced; removed again on any error.
 
     It starts with mode 0o600 so nobody can read a half-written secret.
@@ -255,7 +278,7 @@ def _replace_via_temp(path: Path, fill: Callable[[int], None], *, sync_now: bool
 
     On any error the temp file is removed and `path` is left as it was.
     """
-    tmp = _durable_temp(path, fill)
+    tmp = durable_temp(path, fill)
     try:
         failpoints.hit("temp file written, not renamed")
         os.rename(tmp, path)
@@ -267,7 +290,7 @@ def _replace_via_temp(path: Path, fill: Callable[[int], None], *, sync_now: bool
     fsync_dir(path.parent, now=sync_now)
 
 
-def _owned_fill(data: bytes, mode: int, uid: int, gid: int) -> Callable[[int], None]:
+def owned_fill(data: bytes, mode: int, uid: int, gid: int) -> Callable[[int], None]:
     def fill(fd: int) -> None:
         _write_all(fd, data)
         if uid != -1 or gid != -1:
@@ -295,178 +318,12 @@ def atomic_write(
     is left as it was.
     """
     st = lstat_or_none(path)
-    _refuse_directory(path, st)
-    if _is_identical(path, st, data, mode=mode, uid=uid, gid=gid):
+    refuse_directory(path, st)
+    if is_identical(path, st, data, mode=mode, uid=uid, gid=gid):
         return False
     make_dirs(path.parent, dir_mode)
-    _replace_via_temp(path, _owned_fill(data, mode, uid, gid))
+    _replace_via_temp(path, owned_fill(data, mode, uid, gid))
     return True
-
-
-@dataclass(frozen=True, slots=True)
-class Write:
-    """One `atomic_write` of a batch (same meaning for every field)."""
-
-    path: Path
-    data: bytes
-    mode: int = 0o644
-    uid: int = -1
-    gid: int = -1
-    dir_mode: int = 0o755
-
-
-class BatchWriteError(OSError):
-    """Write number `index` of a batch failed; `cause` is the error. Nothing after it was renamed."""
-
-    def __init__(self, index: int, cause: OSError) -> None:
-        super().__init__(cause.errno, cause.strerror or str(cause), cause.filename)
-        self.index = index
-        self.cause = cause
-
-    def __str__(self) -> str:
-        return str(self.cause)
-
-
-# Temp files filled and fsynced at once: the filesystem's journal commits concurrent fsyncs
-# together (ext4 and XFS both do), so a batch costs a few journal commits instead of one per file.
-BATCH_WRITERS = 8
-
-
-class _Pool:
-    """One pool of writer threads for the process, started on first use and kept.
-
-    Starting threads per batch costs more than a small batch's writes. A forked child has none
-    of its parent's threads, so it starts its own pool.
-    """
-
-    executor: ThreadPoolExecutor | None = None
-    pid = 0
-
-
-def _pool() -> ThreadPoolExecutor:
-    if _Pool.executor is None or _Pool.pid != os.getpid():
-        _Pool.executor = ThreadPoolExecutor(BATCH_WRITERS, thread_name_prefix="mcd-write")
-        _Pool.pid = os.getpid()
-    return _Pool.executor
-
-
-def _fill_temp(w: Write) -> Path:
-    return _durable_temp(w.path, _owned_fill(w.data, w.mode, w.uid, w.gid))
-
-
-def atomic_write_many(writes: Sequence[Write]) -> list[bool]:
-    """`atomic_write` for each of `writes`, in order; element i is True when write i changed its file.
-
-    The same guarantees, one file at a time: each target is always fully old or fully new. The
-    temp files of all changed targets are written and fsynced concurrently first (a pool of
-    threads; fsync waits on the disk, not the interpreter), then renamed over their targets, in
-    order within each directory and directories side by side; each rename is followed by its
-    directory's sync, as in `atomic_write`. A failure before the renames leaves every target
-    untouched; a failed rename leaves that write and the later ones of its directory undone
-    (other directories may have finished). Either way it raises BatchWriteError naming the
-    failed write, and no temp file stays behind.
-    """
-    changed = [False] * len(writes)
-    todo: list[int] = []
-    for i, w in enumerate(writes):
-        try:
-            st = lstat_or_none(w.path)
-            _refuse_directory(w.path, st)
-            if not _is_identical(w.path, st, w.data, mode=w.mode, uid=w.uid, gid=w.gid):
-                todo.append(i)
-        except OSError as exc:
-            raise BatchWriteError(i, exc) from exc
-    made: set[Path] = set()
-    for i in todo:
-        parent = writes[i].path.parent
-        if parent not in made:
-            try:
-                make_dirs(parent, writes[i].dir_mode)
-            except OSError as exc:
-                raise BatchWriteError(i, exc) from exc
-            made.add(parent)
-    temps = _fill_temps(writes, todo)
-    try:
-        _rename_all(writes, todo, temps, changed)
-    finally:
-        for tmp in temps.values():
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-    return changed
-
-
-def _rename_all(
-    writes: Sequence[Write], todo: Sequence[int], temps: dict[int, Path], changed: list[bool]
-) -> None:
-    """Rename each temp file over its target: in order within a directory, directories side by side.
-
-    Renames in one directory serialise on its lock anyway; different directories proceed at
-    once. A failure stops that directory's renames; the first failure (lowest index) is raised
-    once every started directory has finished.
-    """
-    by_dir: dict[Path, list[int]] = {}
-    for i in todo:
-        by_dir.setdefault(writes[i].path.parent, []).append(i)
-
-    def rename_dir(indexes: list[int]) -> None:
-        for i in indexes:
-            failpoints.hit("temp file written, not renamed")
-            path = writes[i].path
-            try:
-                os.rename(temps[i], path)
-            except OSError as exc:
-                raise BatchWriteError(i, exc) from exc
-            del temps[i]
-            failpoints.hit("renamed, directory not synced")
-            fsync_dir(path.parent)
-            changed[i] = True
-
-    groups = list(by_dir.values())
-    if len(groups) <= 1:
-        for group in groups:
-            rename_dir(group)
-        return
-    failures: list[BatchWriteError] = []
-    other: BaseException | None = None
-    pool = _pool()
-    for future in [pool.submit(rename_dir, group) for group in groups]:
-        try:
-            future.result()
-        except BatchWriteError as exc:
-            failures.append(exc)
-        except BaseException as exc:  # every directory must have finished first
-            other = other or exc
-    if other is not None:
-        raise other
-    if failures:
-        raise min(failures, key=lambda e: e.index)
-
-
-def _fill_temps(writes: Sequence[Write], todo: Sequence[int]) -> dict[int, Path]:
-    """The durable temp file of each write in `todo`: all of them, or none and the first failure raised."""
-    temps: dict[int, Path] = {}
-    failure: BaseException | None = None
-    if len(todo) == 1:
-        try:
-            temps[todo[0]] = _fill_temp(writes[todo[0]])
-        except OSError as exc:
-            failure = BatchWriteError(todo[0], exc)
-    elif todo:
-        pool = _pool()
-        futures = [(i, pool.submit(_fill_temp, writes[i])) for i in todo]
-        for i, future in futures:
-            try:
-                temps[i] = future.result()
-            except OSError as exc:
-                failure = failure or BatchWriteError(i, exc)
-            except BaseException as exc:  # every temp file must be accounted for first
-                failure = failure or exc
-    if failure is not None:
-        for tmp in temps.values():
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-        raise failure
-    return temps
 
 
 def create_empty(
@@ -479,7 +336,7 @@ def create_empty(
     instead of open, fchmod and close, which matters when thousands are made at once.
     """
     st = lstat_or_none(path)
-    _refuse_directory(path, st)
+    refuse_directory(path, st)
     if st is not None and stat.S_ISREG(st.st_mode) and st.st_size == 0:
         if stat.S_IMODE(st.st_mode) != mode:  # a creation cut short before its chmod
             os.chmod(path, mode)
@@ -498,7 +355,7 @@ def create_empty(
             fsync_dir(path.parent)
             return True
     # made under a temp name and renamed: the marker never shows with the temp file's 0o600
-    tmp = _durable_temp(path, lambda fd: os.fchmod(fd, mode))
+    tmp = durable_temp(path, lambda fd: os.fchmod(fd, mode))
     try:
         os.rename(tmp, path)
     except BaseException:
@@ -515,7 +372,7 @@ def atomic_symlink(path: Path, target: str, dir_mode: int = 0o755) -> bool:
     Returns False when `path` already is exactly that symlink.
     """
     st = lstat_or_none(path)
-    _refuse_directory(path, st)
+    refuse_directory(path, st)
     if st is not None and stat.S_ISLNK(st.st_mode) and os.readlink(path) == target:
         return False
     make_dirs(path.parent, dir_mode)
@@ -573,7 +430,7 @@ def copy_preserving(src: Path, dst: Path, dir_mode: int = 0o755) -> None:
     non-regular files are refused. `dst` is replaced by rename, so it is never half-copied.
     """
     st = os.lstat(src)
-    _refuse_directory(dst, lstat_or_none(dst))
+    refuse_directory(dst, lstat_or_none(dst))
     if stat.S_ISLNK(st.st_mode):
         _copy_symlink(src, dst, st, dir_mode)
         return

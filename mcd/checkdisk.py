@@ -1,0 +1,55 @@
+"""`mcd check-disk`: verify a node root against a config (upstream's on-disk validation).
+
+Files, units, masks and enablement (`mcd.host.ondisk`), and on rpm-ostree systems the booted
+image and the kernel arguments; by default against the config recorded on the node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mcd import kargs as kargs_mod
+from mcd.config.findings import Finding, InputError
+from mcd.config.load import load_machineconfig
+from mcd.execute import Host, load_mc
+from mcd.host import ondisk, state
+from mcd.oncefrom import read_source
+
+
+@dataclass(frozen=True)
+class DiskCheck:
+    config_name: str
+    errors: tuple[str, ...]
+
+    @property
+    def clean(self) -> bool:
+        return not self.errors
+
+    def reason(self) -> str:
+        """The Degraded reason upstream writes for the first problem."""
+        return f"unexpected on-disk state validating against {self.config_name}: {self.errors[0]}"
+
+
+def check_disk(host: Host, config_file: str | None = None) -> DiskCheck:
+    """Verify files, units and (on CoreOS) kernel arguments and OS image against a config."""
+    if config_file is not None:
+        data, source = read_source(config_file)
+        mc = load_machineconfig(data, source)
+    else:
+        recorded = state.read_current_config(host.root)
+        if recorded is None:
+            raise InputError(state.CURRENT_CONFIG, [Finding((), "no config recorded on this node; name one")])
+        mc = load_mc(recorded, state.CURRENT_CONFIG)
+    if mc.config is None:
+        raise InputError(mc.name, [f.located(mc.ignition_path) for f in mc.ignition.errors])
+    errors: list[str] = []
+    if host.rpmostree is not None:
+        booted = host.rpmostree.booted_image()
+        want = mc.ocl_image or mc.os_image_url
+        if want and booted != want:
+            errors.append(f'expected target osImageURL "{want}", have "{booted}"')
+        missing = kargs_mod.missing_kargs_error(host.rpmostree.kargs_output(), list(mc.kernel_arguments))
+        if missing:
+            errors.append(missing)
+    errors += ondisk.check_config(host.root, mc.config, host.systemd.is_enabled)
+    return DiskCheck(mc.name, tuple(errors))
