@@ -1,7 +1,7 @@
 # Every target that runs project code depends on `setup`, so a fresh checkout needs nothing else.
 BIN := .venv/bin
 
-.PHONY: setup test lint demo bench clean
+.PHONY: setup test lint demo bench clean mutate
 
 setup:
 	@bash scripts/setup.sh
@@ -47,5 +47,11 @@ bench: setup
 
 # Caches and build leftovers; keeps .venv (rm -rf .venv to rebuild it from scratch).
 clean:
-	rm -rf .pytest_cache .mypy_cache .ruff_cache .hypothesis .import_linter_cache build dist *.egg-info .demo
+	rm -rf .pytest_cache .mypy_cache .ruff_cache .hypothesis .import_linter_cache build dist *.egg-info .demo mutants
 	find . -path ./.venv -prune -o -name __pycache__ -type d -exec rm -rf {} +
+
+# Mutation run over the pure core (scripts/mutate.py, mutmut): a score per concern, the survivors
+# listed. Slow and CPU-heavy, so not part of `make test` or CI. CONCERNS=kargs runs one concern.
+CONCERNS ?=
+mutate: setup
+	@nice -n 10 $(BIN)/python scripts/mutate.py $(CONCERNS)

@@ -14,6 +14,8 @@ from mcd.config.machineconfig import MachineConfig
 from mcd.config.ostables import canonical_kernel_type
 
 ADDED, REMOVED, MODIFIED = "added", "removed", "modified"
+# what an added user is compared with: no keys, no password hash, no other field
+_NO_USER = User(name="")
 
 
 @dataclass(frozen=True)
@@ -239,11 +241,11 @@ def _passwd_changes(old: IgnitionConfig, new: IgnitionConfig) -> tuple[Change, .
 
 
 def _user_fields(old: User | None, new: User) -> tuple[str, ...]:
-    prev = old if old is not None else User(name=new.name)
+    prev = old if old is not None else _NO_USER
     out = []
-    added = len(set(new.ssh_authorized_keys) - set(prev.ssh_authorized_keys))
-    removed = len(set(prev.ssh_authorized_keys) - set(new.ssh_authorized_keys))
-    if added or removed or prev.ssh_authorized_keys != new.ssh_authorized_keys:
+    if prev.ssh_authorized_keys != new.ssh_authorized_keys:
+        added = len(set(new.ssh_authorized_keys) - set(prev.ssh_authorized_keys))
+        removed = len(set(prev.ssh_authorized_keys) - set(new.ssh_authorized_keys))
         out.append(f"sshAuthorizedKeys +{added} -{removed}")
     if prev.password_hash != new.password_hash:
         out.append("passwordHash")

@@ -30,19 +30,23 @@ def split_kernel_arguments(s: str) -> list[str]:
     """Split like the kernel's next_arg(): whitespace separates unless inside double quotes.
 
     Quotes are kept in the result and there are no escapes; an unterminated quote runs to the end.
+    One pass over the characters, no index arithmetic: whatever a bug does, it cannot loop forever.
     """
     args: list[str] = []
-    i, n = 0, len(s)
-    while i < n:
-        while i < n and s[i] in _KERNEL_SPACE:
-            i += 1
-        start, in_quote = i, False
-        while i < n and (in_quote or s[i] not in _KERNEL_SPACE):
-            if s[i] == '"':
-                in_quote = not in_quote
-            i += 1
-        if i > start:
+    start: int | None = None  # where the argument being read began
+    in_quote = False
+    for i, ch in enumerate(s):
+        if start is None:
+            if ch in _KERNEL_SPACE:
+                continue
+            start = i
+        if ch == '"':
+            in_quote = not in_quote
+        elif ch in _KERNEL_SPACE and not in_quote:
             args.append(s[start:i])
+            start = None
+    if start is not None:
+        args.append(s[start:])
     return args
 
 
@@ -104,8 +108,8 @@ def tuning_commands(file_text: str, cmdline: str, is_el: bool) -> list[list[str]
     on_cmdline = set(cmdline.split())
     adds: list[str] = []
     deletes: list[str] = []
-    for raw in file_text.split("\n"):
-        line = raw.removesuffix("\r")  # bufio.Scanner drops a CR before the newline
+    # bufio.Scanner drops a CR before the newline; here the trim below removes it with the spaces
+    for line in file_text.split("\n"):
         for verb, into in (("ADD ", adds), ("DELETE ", deletes)):
             if not line.startswith(verb):
                 continue

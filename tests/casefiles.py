@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-CASES_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "cases"
+# MCD_CASES_DIR: the tables seen from a copy of the tree elsewhere (make mutate runs the tests in mutants/)
+CASES_DIR = Path(
+    os.environ.get("MCD_CASES_DIR") or Path(__file__).resolve().parents[1].parent / "shared" / "cases"
+)
 
 
 def load_cases(filename: str, kind: str | None = None) -> list[dict[str, Any]]:

@@ -133,21 +133,20 @@ def _entries(
 
 
 def _parse_document(
-    obj: object, path: JsonPath, *, status: bool, origin: str
+    obj: object, path: JsonPath, *, status: bool
 ) -> tuple[ClusterPolicies | None, list[Finding]]:
-    """Parse a spec ``nodeDisruptionPolicy`` or a status ``clusterPolicies`` object.
+    """Parse a spec ``nodeDisruptionPolicy`` (origin user) or a status ``clusterPolicies`` (cluster).
 
     A missing or empty sshkey action list gives ``sshkey=()`` (the caller decides what that means).
     """
     if not isinstance(obj, Mapping):
         return None, [_type_finding(path, obj, "object")]
+    origin = "cluster" if status else "user"
     allowed = STATUS_ACTION_TYPES if status else SPEC_ACTION_TYPES
     limit = MAX_STATUS_ENTRIES if status else MAX_SPEC_ENTRIES
-    findings: list[Finding] = []
 
     files: list[FilePolicy] = []
-    items, found = _entries(obj, "files", path, limit)
-    findings += found
+    items, findings = _entries(obj, "files", path, limit)
     seen: set[str] = set()
     for i, item in enumerate(items):
         at: JsonPath = (*path, "files", i)
@@ -225,7 +224,7 @@ def merge_policies(defaults: ClusterPolicies, user: Mapping[str, object], path: 
     any other is appended in the user's order. The user's sshkey actions replace the default ones
     only when non-empty. Raises `PolicyError` (findings located under `path`) for invalid input.
     """
-    parsed, findings = _parse_document(user, path, status=False, origin="user")
+    parsed, findings = _parse_document(user, path, status=False)
     if parsed is None:
         raise PolicyError(findings)
     files = list(defaults.files)
@@ -254,22 +253,22 @@ def parse_cluster_policies(obj: object, path: JsonPath = ()) -> ClusterPolicies:
     Entries identical (same key and actions) to a default entry keep origin ``default``; the rest
     are ``cluster``. An empty sshkey list stays empty (the daemon then adds no action for SSH changes).
     """
-    parsed, findings = _parse_document(obj, path, status=True, origin="cluster")
+    parsed, findings = _parse_document(obj, path, status=True)
     if parsed is None:
         raise PolicyError(findings)
     default_files = {(f.path, f.actions) for f in DEFAULT_POLICIES.files}
     default_units = {(u.name, u.actions) for u in DEFAULT_POLICIES.units}
     return ClusterPolicies(
         files=tuple(
-            FilePolicy(f.path, f.actions, "default" if (f.path, f.actions) in default_files else "cluster")
+            FilePolicy(f.path, f.actions, "default" if (f.path, f.actions) in default_files else f.origin)
             for f in parsed.files
         ),
         units=tuple(
-            UnitPolicy(u.name, u.actions, "default" if (u.name, u.actions) in default_units else "cluster")
+            UnitPolicy(u.name, u.actions, "default" if (u.name, u.actions) in default_units else u.origin)
             for u in parsed.units
         ),
         sshkey=parsed.sshkey,
-        sshkey_origin="default" if parsed.sshkey == DEFAULT_POLICIES.sshkey else "cluster",
+        sshkey_origin="default" if parsed.sshkey == DEFAULT_POLICIES.sshkey else parsed.sshkey_origin,
     )
 
 
@@ -292,7 +291,7 @@ def policies_from_machineconfiguration(obj: Mapping[str, object]) -> ClusterPoli
         else:
             findings.append(_type_finding(("spec",), spec, "object"))
     user_path: JsonPath = ("spec", "nodeDisruptionPolicy")
-    _, found = _parse_document(user, user_path, status=False, origin="user")
+    _, found = _parse_document(user, user_path, status=False)
     findings += found
 
     cluster: object = None
@@ -307,13 +306,13 @@ def policies_from_machineconfiguration(obj: Mapping[str, object]) -> ClusterPoli
     elif status is not None:
         findings.append(_type_finding(("status",), status, "object"))
     if cluster is not None:
-        _, found = _parse_document(cluster, status_path, status=True, origin="cluster")
+        _, found = _parse_document(cluster, status_path, status=True)
         findings += found
 
     if any(f.severity == "error" for f in findings):
         raise PolicyError(findings)
     if cluster is not None:
-        return parse_cluster_policies(cluster, status_path)
+        return parse_cluster_policies(cluster)  # valid: checked above, with its path
     assert isinstance(user, Mapping)  # a non-mapping produced a finding above
     return merge_policies(DEFAULT_POLICIES, user, user_path)
 
