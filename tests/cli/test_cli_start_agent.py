@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from mcd.cli import build_parser, main
+from mcd.cli import main
+from mcd.cli_parser import build_parser
 
 
 def test_every_agent_flag_has_an_environment_variable(
