@@ -184,9 +184,10 @@ def test_spec_rows() -> None:
     full = mc("old", osImageURL="q/a", kernelArguments=["a"], extensions=["usbguard"], kernelType="realtime")
     assert diff(full, mc("new")).spec_changes == (
         Change("osImageURL", "q/a", "removed"),
-        Change("kernelArguments", "", "removed"),
+        # a removed list is named by what goes (issue 8: it was "")
+        Change("kernelArguments", "a", "removed"),
         Change("kernelType", "default", "modified"),
-        Change("extensions", "", "removed"),
+        Change("extensions", "usbguard", "removed"),
     )
     assert diff(
         mc("old"), mc("new", osImageURL="q/a", fips=True, kernelArguments=["a", "b"])
