@@ -107,14 +107,19 @@ MAX_EXPANDED_NODES = 2_000_000
 
 
 def _too_deep(value: object) -> bool:
-    stack: list[tuple[object, int]] = [(value, 1)]
-    while stack:
-        v, depth = stack.pop()
-        if isinstance(v, dict | list):
-            if depth > MAX_DEPTH:
-                return True
-            items = v.values() if isinstance(v, dict) else v
-            stack.extend((item, depth + 1) for item in items)
+    """Whether containers nest deeper than MAX_DEPTH: one level at a time, scalars never queued
+    (a rendered config is mostly strings, and this runs on every JSON document)."""
+    level: list[object] = [value] if isinstance(value, dict | list) else []
+    depth = 1
+    while level:
+        if depth > MAX_DEPTH:
+            return True
+        deeper: list[object] = []
+        for v in level:
+            items = v.values() if isinstance(v, dict) else v if isinstance(v, list) else ()
+            deeper += [i for i in items if isinstance(i, dict | list)]
+        level = deeper
+        depth += 1
     return False
 
 
