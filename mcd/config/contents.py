@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from mcd.config.dataurl import iter_data_url
 
 if TYPE_CHECKING:
-    from mcd.config.ignition import Resource
+    from mcd.config.ignition_model import Resource
 
 CHUNK = 1 << 20
 # far above any real file of a node (the largest rendered configs carry files of a few MiB),

@@ -1,255 +1,60 @@
-"""Typed Ignition config model and its parser. Pure: no I/O.
+"""Ignition config parser: `parse_ignition` and the model it returns (re-exported). Pure: no I/O.
 
 `parse_ignition` turns a decoded JSON value into frozen values in three layers, each with
 located findings: the JSON Schema of the declared spec version (structure and types), the
-translation of spec 2.2 to 3.x, then the semantic rules Ignition and the MCO apply (clean
-absolute paths, modes within 0777, no duplicates, decodable inline contents, verified hashes,
-sources the daemon can actually read on a running node).
+translation of spec 2.2 to 3.x, then the semantic rules Ignition and the MCO apply
+(`mcd.config.ignition_checks`). The model types live in `mcd.config.ignition_model`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mcd.config.canon import Canon, canon
-from mcd.config.contents import (
-    CHUNK,
-    DEFAULT_MAX_FILE_SIZE,
-    HASH_HEX_LENGTHS,
-    ContentsError,
-    iter_contents,
+from mcd.config.findings import Finding, JsonPath
+from mcd.config.ignition_checks import Checker
+from mcd.config.ignition_model import (
+    DEFAULT_FILE_MODE,
+    DEFAULT_PARSE,
+    EMPTY_IGNITION,
+    KEEP_DATA_UP_TO,
+    MAX_FILE_MODE,
+    SPEC2_VERSIONS,
+    SPEC3_VERSIONS,
+    Dropin,
+    File,
+    IgnitionConfig,
+    IgnitionResult,
+    NodeRef,
+    ParseOptions,
+    Resource,
+    Unit,
+    User,
+    format_mode,
 )
-from mcd.config.dataurl import decode_data_url
-from mcd.config.findings import Finding, JsonPath, format_path
-from mcd.config.ignition_rules import value_findings
-from mcd.config.paths import ancestors, name_problem, path_problem, state_problem
 from mcd.config.schema import is_unknown_key, validate_ignition_schema
-from mcd.config.text import shown
 from mcd.config.translate import translate_2_2
-from mcd.config.unitfile import UnitSyntaxError
-from mcd.config.unitfile import sections as unit_sections
 
-DEFAULT_FILE_MODE = 0o644
-MAX_FILE_MODE = 0o777
-SPEC3_VERSIONS = ("3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0", "3.5.0")
-SPEC2_VERSIONS = ("2.2.0",)
-# the daemon applies configs on a running node: it has no network fetcher, unlike Ignition
-REMOTE_SCHEMES = ("http", "https", "s3", "tftp", "gs", "arn")
-UNIT_SUFFIXES = (
-    ".service",
-    ".socket",
-    ".device",
-    ".mount",
-    ".automount",
-    ".swap",
-    ".target",
-    ".path",
-    ".timer",
-    ".snapshot",
-    ".slice",
-    ".scope",
-)
-SYSTEMD_DIR = "/etc/systemd/system"
-_INSTANCE = re.compile(r"^(.+?)@(.+?)\.service$")
-ERR_HASH_WITHOUT_SOURCE = "source must be specified if verification is specified"  # Ignition's words
-MAX_ID = 2**32 - 2  # the largest uid or gid; 2**32 - 1 is (uid_t)-1
-
-
-@dataclass(frozen=True)
-class NodeRef:
-    """A file owner or group: by numeric id, by name, or neither (root)."""
-
-    id: int | None = None
-    name: str | None = None
-
-
-@dataclass(frozen=True)
-class Resource:
-    """An Ignition resource (file contents or an append fragment)."""
-
-    source: str | None
-    compression: str | None = None
-    hash: str | None = None
-
-
-@dataclass(frozen=True, init=False)
-class File:
-    """A `storage.files` entry. Equality follows upstream: the declared fields, not the decoded data.
-
-    The decoded contents are kept when small enough (`ParseOptions.keep_data_up_to`); otherwise
-    only their size and SHA-256 are, and `data` decodes them again when asked. A writer that
-    must not hold a large file in memory reads `iter_data()` instead.
-    """
-
-    path: str
-    mode: int | None = None
-    overwrite: bool | None = None
-    user: NodeRef = NodeRef()
-    group: NodeRef = NodeRef()
-    contents: Resource | None = None
-    append: tuple[Resource, ...] = ()
-    _data: bytes | None = field(default=b"", compare=False, repr=False)
-    size: int = field(default=0, compare=False, repr=False)
-    sha256: str = field(default="", compare=False, repr=False)
-
-    def __init__(
-        self,
-        path: str,
-        *,
-        mode: int | None = None,
-        overwrite: bool | None = None,
-        user: NodeRef = NodeRef(),
-        group: NodeRef = NodeRef(),
-        contents: Resource | None = None,
-        append: tuple[Resource, ...] = (),
-        data: bytes | None = b"",
-        size: int = 0,
-        sha256: str = "",
-    ) -> None:
-        """`data` is the decoded contents (b"" without a source), or None when not kept: then
-        `size` and `sha256` describe them and `contents` is decoded again on demand."""
-        for name, value in (
-            ("path", path),
-            ("mode", mode),
-            ("overwrite", overwrite),
-            ("user", user),
-            ("group", group),
-            ("contents", contents),
-            ("append", append),
-            ("_data", data),
-            ("size", len(data) if data is not None else size),
-            ("sha256", sha256),
-        ):
-            object.__setattr__(self, name, value)
-
-    @property
-    def effective_mode(self) -> int:
-        return DEFAULT_FILE_MODE if self.mode is None else self.mode
-
-    @property
-    def kept(self) -> bool:
-        """Whether the decoded contents are held in memory."""
-        return self._data is not None
-
-    @property
-    def data(self) -> bytes:
-        """The decoded (and decompressed) contents; b"" when there is no source."""
-        if self._data is not None:
-            return self._data
-        return b"".join(self.iter_data())
-
-    def iter_data(self) -> Iterator[bytes]:
-        """The decoded contents in pieces of at most `contents.CHUNK` bytes (see mcd.config.contents)."""
-        if self._data is not None:
-            yield self._data
-        elif self.contents is not None:
-            # checked when the config was parsed: no cap, the same bytes come out
-            yield from iter_contents(self.contents, max_size=None, owner=self.path)
-
-    def digest(self) -> str:
-        """SHA-256 (hex) of the decoded contents."""
-        return self.sha256 or hashlib.sha256(self.data).hexdigest()
-
-    def same_data(self, other: File) -> bool:
-        """Whether two files decode to the same bytes (without decoding what is not kept)."""
-        if self.kept and other.kept:
-            return self.data == other.data
-        return self.size == other.size and self.digest() == other.digest()
-
-
-@dataclass(frozen=True)
-class Dropin:
-    name: str
-    contents: str | None = None
-
-
-@dataclass(frozen=True)
-class Unit:
-    name: str
-    enabled: bool | None = None
-    mask: bool | None = None
-    contents: str | None = None
-    dropins: tuple[Dropin, ...] = ()
-
-
-@dataclass(frozen=True)
-class User:
-    """A `passwd.users` entry; `extra` holds every other field in canonical form."""
-
-    name: str
-    password_hash: str | None = None
-    ssh_authorized_keys: tuple[str, ...] = ()
-    extra: Canon = None
-
-
-@dataclass(frozen=True)
-class IgnitionConfig:
-    """A parsed, valid Ignition config at spec 3.x semantics.
-
-    Sections the daemon never writes are kept in canonical form, only to be compared.
-    """
-
-    version: str
-    files: tuple[File, ...] = ()
-    units: tuple[Unit, ...] = ()
-    users: tuple[User, ...] = ()
-    groups: Canon = None
-    directories: Canon = None
-    links: Canon = None
-    disks: Canon = None
-    filesystems: Canon = None
-    raid: Canon = None
-    luks: Canon = None
-    kernel_arguments: Canon = None
-
-    @property
-    def passwd(self) -> tuple[tuple[User, ...], Canon]:
-        return (self.users, self.groups)
-
-
-EMPTY_IGNITION = IgnitionConfig(version="3.5.0")
-
-
-@dataclass(frozen=True)
-class IgnitionResult:
-    """Outcome of parsing: a config when usable, and findings (paths relative to the Ignition root).
-
-    `stage` says where parsing stopped: "parse" (version, structure, translation: upstream's
-    "parsing … failed"), "validate" (semantic rules: upstream's "validating … failed") or
-    "ok".
-    """
-
-    config: IgnitionConfig | None
-    findings: tuple[Finding, ...] = ()
-    stage: str = "ok"
-    # built despite semantic errors (stage "validate"), so further checks can still report
-    partial: IgnitionConfig | None = field(default=None, compare=False, repr=False)
-
-    @property
-    def errors(self) -> tuple[Finding, ...]:
-        return tuple(f for f in self.findings if f.severity == "error")
-
-
-# decoded contents kept in memory by default: every real file is smaller; a larger one is measured
-# while parsing (memory stays flat) and decoded again when its bytes are needed
-KEEP_DATA_UP_TO = 16 << 20
-
-
-@dataclass(frozen=True)
-class ParseOptions:
-    """Bounds of a parse. `max_file_size`: decoded size a file may have (None: no cap).
-    `keep_data_up_to`: files decoding to more are not kept in memory, only measured (None:
-    keep all; 0: keep none, as `validate` needs no contents)."""
-
-    max_file_size: int | None = DEFAULT_MAX_FILE_SIZE
-    keep_data_up_to: int | None = KEEP_DATA_UP_TO
-
-
-DEFAULT_PARSE = ParseOptions()
+__all__ = [
+    "DEFAULT_FILE_MODE",
+    "DEFAULT_PARSE",
+    "EMPTY_IGNITION",
+    "KEEP_DATA_UP_TO",
+    "MAX_FILE_MODE",
+    "SPEC2_VERSIONS",
+    "SPEC3_VERSIONS",
+    "Dropin",
+    "File",
+    "IgnitionConfig",
+    "IgnitionResult",
+    "NodeRef",
+    "ParseOptions",
+    "Resource",
+    "Unit",
+    "User",
+    "format_mode",
+    "parse_ignition",
+]
 
 
 def parse_ignition(doc: object, options: ParseOptions = DEFAULT_PARSE) -> IgnitionResult:
@@ -277,7 +82,7 @@ def parse_ignition(doc: object, options: ParseOptions = DEFAULT_PARSE) -> Igniti
         if any(f.severity == "error" for f in tfindings):
             return IgnitionResult(None, tuple(findings), "parse")
         body = translated
-    checker = _Checker(options)
+    checker = Checker(options)
     config = checker.build(body, version)
     if version in SPEC2_VERSIONS:
         checker.findings = [_spec2_located(f) for f in checker.findings]
@@ -339,398 +144,3 @@ def _type_name(value: object) -> str:
         int: "integer",
         float: "number",
     }.get(type(value), type(value).__name__)
-
-
-def format_mode(mode: int) -> str:
-    """Go's ``%#o``: a leading 0 for non-zero values (0644, 01777, -01), plain 0 for zero."""
-    if mode < 0:
-        return f"-0{-mode:o}"
-    return f"0{mode:o}" if mode else "0"
-
-
-class _Checker:
-    """Builds the typed config from a schema-valid spec 3 dict, collecting semantic findings."""
-
-    def __init__(self, options: ParseOptions) -> None:
-        self.options = options
-        self.findings: list[Finding] = []
-
-    def error(self, path: JsonPath, message: str) -> None:
-        self.findings.append(Finding(path, message))
-
-    def warn(self, path: JsonPath, message: str) -> None:
-        self.findings.append(Finding(path, message, "warning"))
-
-    def build(self, doc: Mapping[str, Any], version: str) -> IgnitionConfig:
-        storage: Mapping[str, Any] = doc.get("storage") or {}
-        systemd: Mapping[str, Any] = doc.get("systemd") or {}
-        passwd: Mapping[str, Any] = doc.get("passwd") or {}
-        files = tuple(self.file(f, ("storage", "files", i)) for i, f in enumerate(storage.get("files") or ()))
-        units = tuple(self.unit(u, ("systemd", "units", i)) for i, u in enumerate(systemd.get("units") or ()))
-        users = tuple(self.user(u, ("passwd", "users", i)) for i, u in enumerate(passwd.get("users") or ()))
-        for i, g in enumerate(passwd.get("groups") or ()):
-            if g.get("gid") is not None:
-                self.check_id(("passwd", "groups", i, "gid"), g["gid"], "group")
-        self.check_paths(storage, units)
-        self.check_templates(units)
-        self.check_ignition_resources(doc.get("ignition") or {})
-        self.findings += value_findings(doc)
-        self.check_unique([u.name for u in units], ("systemd", "units"), "name", "unit")
-        return IgnitionConfig(
-            version=version,
-            files=files,
-            units=units,
-            users=users,
-            groups=canon(passwd.get("groups")),
-            directories=canon(storage.get("directories")),
-            links=canon(storage.get("links")),
-            disks=canon(storage.get("disks")),
-            filesystems=canon(storage.get("filesystems")),
-            raid=canon(storage.get("raid")),
-            luks=canon(storage.get("luks")),
-            kernel_arguments=canon(doc.get("kernelArguments")),
-        )
-
-    def file(self, raw: Mapping[str, Any], path: JsonPath) -> File:
-        mode = raw.get("mode")
-        fpath: str = raw["path"]
-        label = shown(fpath)  # the path as messages show it
-        if mode is not None and mode < 0:
-            self.error((*path, "mode"), f"invalid mode {format_mode(mode)} for {label}, must not be negative")
-        elif mode is not None and mode > MAX_FILE_MODE:
-            # upstream's message (MCO validateIgn3FileModes), so setuid/setgid/sticky bits are refused
-            self.error((*path, "mode"), f"invalid mode {format_mode(mode)} for {label}, cannot exceed 0777")
-        contents = self.resource(raw.get("contents"), (*path, "contents"))
-        if raw.get("overwrite") is True and (contents is None or contents.source is None):
-            self.error((*path, "overwrite"), "overwrite must be false if source is unspecified")  # Ignition's
-        data: bytes | None = b""
-        size, sha256 = 0, ""
-        if contents is not None:
-            data, size, sha256 = self.decode(contents, (*path, "contents"), label)
-        append = tuple(
-            r
-            for i, a in enumerate(raw.get("append") or ())
-            if (r := self.resource(a, (*path, "append", i))) is not None
-        )
-        for i, res in enumerate(append):
-            self.decode(res, (*path, "append", i), label)
-        return File(
-            path=fpath,
-            mode=mode,
-            overwrite=raw.get("overwrite"),
-            user=self.node_ref(raw.get("user"), (*path, "user"), "user"),
-            group=self.node_ref(raw.get("group"), (*path, "group"), "group"),
-            contents=contents,
-            append=append,
-            data=data,
-            size=size,
-            sha256=sha256,
-        )
-
-    def node_ref(self, raw: Mapping[str, Any] | None, path: JsonPath, what: str) -> NodeRef:
-        if not raw:
-            return NodeRef()
-        ref = NodeRef(id=raw.get("id"), name=raw.get("name") or None)
-        if ref.id is not None and ref.name is not None:
-            self.error(path, "cannot set both id and name")  # Ignition's rule and words
-        if ref.id is not None:
-            self.check_id((*path, "id"), ref.id, what)
-        return ref
-
-    def check_id(self, path: JsonPath, value: int, what: str) -> None:
-        # uid_t is 32 bits and (uid_t)-1 tells chown "leave it": a config cannot mean either
-        if not 0 <= value <= MAX_ID:
-            self.error(path, f"invalid {what} id {value}: must be between 0 and {MAX_ID}")
-
-    def resource(self, raw: Mapping[str, Any] | None, path: JsonPath) -> Resource | None:
-        if raw is None:
-            return None
-        self.check_headers(raw, path)
-        verification = raw.get("verification") or {}
-        return Resource(
-            source=raw.get("source"), compression=raw.get("compression"), hash=verification.get("hash")
-        )
-
-    def decode(self, res: Resource, path: JsonPath, owner: str) -> tuple[bytes | None, int, str]:
-        """Decoded contents of file `owner`, streamed: (data or None when too large to keep, size,
-        SHA-256 when not kept). Records a finding and returns empty contents when undecodable."""
-        empty: tuple[bytes | None, int, str] = (b"", 0, "")
-        if res.source is None:
-            if res.hash is not None:
-                self.error((*path, "verification", "hash"), ERR_HASH_WITHOUT_SOURCE)
-            return empty
-        if not self.check_source(res.source, (*path, "source"), owner):
-            return empty
-        if res.compression not in (None, "", "gzip"):
-            self.error(
-                (*path, "compression"),
-                f'could not decode file "{owner}": unsupported compression type "{shown(res.compression)}"',
-            )
-            return empty
-        if res.hash is not None and not self.check_hash_spec(
-            res.hash, (*path, "verification", "hash"), owner
-        ):
-            return empty
-        keep = self.options.keep_data_up_to
-        small = len(res.source) <= CHUNK and (keep is None or len(res.source) <= keep)
-        if small and res.compression != "gzip" and res.hash is None:
-            # the common case (a small inline file, kept; a data URL never decodes to more bytes
-            # than it has characters): one decode, no stream machinery
-            try:
-                data = decode_data_url(res.source)
-            except ValueError as exc:
-                self.error((*path, "source"), f"could not decode contents of {owner}: {exc}")
-                return empty
-            cap = self.options.max_file_size
-            if cap is None or len(data) <= cap:
-                return data, len(data), ""
-        kept: list[bytes] | None = []
-        digest = hashlib.sha256()
-        size = 0
-        try:
-            for piece in iter_contents(res, max_size=self.options.max_file_size, owner=owner):
-                size += len(piece)
-                if kept is not None and (keep is None or size <= keep):
-                    kept.append(piece)
-                else:
-                    if kept:
-                        for earlier in kept:  # the hash of what was kept so far, then no more keeping
-                            digest.update(earlier)
-                    kept = None
-                    digest.update(piece)
-        except ContentsError as exc:
-            self.error((*path, *exc.field), str(exc))
-            return empty
-        if kept is not None:
-            return b"".join(kept), size, ""
-        return None, size, digest.hexdigest()
-
-    def check_source(self, source: str, path: JsonPath, owner: str) -> bool:
-        """Whether `source` is something the daemon can read: an inline data URL."""
-        scheme = source.split(":", 1)[0].lower() if ":" in source else ""
-        if scheme in REMOTE_SCHEMES:
-            self.error(
-                path,
-                f'unsupported source scheme "{scheme}" for {owner}: the daemon cannot fetch remote '
-                "contents on a running node; inline them as a data: URL",
-            )
-            return False
-        if scheme != "data":
-            self.error(path, f'invalid source "{_clip(source)}" for {owner}: expected a data: URL')
-            return False
-        return True
-
-    def check_hash_spec(self, spec: str, path: JsonPath, owner: str) -> bool:
-        """Ignition's checks of a hash specifier (``sha512-<hex>``): form, function and length."""
-        kind, sep, want = spec.partition("-")
-        if not sep:
-            problem = "malformed hash specifier"
-        elif kind not in HASH_HEX_LENGTHS:
-            problem = "unrecognized hash function"
-        elif len(want) != HASH_HEX_LENGTHS[kind]:
-            problem = "incorrect size for hash sum"
-        else:
-            return True
-        self.error(
-            path, f'invalid hash "{shown(spec)}" for {owner}: {problem} (want sha512-<hex> or sha256-<hex>)'
-        )
-        return False
-
-    def unit(self, raw: Mapping[str, Any], path: JsonPath) -> Unit:
-        name: str = raw["name"]
-        if not name.endswith(UNIT_SUFFIXES) or "/" in name:
-            self.error((*path, "name"), f'invalid systemd unit name "{shown(name)}"')
-        elif (
-            problem := name_problem(name + (".d" if raw.get("dropins") else ""), "systemd unit")
-        ) is not None:
-            self.error((*path, "name"), problem)
-        dropins = []
-        for i, d in enumerate(raw.get("dropins") or ()):
-            dname: str = d["name"]
-            if not dname.endswith(".conf"):
-                self.error(
-                    (*path, "dropins", i, "name"),
-                    f'invalid systemd unit dropin name "{shown(dname)}": must end in .conf',
-                )
-            elif "/" in dname:
-                self.error(
-                    (*path, "dropins", i, "name"),
-                    f'invalid systemd unit dropin name "{shown(dname)}": must be a file name, without "/"',
-                )
-            elif (problem := name_problem(dname, "systemd unit dropin")) is not None:
-                self.error((*path, "dropins", i, "name"), problem)
-            self.unit_sections(d.get("contents"), (*path, "dropins", i, "contents"))
-            dropins.append(Dropin(name=dname, contents=d.get("contents")))
-        self.check_unique([d.name for d in dropins], (*path, "dropins"), "name", "dropin")
-        found = self.unit_sections(raw.get("contents"), (*path, "contents"))
-        if (
-            raw.get("enabled") is True
-            and raw.get("contents")
-            and found is not None
-            and "Install" not in found
-        ):
-            self.warn(
-                (*path, "contents"),
-                f'unit "{shown(name)}" is enabled, but has no install section so enable does nothing',
-            )
-        return Unit(
-            name=name,
-            enabled=raw.get("enabled"),
-            mask=raw.get("mask"),
-            contents=raw.get("contents"),
-            dropins=tuple(dropins),
-        )
-
-    def unit_sections(self, contents: str | None, path: JsonPath) -> tuple[str, ...] | None:
-        """The sections of unit or dropin `contents` (None when unparsable: an error is recorded)."""
-        if contents is None:
-            return ()
-        try:
-            return unit_sections(contents)
-        except UnitSyntaxError as exc:
-            self.error(path, f"invalid unit content: {exc}")  # Ignition's words
-            return None
-
-    def check_ignition_resources(self, ignition: Mapping[str, Any]) -> None:
-        """Configs to merge or replace and CA bundles: sources like `storage.files` (item 7): an
-        inline data URL is decoded and checked, a remote one is refused (nothing is fetched)."""
-        config: Mapping[str, Any] = ignition.get("config") or {}
-        where: JsonPath = ("ignition", "config", "merge")
-        for i, raw in enumerate(config.get("merge") or ()):
-            self.ignition_resource(raw, (*where, i), f"ignition.config.merge[{i}]", required=True)
-        if config.get("replace"):
-            self.ignition_resource(
-                config["replace"], ("ignition", "config", "replace"), "ignition.config.replace"
-            )
-        tls: Mapping[str, Any] = (ignition.get("security") or {}).get("tls") or {}
-        where = ("ignition", "security", "tls", "certificateAuthorities")
-        for i, raw in enumerate(tls.get("certificateAuthorities") or ()):
-            owner = f"ignition.security.tls.certificateAuthorities[{i}]"
-            self.ignition_resource(raw, (*where, i), owner, required=True)
-
-    def ignition_resource(
-        self, raw: Mapping[str, Any], path: JsonPath, owner: str, *, required: bool = False
-    ) -> None:
-        res = self.resource(raw, path)
-        if res is None or not res.source:
-            if required:
-                self.error(path, "source is required")  # Ignition's words
-            elif res is not None and res.hash is not None:
-                self.error((*path, "verification", "hash"), ERR_HASH_WITHOUT_SOURCE)
-            return
-        if res.compression not in (None, "", "gzip"):
-            self.error((*path, "compression"), "invalid compression method")
-            return
-        self.decode(res, path, owner)
-
-    def check_headers(self, raw: Mapping[str, Any] | None, path: JsonPath) -> None:
-        """Ignition's rules for HTTP headers of a resource (only http(s) sources can have them)."""
-        headers = (raw or {}).get("httpHeaders") or ()
-        for i, header in enumerate(headers):
-            if not header.get("name"):
-                self.error((*path, "httpHeaders", i, "name"), "HTTP header name can't be empty")
-            if header.get("value") == "":
-                self.error((*path, "httpHeaders", i, "value"), "unable to parse HTTP header")
-        if headers:
-            source = (raw or {}).get("source") or ""
-            scheme = source.split(":", 1)[0].lower() if ":" in source else ""
-            if not source:
-                self.error((*path, "httpHeaders"), "unable to parse url")
-            elif scheme not in ("http", "https"):
-                self.error((*path, "httpHeaders"), "cannot use HTTP headers with this source scheme")
-
-    def check_templates(self, units: Sequence[Unit]) -> None:
-        """Ignition's warning: an enabled instance (a@b.service) whose template in the config
-        (a@.service, with contents) has no [Install] section."""
-        by_name = {u.name: u for u in units}
-        for i, u in enumerate(units):
-            match = _INSTANCE.match(u.name)
-            if match is None or u.enabled is not True:
-                continue
-            template = by_name.get(f"{match.group(1)}@.service")
-            if template is None or not template.contents:
-                continue
-            try:
-                found = unit_sections(template.contents)
-            except UnitSyntaxError:
-                continue  # reported on the template itself
-            if "Install" not in found:
-                message = f'template unit "{shown(template.name)}" for "{shown(u.name)}"'
-                self.warn(("systemd", "units", i, "contents"), f"{message} doesn't have Install section")
-
-    def user(self, raw: Mapping[str, Any], path: JsonPath) -> User:
-        if raw.get("uid") is not None:
-            self.check_id((*path, "uid"), raw["uid"], "user")
-        others = {k: v for k, v in raw.items() if k not in ("name", "passwordHash", "sshAuthorizedKeys")}
-        return User(
-            name=raw["name"],
-            password_hash=raw.get("passwordHash"),
-            ssh_authorized_keys=tuple(raw.get("sshAuthorizedKeys") or ()),
-            extra=canon(others),
-        )
-
-    def check_paths(self, storage: Mapping[str, Any], units: Sequence[Unit]) -> None:
-        """Paths a node can hold and the daemon may write; no path declared twice (files,
-        directories and links share one namespace); nothing below a declared file or link; no
-        file where a unit or dropin goes."""
-        seen: dict[str, JsonPath] = {}
-        valid: list[tuple[str, str, JsonPath]] = []  # (kind, path, where)
-        for section, kind in (("files", "file"), ("directories", "directory"), ("links", "link")):
-            for i, entry in enumerate(storage.get(section) or ()):
-                where: JsonPath = ("storage", section, i, "path")
-                p: str = entry["path"]
-                problem = path_problem(p) or state_problem(p, kind)
-                if problem is not None:
-                    self.error(where, problem)
-                elif p in seen:
-                    self.error(
-                        where, f'duplicate path "{shown(p)}", already declared at {format_path(seen[p])}'
-                    )
-                else:
-                    seen[p] = where
-                    valid.append((kind, p, where))
-        files = {p: where for kind, p, where in valid if kind == "file"}
-        links = {p: where for kind, p, where in valid if kind == "link"}
-        systemd_paths = _systemd_paths(units)
-        for kind, p, where in valid:
-            for parent in ancestors(p):
-                if parent in links:
-                    # Ignition's rule: it would write through the link it creates
-                    self.error(where[:-1], f"{kind} path includes link in config")
-                    break
-                if parent in files:
-                    message = f'path "{shown(p)}" is below file "{shown(parent)}"'
-                    self.error(where, f"{message} ({format_path(files[parent])})")
-                    break
-            if p in systemd_paths:
-                self.error(where, "path conflicts with systemd unit or dropin")
-        for path, unit_index in systemd_paths.items():
-            for parent in ancestors(path):
-                if parent in files:
-                    unit = units[unit_index].name
-                    message = f'path "{shown(parent)}" is a directory of systemd unit "{shown(unit)}"'
-                    self.error(files[parent], message)
-
-    def check_unique(self, names: Sequence[str], path: JsonPath, key: str, what: str) -> None:
-        seen: dict[str, int] = {}
-        for i, n in enumerate(names):
-            if n in seen:
-                self.error((*path, i, key), f'duplicate {what} "{n}", already declared at index {seen[n]}')
-            else:
-                seen[n] = i
-
-
-def _systemd_paths(units: Sequence[Unit]) -> dict[str, int]:
-    """Paths the units and dropins of a config occupy, with the index of their unit."""
-    out: dict[str, int] = {}
-    for i, u in enumerate(units):
-        if u.contents or u.mask:
-            out[f"{SYSTEMD_DIR}/{u.name}"] = i
-        for d in u.dropins:
-            if d.contents:
-                out[f"{SYSTEMD_DIR}/{u.name}.d/{d.name}"] = i
-    return out
-
-
-def _clip(text: str, limit: int = 60) -> str:
-    return text if len(text) <= limit else text[:limit] + "…"
