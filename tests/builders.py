@@ -65,3 +65,21 @@ def action_from_api(obj: object, path: JsonPath = (), *, allow_special: bool = T
     if findings or action is None:
         raise PolicyError(findings)
     return action
+
+
+def reboot_argv(name: str = "new") -> tuple[str, ...]:
+    """Upstream's reboot request for a config, word for word (written out, never built by mcd)."""
+    return (
+        "systemd-run",
+        "--unit",
+        "machine-config-daemon-reboot",
+        "--description",
+        f"machine-config-daemon: Node will reboot into config {name}",
+        "-p",
+        "Requires=ostree-finalize-staged.service",
+        "-p",
+        "After=ostree-finalize-staged.service",
+        "/bin/sh",
+        "-c",
+        "systemctl reboot",
+    )

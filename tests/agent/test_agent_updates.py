@@ -27,9 +27,10 @@ def _boot_node(cluster: Cluster, config: str) -> None:
     cluster.add_node(NODE, {ann.CURRENT_CONFIG: config, ann.DESIRED_CONFIG: config, ann.STATE: "Done"})
 
 
-def test_rebootless_ssh_key_change_goes_working_then_done(
+def _started_on_a_with_b_keys(
     cluster: Cluster, start_agent: Callable[..., Agent], tmp_path: Path
-) -> None:
+) -> tuple[Path, Agent]:
+    """Node Done on rendered-worker-a with the agent running; rendered-worker-b adds an SSH key."""
     a = config_a()
     b = mc_object("rendered-worker-b", files=[ign_file("/etc/mcd-test/a.conf", "a=1\n")],
                   ssh_keys=["ssh-ed25519 AAAA one", "ssh-ed25519 BBBB two"])  # fmt: skip
@@ -40,6 +41,13 @@ def test_rebootless_ssh_key_change_goes_working_then_done(
     _boot_node(cluster, "rendered-worker-a")
     agent = start_agent(cluster, root)
     _wait_started(cluster, "rendered-worker-a")
+    return root, agent
+
+
+def test_rebootless_ssh_key_change_goes_working_then_done(
+    cluster: Cluster, start_agent: Callable[..., Agent], tmp_path: Path
+) -> None:
+    root, agent = _started_on_a_with_b_keys(cluster, start_agent, tmp_path)
     cluster.patch_node(NODE, {"metadata": {"annotations": {ann.DESIRED_CONFIG: "rendered-worker-b"}}})
     cluster.wait_node(NODE, done_on("rendered-worker-b"))
     keys = (root / "home/core/.ssh/authorized_keys.d/ignition").read_text()
@@ -137,16 +145,7 @@ def test_disk_change_is_unreconcilable_and_changes_nothing(
 def test_hand_edited_file_degrades_the_update_and_the_forcefile_recovers(
     cluster: Cluster, start_agent: Callable[..., Agent], tmp_path: Path
 ) -> None:
-    a = config_a()
-    b = mc_object("rendered-worker-b", files=[ign_file("/etc/mcd-test/a.conf", "a=1\n")],
-                  ssh_keys=["ssh-ed25519 AAAA one", "ssh-ed25519 BBBB two"])  # fmt: skip
-    root = make_root(tmp_path, a)
-    cluster.add_mc(a)
-    cluster.add_mc(b)
-    cluster.answer_drains()
-    _boot_node(cluster, "rendered-worker-a")
-    agent = start_agent(cluster, root)
-    _wait_started(cluster, "rendered-worker-a")
+    root, agent = _started_on_a_with_b_keys(cluster, start_agent, tmp_path)
     (root / "etc/mcd-test/a.conf").write_text("a=2\n")
     cluster.patch_node(NODE, {"metadata": {"annotations": {ann.DESIRED_CONFIG: "rendered-worker-b"}}})
     node = cluster.wait_node(NODE, lambda n: n["metadata"]["annotations"].get(ann.STATE) == "Degraded")

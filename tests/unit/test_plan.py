@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from builders import ign_file, load, mc, mc_object
+from builders import ign_file, load, mc, mc_object, reboot_argv
 
 from mcd import policy
 from mcd import steps as st
@@ -27,23 +27,6 @@ def reload(service: str) -> policy.Action:
 
 def restart(service: str) -> policy.Action:
     return policy.Action("Restart", service)
-
-
-def reboot_into(name: str = "new") -> tuple[str, ...]:
-    return (
-        "systemd-run",
-        "--unit",
-        "machine-config-daemon-reboot",
-        "--description",
-        f"machine-config-daemon: Node will reboot into config {name}",
-        "-p",
-        "Requires=ostree-finalize-staged.service",
-        "-p",
-        "After=ostree-finalize-staged.service",
-        "/bin/sh",
-        "-c",
-        "systemctl reboot",
-    )
 
 
 def file_update(path: str, **kwargs: Any) -> Plan:
@@ -77,7 +60,7 @@ def test_os_image_change_rebases_and_reboots() -> None:
     assert p.commands == (
         CLEANUP,
         ("rpm-ostree", "rebase", "--experimental", "ostree-unverified-registry:quay.io/os@sha256:2"),
-        reboot_into(),
+        reboot_argv(),
     )
     [change] = p.changes
     assert (change.kind, change.name, change.change, change.actions) == (
@@ -103,7 +86,7 @@ def test_kargs_change_deletes_every_old_and_appends_every_new() -> None:
             "--append=c=3",
             "--append=d",
         ),
-        reboot_into(),
+        reboot_argv(),
     )
 
 
@@ -136,7 +119,7 @@ def test_switch_to_realtime_kernel() -> None:
             "--install",
             "kernel-rt-modules-extra",
         ),
-        reboot_into(),
+        reboot_argv(),
     )
 
 
@@ -145,7 +128,7 @@ def test_switch_back_from_realtime_resets_the_override() -> None:
     assert p.commands[0] == CLEANUP
     assert p.commands[1][:4] == ("rpm-ostree", "override", "reset", "kernel")
     assert "--uninstall" in p.commands[1]
-    assert p.commands[-1] == reboot_into()
+    assert p.commands[-1] == reboot_argv()
 
 
 USBGUARD_TO_KERBEROS = (
@@ -162,7 +145,7 @@ def test_extensions_install_and_uninstall() -> None:
     assert p.commands == (
         CLEANUP,
         USBGUARD_TO_KERBEROS,
-        reboot_into(),
+        reboot_argv(),
     )
 
 
@@ -220,7 +203,7 @@ def test_os_step_order_follows_upstream_with_the_booted_deployment() -> None:
             *[x for p in RT_PACKAGES for x in ("--install", p)],
         ),
         ("rpm-ostree", "update", "--install", "sysstat", "--uninstall", "usbguard"),
-        reboot_into(),
+        reboot_argv(),
     )
     assert p.extension_packages == ("sysstat",)
     assert p.os_errors == ()
@@ -230,7 +213,7 @@ def test_revert_comes_from_the_booted_deployment_not_the_old_config() -> None:
     # realtime was only staged, never booted: the booted deployment has nothing to reset
     booted_default = Facts(requested_packages=(), requested_base_removals=())
     p = plan(mc("old", kernelType="realtime"), mc("new"), booted_default)
-    assert p.commands == (CLEANUP, reboot_into())
+    assert p.commands == (CLEANUP, reboot_argv())
     # the old config says default, but the node boots a realtime kernel
     p = plan(mc("old", osImageURL="quay.io/a"), mc("new", osImageURL="quay.io/b"), RT_BOOTED)
     assert p.commands[:3] == (
@@ -251,7 +234,7 @@ def test_rebase_skipped_when_the_node_boots_the_target_image() -> None:
     p = plan(old, new, Facts(booted_image="quay.io/b", requested_packages=RT_PACKAGES))
     assert p.diff.os_update  # still a change, and a reboot
     # nothing to rebase onto, so the booted realtime kernel is neither reset nor swapped again
-    assert p.commands == (CLEANUP, reboot_into())
+    assert p.commands == (CLEANUP, reboot_argv())
     p = plan(old, new, Facts(booted_image="quay.io/a"))
     assert ("rpm-ostree", "rebase", "--experimental", "ostree-unverified-registry:quay.io/b") in p.commands
 
@@ -259,7 +242,7 @@ def test_rebase_skipped_when_the_node_boots_the_target_image() -> None:
 def test_forcefile_rebase_skipped_when_the_node_boots_the_image() -> None:
     same = mc("new", osImageURL="quay.io/a")
     p = plan(mc("old", osImageURL="quay.io/a"), same, Facts(forcefile=True, booted_image="quay.io/a"))
-    assert p.commands == (CLEANUP, reboot_into())
+    assert p.commands == (CLEANUP, reboot_argv())
 
 
 def test_extensions_counted_against_the_booted_requests() -> None:
@@ -269,14 +252,14 @@ def test_extensions_counted_against_the_booted_requests() -> None:
     assert p.commands == (
         CLEANUP,
         USBGUARD_TO_KERBEROS,
-        reboot_into(),
+        reboot_argv(),
     )
     assert p.extension_packages == ("krb5-workstation", "libkadm5", "sysstat")
 
 
 def test_extensions_already_requested_need_no_command_but_are_still_checked() -> None:
     p = plan(mc("old"), mc("new", extensions=["usbguard"]), Facts(requested_packages=("usbguard",)))
-    assert p.commands == (CLEANUP, reboot_into())
+    assert p.commands == (CLEANUP, reboot_argv())
     assert p.extension_packages == ("usbguard",)
 
 
@@ -351,7 +334,7 @@ def test_ocl_rebases_onto_the_layered_image() -> None:
     assert p.commands == (
         CLEANUP,
         ("rpm-ostree", "rebase", "--experimental", "ostree-unverified-registry:quay.io/ocl@sha256:2"),
-        reboot_into(),
+        reboot_argv(),
     )
 
 
@@ -388,7 +371,7 @@ def test_forcefile_reboots_and_reapplies_the_os() -> None:
         ("systemctl", "enable", "a.service"),
         CLEANUP,
         ("rpm-ostree", "rebase", "--experimental", "ostree-unverified-registry:quay.io/a"),
-        reboot_into(),
+        reboot_argv(),
     )
 
 
@@ -491,7 +474,7 @@ def test_file_without_policy_reboots() -> None:
     assert p.action_rule == "reboot required by /etc/kubernetes/kubelet-ca.crt"
     assert p.drain
     assert p.changes[0].rule == "no policy for /etc/kubernetes/kubelet-ca.crt: reboot"
-    assert p.commands == (reboot_into(),)
+    assert p.commands == (reboot_argv(),)
 
 
 def test_reboot_rule_names_at_most_three_paths() -> None:
@@ -545,7 +528,7 @@ def test_unit_without_policy_reboots_and_is_enabled() -> None:
     p = plan(mc("old"), mc("new", units=[{"name": "a.service", "enabled": True, "contents": "[Unit]\n"}]))
     assert p.actions == (REBOOT,)
     assert p.changes[0].rule == "no policy for unit a.service: reboot"
-    assert p.commands == (("systemctl", "enable", "a.service"), reboot_into())
+    assert p.commands == (("systemctl", "enable", "a.service"), reboot_argv())
 
 
 def test_unit_with_default_policy() -> None:
@@ -580,7 +563,7 @@ def test_unit_enablement_commands() -> None:
         ("systemctl", "enable", "on.service", "masked.service"),
         ("systemctl", "disable", "off.service"),
         ("systemctl", "preset", "gone.service"),
-        reboot_into(),
+        reboot_argv(),
     )
     assert st.Mask("masked.service") in p.steps
     assert st.RemoveFile("/etc/systemd/system/gone.service") in p.steps
@@ -708,7 +691,7 @@ def test_legacy_unit_change_reboots() -> None:
     assert p.actions == ("reboot",)
     assert p.action_rule == "units changed (legacy mode): reboot"
     assert p.drain
-    assert p.commands[-1] == reboot_into()
+    assert p.commands[-1] == reboot_argv()
 
 
 def test_legacy_ssh_keys_need_nothing() -> None:

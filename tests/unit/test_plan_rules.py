@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from builders import ign_file, load, mc, mc_object
+from builders import ign_file, load, mc, mc_object, reboot_argv
 
 from mcd import steps as st
 from mcd.config.machineconfig import MachineConfig
@@ -23,23 +23,6 @@ FIPS = "detected change to FIPS flag; refusing to modify FIPS on a running clust
 
 def policy_with_file(path: str, *actions: dict[str, Any]) -> ClusterPolicies:
     return merge_policies(DEFAULT_POLICIES, {"files": [{"path": path, "actions": list(actions)}]}, ())
-
-
-def reboot_argv(name: str = "new") -> tuple[str, ...]:
-    return (
-        "systemd-run",
-        "--unit",
-        "machine-config-daemon-reboot",
-        "--description",
-        f"machine-config-daemon: Node will reboot into config {name}",
-        "-p",
-        "Requires=ostree-finalize-staged.service",
-        "-p",
-        "After=ostree-finalize-staged.service",
-        "/bin/sh",
-        "-c",
-        "systemctl reboot",
-    )
 
 
 def everything_changes() -> tuple[MachineConfig, MachineConfig]:
