@@ -393,3 +393,49 @@ def test_the_tuning_file_is_applied_as_planned(tmp_path: Path) -> None:
         ("rpm-ostree", "kargs", "--append=nosmt"),
         ("rpm-ostree", "kargs", "--delete=quiet"),
     ]
+
+
+# ---------------------------------------------------------------- the drain leads the transaction
+
+
+class _DrainBlocked(Exception):
+    pass
+
+
+def _drained_host(tmp_path: Path) -> tuple[Host, MachineConfig, MachineConfig, Recorder]:
+    old, new = ndp_configs({"files": ["/etc/a"]})  # a file without policy: Reboot, so a drain
+    root = make_sandbox_root(tmp_path / "root", coreos=True)
+    systemd = RecordingSystemd(Recorder())
+    empty = empty_machineconfig()
+    host, _ = recording_host(root, empty, old, systemd)
+    update(host, empty, old, legacy=True, skip_reboot=True)
+    host, recorder = recording_host(root, old, new, dataclasses.replace(systemd, recorder=Recorder()))
+    return host, old, new, recorder
+
+
+def test_the_drain_runs_before_the_write_ahead_record(tmp_path: Path) -> None:
+    host, old, new, recorder = _drained_host(tmp_path)
+    records_during_drain: list[object] = []
+
+    def drain() -> None:
+        records_during_drain.append(state.pending(host.root))
+        recorder.ops.append(("drain",))
+
+    update(host, old, new, legacy=False, drain=drain, skip_reboot=True)
+    # nothing to replay without the drain if the process dies while draining
+    assert records_during_drain == [None]
+    assert recorder.ops[0] == ("drain",)
+
+
+def test_a_failed_drain_reaches_the_caller_as_raised_and_changes_nothing(tmp_path: Path) -> None:
+    host, old, new, recorder = _drained_host(tmp_path)
+    before = (host.root.prefix / "etc/a").read_bytes()
+
+    def drain() -> None:
+        raise _DrainBlocked("PodDisruptionBudget shop/web allows 0 disruptions")
+
+    with pytest.raises(_DrainBlocked):
+        update(host, old, new, legacy=False, drain=drain, skip_reboot=True)
+    assert state.pending(host.root) is None
+    assert (host.root.prefix / "etc/a").read_bytes() == before
+    assert recorder.ops == []
