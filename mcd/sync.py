@@ -192,7 +192,7 @@ class Syncer:
             return policy.DEFAULT_POLICIES, ()
         overrides, bad = storage_overrides(obj)
         if bad:
-            raise McdError("MachineConfiguration cluster: " + "; ".join(f.render("") for f in bad))
+            raise McdError("; ".join(f.render("MachineConfiguration cluster") for f in bad))
         try:
             return policy.policies_from_machineconfiguration(obj), tuple(overrides)
         except policy.PolicyError as exc:
