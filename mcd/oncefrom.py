@@ -84,7 +84,7 @@ def describe(outcome: Outcome) -> dict[str, object]:
     return {
         "config": p.new_name,
         "from": p.old_name,
-        "actions": [a if isinstance(a, str) else a.to_api() for a in p.actions],
+        "actions": [a.to_json() for a in p.actions],
         "reboot": {"required": outcome.reboot, "done": outcome.rebooted},
         "actionsRun": list(outcome.actions_run),
         "steps": [r.to_json() for r in outcome.ran],

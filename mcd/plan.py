@@ -11,7 +11,7 @@ arguments, never read.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +24,7 @@ from mcd.config.machineconfig import MachineConfig
 from mcd.config.ostables import canonical_kernel_type
 from mcd.diff import ConfigDiff, diff
 from mcd.nodefacts import NO_FACTS, Facts
+from mcd.policy import ActionKind, PostConfigAction
 from mcd.reconcile import reconcile, unreconcilable_reason
 from mcd.registries import REGISTRIES_CONF, is_safe_registries_change
 from mcd.steps import Step, reboot_command
@@ -41,7 +42,7 @@ class PlannedChange:
     kind: str
     name: str
     change: str
-    actions: tuple[Any, ...]  # policy.Action (policy mode) or str (legacy mode)
+    actions: tuple[PostConfigAction, ...]
     rule: str
     details: tuple[str, ...] = ()
 
@@ -54,7 +55,7 @@ class Plan:
     errors: tuple[str, ...]
     diff: ConfigDiff
     legacy: bool
-    actions: tuple[Any, ...]
+    actions: tuple[PostConfigAction, ...]
     action_rule: str
     drain: bool
     drain_rule: str
@@ -92,7 +93,7 @@ class Plan:
             "reason": self.reason,
             "diff": self.diff.flags(),
             "mode": "legacy" if self.legacy else "nodeDisruptionPolicy",
-            "actions": [_action_json(a) for a in self.actions],
+            "actions": [a.to_json() for a in self.actions],
             "actionRule": self.action_rule,
             "drain": self.drain,
             "drainRule": self.drain_rule,
@@ -101,7 +102,7 @@ class Plan:
                     "kind": c.kind,
                     "name": c.name,
                     "change": c.change,
-                    "actions": [_action_json(a) for a in c.actions],
+                    "actions": [a.to_json() for a in c.actions],
                     "rule": c.rule,
                     "details": list(c.details),
                 }
@@ -113,10 +114,6 @@ class Plan:
             "steps": [st.step_json(s) for s in self.steps],
             "notes": list(self.notes),
         }
-
-
-def _action_json(action: object) -> object:
-    return action.to_api() if isinstance(action, policy.Action) else action
 
 
 def plan(
@@ -150,15 +147,16 @@ def plan(
     old_ign = old.config or old.ignition.partial or EMPTY_IGNITION
     new_ign = new.config or EMPTY_IGNITION
     registries_safe = _registries_check(old_ign, new_ign)
-    actions: tuple[Any, ...]
-    changes: list[PlannedChange]
     if legacy:
         changes, actions, action_rule = _legacy_actions(d, facts)
-        registries_changed = REGISTRIES_CONF in d.changed_paths
-        drain = policy.legacy_drain_required(list(actions), registries_changed, registries_safe)
     else:
         changes, actions, action_rule = _policy_actions(d, facts, policies)
-        drain = policy.ndp_drain_required(list(actions), registries_safe)
+    drain = policy.drain_required(
+        actions,
+        legacy=legacy,
+        registries_changed=REGISTRIES_CONF in d.changed_paths,
+        registries_change_safe=registries_safe,
+    )
     drain_rule = _drain_rule(drain, actions, d)
     if facts.topology == SINGLE_REPLICA:
         drain, drain_rule = False, "single-node topology (SingleReplica): drain skipped"
@@ -202,7 +200,7 @@ def plan(
     )
 
 
-def _registries_check(old: IgnitionConfig, new: IgnitionConfig) -> Any:
+def _registries_check(old: IgnitionConfig, new: IgnitionConfig) -> Callable[[], bool]:
     """A lazy registries.conf safety check: decoded only when a rule asks for it."""
 
     def text(cfg: IgnitionConfig) -> str | None:
@@ -236,56 +234,68 @@ def _os_reason(d: ConfigDiff, forcefile: bool) -> str | None:
 
 def _policy_actions(
     d: ConfigDiff, facts: Facts, policies: policy.ClusterPolicies
-) -> tuple[list[PlannedChange], tuple[policy.Action, ...], str]:
-    reboot = policy.Action("Reboot")
+) -> tuple[list[PlannedChange], tuple[PostConfigAction, ...], str]:
+    reboot = PostConfigAction(ActionKind.REBOOT)
     changes: list[PlannedChange] = [
         PlannedChange(c.kind, c.name, c.change, (reboot,), f"{c.kind} change requires a reboot", c.details)
         for c in d.spec_changes
     ]
+    # folded in the API's form (upstream's rules), typed once per change and once for the result
     per_path: list[policy.Action] = []
     for c in d.file_changes:
         fd = policy.file_decision(c.name, policies)
         per_path.extend(fd.actions)
-        changes.append(PlannedChange(c.kind, c.name, c.change, fd.actions, fd.rule, c.details))
+        changes.append(PlannedChange(c.kind, c.name, c.change, _typed(fd.actions), fd.rule, c.details))
     for c in d.unit_changes:
         ud = policy.unit_decision(c.name, policies)
         per_path.extend(ud.actions)
-        changes.append(PlannedChange(c.kind, c.name, c.change, ud.actions, ud.rule, c.details))
+        changes.append(PlannedChange(c.kind, c.name, c.change, _typed(ud.actions), ud.rule, c.details))
     if d.passwd:
         sd = policy.sshkey_decision(policies)
         per_path.extend(sd.actions)
         rows = d.passwd_changes or ()
         for c in rows:
-            changes.append(PlannedChange(c.kind, c.name, c.change, sd.actions, sd.rule, c.details))
+            changes.append(PlannedChange(c.kind, c.name, c.change, _typed(sd.actions), sd.rule, c.details))
     os_reason = _os_reason(d, facts.forcefile)
     if os_reason is not None:
         return changes, (reboot,), os_reason
     if not (d.files or d.units or d.passwd):
-        return changes, (policy.Action("None"),), "no file, unit or SSH key change: none"
-    combined = policy.combine_actions(per_path)
-    if any(a.type == "Reboot" for a in combined):
-        rebooters = [c.name for c in changes if any(a.type == "Reboot" for a in c.actions)]
+        return changes, (PostConfigAction(ActionKind.NONE),), "no file, unit or SSH key change: none"
+    combined = _typed(policy.combine_actions(per_path))
+    if _reboots(combined):
+        rebooters = [c.name for c in changes if _reboots(c.actions)]
         rule = f"reboot required by {_names(rebooters)}"
     else:
         rule = "combined node disruption policy actions of every change"
     return changes, combined, rule
 
 
-def _legacy_actions(d: ConfigDiff, facts: Facts) -> tuple[list[PlannedChange], tuple[str, ...], str]:
+def _typed(actions: Sequence[policy.Action]) -> tuple[PostConfigAction, ...]:
+    return tuple(map(PostConfigAction.from_api, actions))
+
+
+def _reboots(actions: Sequence[PostConfigAction]) -> bool:
+    return any(a.kind is ActionKind.REBOOT for a in actions)
+
+
+def _legacy_actions(
+    d: ConfigDiff, facts: Facts
+) -> tuple[list[PlannedChange], tuple[PostConfigAction, ...], str]:
+    reboot = PostConfigAction(ActionKind.REBOOT, legacy=True)
     changes: list[PlannedChange] = [
-        PlannedChange(c.kind, c.name, c.change, ("reboot",), f"{c.kind} change requires a reboot", c.details)
+        PlannedChange(c.kind, c.name, c.change, (reboot,), f"{c.kind} change requires a reboot", c.details)
         for c in d.spec_changes
     ]
     decisions = []
     for c in d.file_changes:
         ld = policy.legacy_file_decision(c.name)
         decisions.append(ld)
-        acts = (ld.action,) if ld.action is not None else ()
+        acts = (PostConfigAction.from_legacy(ld.action),) if ld.action is not None else ()
         changes.append(PlannedChange(c.kind, c.name, c.change, acts, ld.rule, c.details))
     for c in d.unit_changes:
         changes.append(
             PlannedChange(
-                c.kind, c.name, c.change, ("reboot",), "legacy mode: any unit change reboots", c.details
+                c.kind, c.name, c.change, (reboot,), "legacy mode: any unit change reboots", c.details
             )
         )
     for c in d.passwd_changes:
@@ -296,9 +306,10 @@ def _legacy_actions(d: ConfigDiff, facts: Facts) -> tuple[list[PlannedChange], t
     if os_reason is None and d.units:
         os_reason = "units changed (legacy mode): reboot"
     if os_reason is not None:
-        return changes, ("reboot",), os_reason
-    actions = tuple(policy.combine_legacy(decisions))
-    return changes, actions, f"legacy post-config action table: {', '.join(actions)}"
+        return changes, (reboot,), os_reason
+    words = policy.combine_legacy(decisions)
+    actions = tuple(map(PostConfigAction.from_legacy, words))
+    return changes, actions, f"legacy post-config action table: {', '.join(words)}"
 
 
 def _names(names: Sequence[str], limit: int = 3) -> str:
@@ -306,10 +317,10 @@ def _names(names: Sequence[str], limit: int = 3) -> str:
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-def _drain_rule(drain: bool, actions: Sequence[Any], d: ConfigDiff) -> str:
-    kinds = {a.type if isinstance(a, policy.Action) else a for a in actions}
+def _drain_rule(drain: bool, actions: Sequence[PostConfigAction], d: ConfigDiff) -> str:
+    kinds = {a.kind for a in actions}
     if drain:
-        if kinds & {"Reboot", "Drain", "reboot"}:
+        if kinds & {ActionKind.REBOOT, ActionKind.DRAIN}:
             return "a reboot or drain action drains the node"
         return (
             f"{REGISTRIES_CONF} change is not safe (a registry or mirror removed or changed, or a mirror "
@@ -400,22 +411,25 @@ def _tuning_steps(facts: Facts) -> list[Step]:
 CRIO = "crio.service"
 
 
-def _action_steps(actions: Sequence[Any], new_name: str, coreos: bool) -> list[Step]:
-    """The post-config actions as steps, from the policy's or the legacy table's actions."""
+def _action_steps(actions: Sequence[PostConfigAction], new_name: str, coreos: bool) -> list[Step]:
+    """The post-config actions as steps (a reboot replaces every other one)."""
     out: list[Step] = []
     for a in actions:
-        kind = a if isinstance(a, str) else a.type
-        if kind in ("reboot", "Reboot"):
-            reason = f"Node will reboot into config {new_name}"
-            return [st.Reboot(reason, reboot_command(reason, coreos))]
-        if kind in ("reload crio", "Special"):
-            out.append(st.ReloadService(CRIO))
-        elif kind == "restart crio":
-            out += [st.UpdateCaTrust(), st.RestartService(CRIO)]
-        elif kind == "Reload":
-            out.append(st.ReloadService(a.service))
-        elif kind == "Restart":
-            out.append(st.RestartService(a.service))
-        elif kind == "DaemonReload":
-            out.append(st.DaemonReload())
+        match a.kind, a.service:
+            case ActionKind.REBOOT, _:
+                reason = f"Node will reboot into config {new_name}"
+                return [st.Reboot(reason, reboot_command(reason, coreos))]
+            case ActionKind.RELOAD_CRIO, _:
+                out.append(st.ReloadService(CRIO))
+            case ActionKind.RESTART_CRIO_WITH_CA_TRUST, _:
+                out += [st.UpdateCaTrust(), st.RestartService(CRIO)]
+            case ActionKind.RELOAD, str(service):
+                out.append(st.ReloadService(service))
+            case ActionKind.RESTART, str(service):
+                out.append(st.RestartService(service))
+            case ActionKind.DAEMON_RELOAD, _:
+                out.append(st.DaemonReload())
+            case ActionKind.NONE | ActionKind.DRAIN, _:
+                # a drain is planned ahead of the writes (the drain decision); none does nothing
+                pass
     return out

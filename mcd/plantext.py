@@ -3,18 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from mcd.plan import Plan
 from mcd.steps import step_text
-
-
-def action_text(action: Any) -> str:
-    """`Reboot`, `Reload crio.service`, `reload crio` (legacy values are shown as they are)."""
-    if isinstance(action, str):
-        return action
-    service = getattr(action, "service", None)
-    return f"{action.type} {service}" if service else str(action.type)
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -35,13 +26,13 @@ def plan_text(p: Plan) -> str:
     lines.append(f"mode: {'legacy action table' if p.legacy else 'node disruption policy'}")
     if p.changes:
         rows = [
-            (c.kind, c.change, c.name, ", ".join(action_text(a) for a in c.actions) or "-", c.rule)
+            (c.kind, c.change, c.name, ", ".join(map(str, c.actions)) or "-", c.rule)
             for c in p.changes
         ]
         lines.append("")
         lines += _table(("KIND", "CHANGE", "NAME", "ACTIONS", "RULE"), rows)
     lines.append("")
-    lines.append(f"action: {', '.join(action_text(a) for a in p.actions)}  ({p.action_rule})")
+    lines.append(f"action: {', '.join(map(str, p.actions))}  ({p.action_rule})")
     lines.append(f"drain:  {'yes' if p.drain else 'no'}  ({p.drain_rule})")
     for w in p.warnings:
         lines.append(f"warning: {w}")

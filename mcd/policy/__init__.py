@@ -10,7 +10,8 @@ Two tables decide what the daemon does after writing a new config without a full
   ``none`` / ``reload crio`` / ``restart crio`` / ``reboot``.
 
 The package is only the *per-path* part: `model` (types, limits, defaults), `parse` (API
-documents), `decide` (NDP actions per change) and `legacy` (the legacy table). The
+documents), `decide` (NDP actions per change), `legacy` (the legacy table) and `action` (the
+one typed value either table's choice becomes, `PostConfigAction`, and the drain rule on it). The
 short-circuits that come first — forcefile present, ``osImageURL`` / kernel arguments / FIPS /
 kernel type / extensions changed (and, in legacy mode, any unit change) ⇒ Reboot; no file,
 unit or passwd change ⇒ ``[None]`` — are decided by `mcd.plan`, which then calls the functions
@@ -19,6 +20,7 @@ here for the changed paths only.
 
 from __future__ import annotations
 
+from mcd.policy.action import ActionKind, PostConfigAction, drain_required
 from mcd.policy.decide import (
     Decision,
     actions_for_changes,
@@ -46,15 +48,18 @@ from mcd.policy.parse import (
 __all__ = [
     "DEFAULT_POLICIES",
     "Action",
+    "ActionKind",
     "ClusterPolicies",
     "Decision",
     "FilePolicy",
     "LegacyDecision",
     "PolicyError",
+    "PostConfigAction",
     "UnitPolicy",
     "actions_for_changes",
     "combine_actions",
     "combine_legacy",
+    "drain_required",
     "file_decision",
     "legacy_actions_for_files",
     "legacy_drain_required",

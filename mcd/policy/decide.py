@@ -6,7 +6,8 @@ import posixpath
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from mcd.policy.model import DRAIN, NONE, REBOOT, SPECIAL, Action, ClusterPolicies, FilePolicy
+from mcd.policy.action import drain_required, from_api
+from mcd.policy.model import NONE, REBOOT, Action, ClusterPolicies, FilePolicy
 
 # --------------------------------------------------------------------------------------------
 # Node disruption decisions
@@ -105,15 +106,12 @@ def actions_for_changes(
 
 
 def ndp_drain_required(actions: Sequence[Action], registries_change_safe: Callable[[], bool]) -> bool:
-    """Whether the node must be drained before applying `actions`.
+    """Whether the node must be drained before applying `actions` (`action.drain_required`).
 
     Reboot or Drain ⇒ yes. Else Special (registries.conf) ⇒ only if the registries.conf change is
     not safe — `registries_change_safe` is called only then (it may parse TOML; the caller folds in
     the image-registry drain-override ConfigMap). Anything else ⇒ no.
     """
-    types = {a.type for a in actions}
-    if types & {REBOOT, DRAIN}:
-        return True
-    if SPECIAL in types:
-        return not registries_change_safe()
-    return False
+    # registries_changed: Special is registries.conf's own policy, so the change is a given
+    typed, safe = from_api(actions), registries_change_safe
+    return drain_required(typed, legacy=False, registries_changed=True, registries_change_safe=safe)

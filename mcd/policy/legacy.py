@@ -5,17 +5,20 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from mcd.policy.action import (
+    LEGACY_NONE,
+    LEGACY_REBOOT,
+    LEGACY_RELOAD_CRIO,
+    LEGACY_RESTART_CRIO,
+    drain_required,
+    from_legacy,
+)
 from mcd.policy.decide import go_dir
 from mcd.registries import REGISTRIES_CONF
 
 # --------------------------------------------------------------------------------------------
 # Legacy table (firstboot, once-from, HyperShift)
 # --------------------------------------------------------------------------------------------
-
-LEGACY_NONE = "none"
-LEGACY_RELOAD_CRIO = "reload crio"
-LEGACY_RESTART_CRIO = "restart crio"
-LEGACY_REBOOT = "reboot"
 
 _LEGACY_NO_CHANGE_FILES = ("/etc/kubernetes/kubelet-ca.crt", "/var/lib/kubelet/config.json")
 _LEGACY_RELOAD_FILES = (
@@ -87,13 +90,14 @@ def legacy_actions_for_files(paths: Iterable[str]) -> tuple[list[str], tuple[Leg
 def legacy_drain_required(
     actions: Sequence[str], registries_changed: bool, registries_change_safe: Callable[[], bool]
 ) -> bool:
-    """Whether the node must be drained before applying legacy `actions`.
+    """Whether the node must be drained before applying legacy `actions` (`action.drain_required`).
 
     reboot ⇒ yes; reload/restart crio ⇒ only when registries.conf changed and the change is not
-    safe; none ⇒ no; anything else (including an empty list) ⇒ yes, upstream's safe default.
+    safe; none ⇒ no; an empty list ⇒ yes, upstream's safe default.
     """
-    if LEGACY_REBOOT in actions:
-        return True
-    if LEGACY_RELOAD_CRIO in actions or LEGACY_RESTART_CRIO in actions:
-        return registries_changed and not registries_change_safe()
-    return LEGACY_NONE not in actions
+    return drain_required(
+        from_legacy(actions),
+        legacy=True,
+        registries_changed=registries_changed,
+        registries_change_safe=registries_change_safe,
+    )

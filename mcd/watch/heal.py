@@ -19,22 +19,25 @@ from typing import Any
 from mcd import policy
 from mcd.host import atomicfs
 from mcd.paths import UNIT_DIR
-from mcd.policy import model
+from mcd.policy import ActionKind, PostConfigAction
 from mcd.watch.drift import Managed
 
 LOG = logging.getLogger(__name__)
 
 DEFAULT_WINDOW = 600.0
 DEFAULT_MAX_PER_WINDOW = 20
-_NO_HEAL = (model.REBOOT, model.DRAIN)
+_NO_HEAL = (ActionKind.REBOOT, ActionKind.DRAIN)
 
 
-def actions_for(m: Managed, policies: policy.ClusterPolicies) -> tuple[policy.Action, ...]:
+def actions_for(m: Managed, policies: policy.ClusterPolicies) -> tuple[PostConfigAction, ...]:
     """The node disruption policy's actions for a change of the one managed path `m`."""
     if m.file is not None:
-        return policy.combine_actions(policy.file_decision(m.path, policies).actions)
-    name = m.unit.name if m.unit is not None else m.path[len(UNIT_DIR) + 1 :].split("/", 1)[0][: -len(".d")]
-    return policy.combine_actions(policy.unit_decision(name, policies).actions)
+        decision = policy.file_decision(m.path, policies)
+    elif m.unit is not None:
+        decision = policy.unit_decision(m.unit.name, policies)
+    else:  # a dropin: its unit's policy
+        decision = policy.unit_decision(m.path[len(UNIT_DIR) + 1 :].split("/", 1)[0][: -len(".d")], policies)
+    return tuple(map(PostConfigAction.from_api, policy.combine_actions(decision.actions)))
 
 
 class Healer:
@@ -76,7 +79,7 @@ class Healer:
         except Exception as exc:  # the policies come from the API: any failure means no heal
             LOG.warning("cannot read the node disruption policies to heal %s: %s", m.path, exc)
             return False
-        if any(a.type in _NO_HEAL for a in actions):
+        if any(a.kind in _NO_HEAL for a in actions):
             shown = ", ".join(map(str, actions))
             LOG.warning("not healing %s: its policy asks for %s", m.path, shown)
             return False
@@ -115,14 +118,15 @@ class Healer:
             atomicfs.remove(root.join(m.path))  # an empty dropin is one that must not exist
 
     @staticmethod
-    def _run(host: Any, actions: tuple[policy.Action, ...]) -> None:
+    def _run(host: Any, actions: tuple[PostConfigAction, ...]) -> None:
         for a in actions:
-            if a.type == model.DAEMON_RELOAD:
-                host.systemd.daemon_reload()
-            elif a.type == model.RELOAD and a.service:
-                host.systemd.reload(a.service)
-            elif a.type == model.RESTART and a.service:
-                host.systemd.restart(a.service)
-            elif a.type == model.SPECIAL:
-                # Special is registries.conf: putting the declared file back is applied by a crio reload
-                host.systemd.reload("crio.service")
+            match a.kind, a.service:
+                case ActionKind.DAEMON_RELOAD, _:
+                    host.systemd.daemon_reload()
+                case ActionKind.RELOAD, str(service):
+                    host.systemd.reload(service)
+                case ActionKind.RESTART, str(service):
+                    host.systemd.restart(service)
+                case ActionKind.RELOAD_CRIO, _:
+                    # Special is registries.conf: putting the declared file back is applied by a crio reload
+                    host.systemd.reload("crio.service")
