@@ -85,11 +85,16 @@ def load_mc(obj: Mapping[str, Any] | None, what: str) -> MachineConfig:
 
 
 def facts_for(
-    host: Host, old: MachineConfig, new: MachineConfig, *, skip_certificate_write: bool = False
+    host: Host,
+    old: MachineConfig,
+    new: MachineConfig,
+    *,
+    skip_certificate_write: bool = False,
+    old_on_disk: bool = False,
 ) -> Facts:
     """The probe's facts, its failures as UpdateError (nothing was changed yet)."""
     try:
-        return probe(host, old, new, skip_certificate_write=skip_certificate_write)
+        return probe(host, old, new, skip_certificate_write=skip_certificate_write, old_on_disk=old_on_disk)
     except HostError as exc:
         raise UpdateError(str(exc)) from exc
 

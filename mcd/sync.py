@@ -99,10 +99,11 @@ class Syncer:
         # the desired config is read and parsed while the disk is checked: both take a while
         # on a large config, and one waits on the API server and the other on the disk
         new = self._pool.submit(self._machineconfig, decision.desired_config)
+        checked = None
         if not self.applier.forcefile_present():
             with self._phase("check"):
-                self._check_disk(decision.current_config, "PreflightConfigDriftCheckFailed")
-        return self._update(decision.current_config, decision.desired_config, new)
+                checked = self._check_disk(decision.current_config, "PreflightConfigDriftCheckFailed")
+        return self._update(decision.current_config, decision.desired_config, new, checked=checked)
 
     # -- boot path
 
@@ -123,17 +124,17 @@ class Syncer:
         if self.applier.forcefile_present():
             LOG.info("forcefile present: skipping the on-disk check and re-applying %s", desired)
             return self._update(current, desired)
-        self._check_disk(current, "OnDiskStateValidationFailed")
+        checked = self._check_disk(current, "OnDiskStateValidationFailed")
         if current == desired and self.applier.disk_image() in (None, node.desired_image):
             if self.applier.reboot_pending():
                 # the config is on disk but the boot it needs has not happened (failed or skipped)
-                return self._update(current, desired)
+                return self._update(current, desired, checked=checked)
             self._done(current)
             return Result.IDLE
         self.events.normal(
             "BootResync", f"Booting node {self.name}, currentConfig {current}, desiredConfig {desired}"
         )
-        return self._update(current, desired)
+        return self._update(current, desired, checked=checked)
 
     def _load_bootstrap_annotations(self, node: NodeView) -> NodeView:
         """Upstream's loadNodeAnnotations: a node without currentConfig gets the bootstrap ones."""
@@ -152,13 +153,15 @@ class Syncer:
         LOG.info("setting initial annotations of node %s from the bootstrap config", self.name)
         return self.writer.set_annotations(changes)
 
-    def _check_disk(self, config: str, event_reason: str) -> None:
+    def _check_disk(self, config: str, event_reason: str) -> MachineConfig:
+        """The config `config`, verified on disk (the probe need not read its files again)."""
         mc = self._disk_or_cluster(config)
         error = self.applier.check(mc)
         if error is not None:
             reason = f"unexpected on-disk state validating against {config}: {error}"
             self.events.warning(event_reason, reason)
             raise McdError(reason)
+        return mc
 
     # -- update
 
@@ -210,7 +213,14 @@ class Syncer:
         finally:
             self.metrics.phase_seconds.labels(phase=name).observe(time.monotonic() - start)
 
-    def _update(self, current: str, desired: str, prefetched: Future[MachineConfig] | None = None) -> Result:
+    def _update(
+        self,
+        current: str,
+        desired: str,
+        prefetched: Future[MachineConfig] | None = None,
+        *,
+        checked: MachineConfig | None = None,
+    ) -> Result:
         if not desired:
             raise McdError(f"node {self.name} has no desiredConfig annotation")
         if self._before_update is not None:
@@ -221,7 +231,7 @@ class Syncer:
             policies, overrides = self._policies()
             node = self.writer.node()
             topology = ann.SINGLE_REPLICA if node.single_replica else "HighlyAvailable"
-            facts = self.applier.facts(old, new, topology)
+            facts = self.applier.facts(old, new, topology, checked=checked)
             p = self.applier.plan(old, new, facts, policies, overrides)
         if not p.reconcilable:
             self.events.warning("FailedToReconcile", f"Reconciling node {self.name} failed: {p.reason}")

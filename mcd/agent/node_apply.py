@@ -200,9 +200,16 @@ class NodeApplier:
 
     # -- the update
 
-    def facts(self, old: MachineConfig, new: MachineConfig, topology: str) -> Facts:
+    def facts(
+        self, old: MachineConfig, new: MachineConfig, topology: str, *, checked: MachineConfig | None = None
+    ) -> Facts:
+        """The probe's facts. `checked`: the config `check` has just found on disk (None when
+        none was checked); when it is `old` itself, the probe trusts that instead of reading
+        the unchanged files again (a different or re-parsed config proves nothing)."""
+        on_disk = checked is not None and checked.config is not None and checked.config is old.config
         try:
-            return replace(facts_for(self.host(), old, new, skip_certificate_write=True), topology=topology)
+            facts = facts_for(self.host(), old, new, skip_certificate_write=True, old_on_disk=on_disk)
+            return replace(facts, topology=topology)
         except UpdateError as exc:
             raise HostCommandError(str(exc)) from None
 

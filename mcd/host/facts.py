@@ -15,7 +15,7 @@ import stat
 from mcd.config.ignition import EMPTY_IGNITION
 from mcd.config.machineconfig import MachineConfig
 from mcd.diff import REMOVED, diff
-from mcd.host import atomicfs, state
+from mcd.host import atomicfs, ondisk, state
 from mcd.host.accounts import Accounts
 from mcd.host.errors import HostError
 from mcd.host.root import HostRoot, PathEscapeError
@@ -39,9 +39,19 @@ class ProbeError(HostError):
 
 
 def probe(
-    host: Host, old: MachineConfig, new: MachineConfig, *, skip_certificate_write: bool = False
+    host: Host,
+    old: MachineConfig,
+    new: MachineConfig,
+    *,
+    skip_certificate_write: bool = False,
+    old_on_disk: bool = False,
 ) -> Facts:
-    """The facts of `host` that planning `old` -> `new` depends on."""
+    """The facts of `host` that planning `old` -> `new` depends on.
+
+    `old_on_disk`: the caller has just verified that the disk holds `old.config`'s files
+    (`ondisk`, owners included: the agent's preflight check), so the files the update leaves
+    as they are need not be read again to know that they match.
+    """
     forcefile = state.forcefile_present(host.root)
     old_ign = old.config or old.ignition.partial or EMPTY_IGNITION
     new_ign = new.config or EMPTY_IGNITION
@@ -51,8 +61,14 @@ def probe(
     before = {f.path: f for f in old_ign.files}
     modified = {c.name for c in d.file_changes}
     # files declared as in the applied config (the diff found no change) that are still right
+    verified = old_on_disk and old.config is not None
     matching = frozenset(
-        f.path for f in new_ign.files if f.path not in modified and f.path in before and host.files.matches(f)
+        f.path
+        for f in new_ign.files
+        if f.path not in modified
+        and f.path in before
+        # the check skips the files the certificate writer owns: those are read here
+        and ((verified and f.path not in ondisk.IGNORED_FILES) or host.files.matches(f))
     )
     new_names = {u.name for u in new_ign.units}
     stale_units = [u.name for u in old_ign.units if u.name not in new_names]

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+from builders import ign_file, mc_object
 from harness import config_a, make_root
 from recording import RecordingRunner
 
-from mcd.agent.node_apply import NodeApplier, ServiceAction, _service_action
+from mcd.agent.node_apply import NodeApplier, ServiceAction, _service_action, parse_machineconfig
+from mcd.config.ignition import File
+from mcd.host.files import FileWriter
 from mcd.host.root import HostRoot
 
 
@@ -42,3 +46,63 @@ def test_check_reports_the_first_difference_with_upstreams_text(tmp_path: Path) 
         'mode mismatch for file: "/etc/mcd-test/a.conf"; '
         "expected: -rw-r--r--/420/0644; received: -rw-------/384/0600"
     )
+
+
+# ---- the probe after the preflight check ------------------------------------------------------------
+
+
+CA = "/etc/kubernetes/kubelet-ca.crt"  # the certificate writer's: the on-disk check skips it
+
+
+def _configs() -> tuple[dict[str, object], dict[str, object]]:
+    same = [ign_file("/etc/mcd-test/a.conf", "a"), ign_file("/etc/mcd-test/b.conf", "b"), ign_file(CA, "ca")]
+    old = mc_object("rendered-old", files=[*same, ign_file("/etc/mcd-test/c.conf", "c1")])
+    new = mc_object("rendered-new", files=[*same, ign_file("/etc/mcd-test/c.conf", "c2")])
+    return old, new
+
+
+def _reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths the probe compares with the disk (FileWriter.matches), in order."""
+    paths: list[str] = []
+    real = FileWriter.matches
+
+    def matches(self: FileWriter, f: File) -> bool:
+        paths.append(f.path)
+        return real(self, f)
+
+    monkeypatch.setattr(FileWriter, "matches", matches)
+    return paths
+
+
+def test_a_checked_old_config_spares_the_probe_reading_the_unchanged_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old_obj, new_obj = _configs()
+    root = make_root(tmp_path, old_obj)
+    (root / CA.lstrip("/")).write_text("rotated by the certificate writer")
+    applier = NodeApplier(HostRoot(root), RecordingRunner())
+    old, new = parse_machineconfig(old_obj, "old"), parse_machineconfig(new_obj, "new")
+    assert applier.check(old) is None
+    reads = _reads(monkeypatch)
+    read_all = applier.facts(old, new, "HighlyAvailable")
+    assert reads == ["/etc/mcd-test/a.conf", "/etc/mcd-test/b.conf", CA]
+    reads.clear()
+    trusted = applier.facts(old, new, "HighlyAvailable", checked=old)
+    assert reads == [CA]  # the check does not vouch for the files it skips
+    assert trusted == read_all
+    assert trusted.matching_paths == {"/etc/mcd-test/a.conf", "/etc/mcd-test/b.conf"}
+
+
+def test_only_the_very_config_checked_is_trusted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    old_obj, new_obj = _configs()
+    root = make_root(tmp_path, old_obj)
+    applier = NodeApplier(HostRoot(root), RecordingRunner())
+    old, new = parse_machineconfig(old_obj, "old"), parse_machineconfig(new_obj, "new")
+    (root / "etc/mcd-test/a.conf").write_text("drifted after the check")
+    reads = _reads(monkeypatch)
+    # another parse of the same config, or another config, proves nothing about the disk
+    for checked in (parse_machineconfig(old_obj, "old"), parse_machineconfig(mc_object("rendered-old"), "x")):
+        reads.clear()
+        facts = applier.facts(old, new, "HighlyAvailable", checked=checked)
+        assert reads == ["/etc/mcd-test/a.conf", "/etc/mcd-test/b.conf", CA]
+        assert facts.matching_paths == {"/etc/mcd-test/b.conf", CA}
