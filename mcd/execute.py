@@ -156,7 +156,7 @@ def _apply(
         raise UpdateError(f"update to {p.new_name} refused: {'; '.join(p.os_errors)}")
     if p.diff.is_empty and not facts.forcefile and state.pending(host.root) is None:
         drift = ondisk.first_error(host.root, new_ign, host.systemd.is_enabled)
-        if drift is None and state.read_current_config(host.root) == mc_json(new):
+        if drift is None and not p.repairs and state.read_current_config(host.root) == mc_json(new):
             # already there: no transaction record, no write, no action (re-runs are no-ops);
             # only backups of restored originals left by an interrupted commit are collected
             host.files.originals.collect_restored(None, new_ign)

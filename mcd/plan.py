@@ -69,6 +69,9 @@ class Plan:
     extension_packages: tuple[str, ...] = ()
     # what the update leaves alone and why (a unit with no file to enable, no /etc/shadow …)
     notes: tuple[str, ...] = ()
+    # what the node lost of the config it already has and the update writes again: paths of
+    # files, unit files, dropins and masks, names of units whose enablement drifted, the SSH keys
+    repairs: tuple[str, ...] = ()
 
     @property
     def commands(self) -> tuple[tuple[str, ...], ...]:
@@ -112,6 +115,7 @@ class Plan:
             "osErrors": list(self.os_errors),
             "steps": [st.step_json(s) for s in self.steps],
             "notes": list(self.notes),
+            "repairs": list(self.repairs),
         }
 
 
@@ -165,13 +169,14 @@ def plan(
     os_step = _os_step(old, new, d, facts)
     steps: list[Step] = []
     notes: list[str] = []
+    repairs: list[str] = []
     if not os_step.errors:
         # an update the node would refuse runs nothing
         if facts.forcefile:
             steps.append(st.ConsumeForcefile())
         if drain:
             steps.append(st.Drain())
-        steps += disk_steps(old_ign, new_ign, d, facts, notes)
+        steps += disk_steps(old_ign, new_ign, d, facts, notes, repaired=repairs)
         steps += os_step.steps
         steps += _tuning_steps(facts)
         steps += _action_steps(actions, new.name, facts.coreos)
@@ -199,6 +204,7 @@ def plan(
         os_step.errors,
         os_step.extension_packages,
         tuple(notes),
+        tuple(repairs),
     )
 
 
