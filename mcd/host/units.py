@@ -106,7 +106,9 @@ class UnitFiles:
         for (path, _, _), w in zip(items, writes, strict=True):
             # any unit file already there is an original too (upstream: only CoreOS /usr/etc copies)
             source = "/usr" + path if self.coreos and self.originals.exists("/usr" + path) else None
-            self.originals.backup(path, source, declared=partial(atomicfs.is_exactly, w.path, w.data, w.mode))
+            self.originals.backup(
+                path, source, declared=partial(atomicfs.is_exactly, w.path, w.data, w.mode), unit=True
+            )
         try:
             return batchwrite.atomic_write_many(writes)
         except batchwrite.BatchWriteError as exc:
@@ -126,7 +128,7 @@ class UnitFiles:
             with failing_as(f'removing directory "{path}" to mask the unit'):
                 removed_dir = atomicfs.remove_tree(host)
         source = "/usr" + path if self.coreos and self.originals.exists("/usr" + path) else None
-        self.originals.backup(path, source, declared=partial(atomicfs.is_link_to, host, DEV_NULL))
+        self.originals.backup(path, source, declared=partial(atomicfs.is_link_to, host, DEV_NULL), unit=True)
         with failing_as(f'masking "{path}"'):
             return atomicfs.atomic_symlink(host, DEV_NULL) or removed_dir
 
