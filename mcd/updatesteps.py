@@ -187,7 +187,9 @@ def _unit_steps(
             if dr.contents:
                 writes.append(path)
             else:
-                steps.append(_removal(path, facts))  # an empty dropin means "no dropin"
+                # an empty dropin means "no dropin": deleted even with a backup (upstream); the
+                # backup comes back only when a config drops the dropin
+                steps.append(RemoveFile(path))
         if u.mask:
             if wanted(u, unit_path(u.name)):
                 steps.append(Mask(u.name))

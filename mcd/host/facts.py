@@ -60,14 +60,11 @@ def probe(
     matching |= _matching_unit_paths(host, kept)
     new_names = {u.name for u in new_ign.units}
     stale_units = [u.name for u in old_ign.units if u.name not in new_names]
-    # every path a step may drop: dropped files, the old config's unit paths, empty dropins
+    # every path a step may drop: dropped files, the old config's unit paths
     dropped = [c.name for c in d.file_changes if c.change == REMOVED]
     if d.units:
         for u in old_ign.units:
             dropped += [unit_path(u.name), *(dropin_path(u.name, dr.name) for dr in u.dropins)]
-    dropped += [
-        dropin_path(u.name, dr.name) for u in (*written, *kept) for dr in u.dropins if not dr.contents
-    ]
     rewriting = [u for u in written if not u.mask and u.contents and host.units.install_may_change(u)]
     enabled = enabled_among(host.systemd, [u.name for u in rewriting]) if rewriting else frozenset()
     contentless = [u.name for u in written if u.enabled is not None and not u.contents]

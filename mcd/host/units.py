@@ -42,6 +42,10 @@ class UnitFileOps(Protocol):
         """Remove a unit file or dropin the config dropped."""
         ...
 
+    def remove_empty_dropin(self, path: str, *, keep_unrecorded: bool = False) -> bool:
+        """Delete a dropin the config declares empty (a backup is not restored)."""
+        ...
+
     def mask_unit_path(self, path: str) -> bool:
         """Make the unit's path a link to /dev/null."""
         ...
@@ -66,6 +70,10 @@ class PlainUnitFiles:
         return batchwrite.atomic_write_many(writes)
 
     def remove_unit_path(self, path: str, *, keep_unrecorded: bool = False) -> bool:
+        """Delete the path (nothing is recorded, so nothing is kept)."""
+        return atomicfs.remove(self._root.join(path))
+
+    def remove_empty_dropin(self, path: str, *, keep_unrecorded: bool = False) -> bool:
         """Delete the path (nothing is recorded, so nothing is kept)."""
         return atomicfs.remove(self._root.join(path))
 
@@ -158,6 +166,18 @@ class UnitFiles:
         path with neither is left alone. True when the path changed.
         """
         return self.originals.prune_unit_path(path, keep_unrecorded=keep_unrecorded)
+
+    def remove_empty_dropin(self, path: str, *, keep_unrecorded: bool = False) -> bool:
+        """Delete a dropin declared empty, as upstream: its backup is kept, not restored.
+
+        The original comes back only when a config drops the dropin (`remove_unit_path`). With
+        `keep_unrecorded` (a rollback) a path with neither backup nor stamp is left alone.
+        """
+        if keep_unrecorded and not (
+            self.originals.lexists(noorig_path(path)) or self.originals.lexists(orig_path(path))
+        ):
+            return False
+        return self.originals.remove_path(path)
 
 
 @dataclass(frozen=True)
@@ -337,7 +357,7 @@ class UnitWriter:
             path = dropin_path(unit.name, dropin.name)
             if not dropin.contents:
                 # An empty dropin means "no dropin": remove one left by an earlier config.
-                if self.files.remove_unit_path(path, keep_unrecorded=keep_unrecorded):
+                if self.files.remove_empty_dropin(path, keep_unrecorded=keep_unrecorded):
                     log.info("Removed %s: the dropin has no contents", path)
                     removed.append(path)
             else:

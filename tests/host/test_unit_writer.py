@@ -508,3 +508,6 @@ class Files(PlainUnitFiles):
     def remove_unit_path(self, path: str, *, keep_unrecorded: bool = False) -> bool:
         assert self._remove is not None
         return self._remove(path, keep_unrecorded=keep_unrecorded)
+
+    def remove_empty_dropin(self, path: str, *, keep_unrecorded: bool = False) -> bool:
+        return self.remove_unit_path(path, keep_unrecorded=keep_unrecorded)

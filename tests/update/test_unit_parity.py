@@ -1,0 +1,70 @@
+"""Units as upstream writes them (issue 8, part C), through `mcd plan` and `mcd start --once-from`.
+
+A sandbox root, the real `systemctl --root`; each test applies configs in turn and compares
+the plan, the steps run and the tree with what upstream's writeUnits/deleteStaleData do.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from builders import mc_object
+from trees import put
+
+from mcd.cli import main
+from mcd.host.originals import orig_path
+from mcd.sim.sandbox import make_sandbox_root
+
+pytestmark = pytest.mark.allow_commands
+
+UNITS = "/etc/systemd/system"
+DROPIN = f"{UNITS}/chronyd.service.d/10-nice.conf"
+ADMINS = "[Service]\nNice=1\n"
+
+
+def start(capsys: pytest.CaptureFixture[str], root: Path, tmp: Path, obj: dict[str, Any]) -> dict[str, Any]:
+    source = tmp / f"{obj['metadata']['name']}.json"
+    source.write_text(json.dumps(obj))
+    code, out, _ = main_io(capsys, "plan", "--root-mount", str(root), str(source), "-o", "json")
+    planned = json.loads(out)
+    code, out, err = main_io(
+        capsys, "start", "--once-from", str(source), "--root-mount", str(root), "--skip-reboot"
+    )
+    assert code == 0, err
+    summary: dict[str, Any] = json.loads(out)
+    assert [{k: v for k, v in s.items() if k != "skipped"} for s in summary["steps"]] == planned["steps"]
+    return summary
+
+
+def main_io(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return code, out, err
+
+
+def chronyd(*dropins: dict[str, Any], name: str) -> dict[str, Any]:
+    return mc_object(name, units=[{"name": "chronyd.service", "dropins": list(dropins)}])
+
+
+def test_an_empty_dropin_is_deleted_even_with_a_backup_which_comes_back_when_dropped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = make_sandbox_root(tmp_path / "root")
+    put(root, DROPIN, ADMINS)
+    start(
+        capsys, root, tmp_path, chronyd({"name": "10-nice.conf", "contents": "[Service]\nNice=5\n"}, name="a")
+    )
+    assert (root / orig_path(DROPIN).lstrip("/")).read_text() == ADMINS
+
+    summary = start(capsys, root, tmp_path, chronyd({"name": "10-nice.conf"}, name="b"))
+    assert {"kind": "remove-file", "path": DROPIN} in summary["steps"]  # upstream: os.Remove
+    assert not (root / DROPIN.lstrip("/")).exists()
+    assert (root / orig_path(DROPIN).lstrip("/")).read_text() == ADMINS  # kept for the drop
+
+    summary = start(capsys, root, tmp_path, mc_object("c"))
+    assert {"kind": "restore-original", "path": DROPIN} in summary["steps"]
+    assert (root / DROPIN.lstrip("/")).read_text() == ADMINS
