@@ -244,11 +244,8 @@ def _stale_unit_steps(old: IgnitionConfig, new: IgnitionConfig, facts: Facts) ->
     if owned:
         # no link made from its [Install] section may be left dangling
         steps.append(Disable(tuple(owned), "removed"))
-    for name in stale:
-        step = _removal(unit_path(name), facts)
-        steps.append(step)
-        if isinstance(step, RestoreOriginal):
-            steps.append(Preset(name))  # the original gets its default enablement
+    # a restored original is not preset again (upstream): the preset above already ran
+    steps += [_removal(unit_path(name), facts) for name in stale]
     return steps
 
 

@@ -379,9 +379,7 @@ class UnitWriter:
         Dropins gone from the new config are removed. A unit gone from it is preset first (a
         failure is only logged), then, if its file in /etc/systemd/system is a regular file,
         disabled so no link made from its [Install] section is left dangling, then its file is
-        removed through `remove_file`. If that restored an original file, the unit is preset
-        again so the original gets its default enablement. The leaked links of OCPBUGS-33694
-        are always removed.
+        removed through `remove_file` (a restored original is not preset again, as upstream).
         """
         new_names = {u.name for u in new_units}
         new_dropins = {dropin_path(u.name, d.name) for u in new_units for d in u.dropins}
@@ -412,8 +410,6 @@ class UnitWriter:
             if self.files.remove_unit_path(path, keep_unrecorded=keep_unrecorded):
                 log.info("Removed stale systemd unit %s", path)
                 removed.append(path)
-            if atomicfs.lstat_or_none(self._root.join(path)) is not None:
-                self._preset(name, "Did not restore preset for restored unit %s: %s")
 
         # the leaked enablement links (LEAKED_SYMLINKS) are removed by FileWriter.delete_stale
         return UnitResult(

@@ -7,6 +7,7 @@ the plan, the steps run and the tree with what upstream's writeUnits/deleteStale
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -68,3 +69,37 @@ def test_an_empty_dropin_is_deleted_even_with_a_backup_which_comes_back_when_dro
     summary = start(capsys, root, tmp_path, mc_object("c"))
     assert {"kind": "restore-original", "path": DROPIN} in summary["steps"]
     assert (root / DROPIN.lstrip("/")).read_text() == ADMINS
+
+
+def legacy(name: str, text: str) -> dict[str, Any]:
+    contents = (
+        f"[Unit]\nDescription={text}\n[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"
+    )
+    return mc_object(name, units=[{"name": "legacy.service", "enabled": True, "contents": contents}])
+
+
+def test_off_coreos_a_unit_upstream_wrote_is_deleted_when_dropped_not_restored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Taking over a node upstream managed: its unit file is no original to bring back and re-enable."""
+    root = make_sandbox_root(tmp_path / "root")
+    written = legacy("rendered-upstream", "upstream")
+    unit = f"{UNITS}/legacy.service"
+    put(root, unit, written["spec"]["config"]["systemd"]["units"][0]["contents"])
+    link = root / f"{UNITS[1:]}/multi-user.target.wants/legacy.service"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(unit)
+    put(root, "/etc/machine-config-daemon/currentconfig", json.dumps(written))
+
+    start(capsys, root, tmp_path, legacy("rendered-mcd", "mcd"))
+    assert not (root / orig_path(unit).lstrip("/")).exists()  # stamped: upstream keeps no copy
+
+    summary = start(capsys, root, tmp_path, mc_object("rendered-none"))
+    steps = [s for s in summary["steps"] if s["kind"] not in ("drain", "reboot")]
+    assert steps == [
+        {"kind": "preset", "unit": "legacy.service"},
+        {"kind": "disable", "units": ["legacy.service"], "reason": "removed"},
+        {"kind": "remove-file", "path": unit},
+    ]
+    assert not (root / unit.lstrip("/")).exists()
+    assert not os.path.lexists(link)
