@@ -149,3 +149,19 @@ def test_a_rerun_of_an_intact_node_plans_and_writes_nothing(
     # already in the config: the owed reboot is asked for again, nothing is written
     assert (code, summary["repaired"], summary["changes"], summary["steps"]) == (0, [], 0, [])
     assert {p: os.lstat(root / p.lstrip("/")).st_mtime_ns for p in walk(root)} == before
+
+
+@commands
+def test_a_repair_the_host_refuses_changes_nothing(
+    applied: tuple[Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A drifted path is checked before anything is recorded, as a changed one is."""
+    root, source = applied
+    (root / "etc/x").unlink()
+    (root / "etc/x").mkdir()
+    (root / "etc/x/kept").write_text("someone's\n")
+    before = walk(root)
+    code, out, err = cli(capsys, "start", "--once-from", source, "--root-mount", str(root), "--skip-reboot")
+    assert (code, out) == (1, "")
+    assert "refused, nothing was changed" in err, err
+    assert walk(root) == before
