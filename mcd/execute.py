@@ -161,7 +161,7 @@ def _apply(
         raise UpdateError(f"update to {p.new_name} refused: {'; '.join(p.os_errors)}")
     if p.diff.is_empty and not facts.forcefile and state.pending(host.root) is None:
         drift = ondisk.first_error(host.root, new_ign, host.systemd.is_enabled)
-        if drift is None and state.read_current_config(host.root) == mc_json(new):
+        if drift is None and not p.repairs and state.read_current_config(host.root) == mc_json(new):
             # already there: no transaction record, no write, no action (re-runs are no-ops);
             # only backups of restored originals left by an interrupted commit are collected
             host.files.originals.collect_restored(None, new_ign)
@@ -232,13 +232,26 @@ def _label(r: Ran) -> str:
 def _check(host: Host, old_ign: IgnitionConfig, new_ign: IgnitionConfig, p: Plan, facts: Facts) -> None:
     """Everything the host could refuse, checked before anything is recorded or written."""
     changed_units = {c.name for c in p.diff.unit_changes}
-    units = new_ign.units if facts.forcefile else tuple(u for u in new_ign.units if u.name in changed_units)
+    # units written: the changed ones and those a repair writes again (a path or name in `repairs`)
+    repairs = set(p.repairs)
+    units = (
+        new_ign.units
+        if facts.forcefile
+        else tuple(
+            u
+            for u in new_ign.units
+            if u.name in changed_units
+            or u.name in repairs
+            or unit_path(u.name) in repairs
+            or any(dropin_path(u.name, d.name) in repairs for d in u.dropins)
+        )
+    )
     try:
         host.files.check(
             new_ign.files,
             units,
             skip=(KUBELET_CA,) if facts.skip_certificate_write else (),
-            unchanged=unchanged_paths(old_ign, new_ign),
+            unchanged=unchanged_paths(old_ign, new_ign) - repairs,
         )
         # pruning touches the old config's units that go away
         host.files.check((), [u for u in old_ign.units if u.name in changed_units])

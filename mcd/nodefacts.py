@@ -30,8 +30,13 @@ class Facts:
     # `start --skip-certificate-write`: the kubelet CA is written by someone else
     skip_certificate_write: bool = False
     # --- the disk (None: unknown, the node is assumed to hold the old config exactly) ---
-    # files declared identically in the old and new config that are exactly right on disk
+    # paths declared identically in the old and new config that are exactly right on disk: files,
+    # and the unit files, masks and dropins of units declared identically (a re-run repairs the rest)
     matching_paths: frozenset[str] | None = None
+    # units declared identically in both configs, with an enablement, that systemd reports as declared
+    enablement_matches: frozenset[str] | None = None
+    # core's authorized_keys.d/ignition (and its directories) are what the new config's keys make
+    ssh_keys_match: bool | None = None
     # paths with a `.mcdorig` backup and no `.mcdnoorig` stamp: dropping them restores the original
     backed_up: frozenset[str] | None = None
     # units the new config rewrites that are enabled now and whose [Install] links may change

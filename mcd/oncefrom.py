@@ -88,6 +88,8 @@ def describe(outcome: Outcome) -> dict[str, object]:
         "reboot": {"required": outcome.reboot, "done": outcome.rebooted},
         "actionsRun": list(outcome.actions_run),
         "steps": [r.to_json() for r in outcome.ran],
-        "changes": len(p.changes),
+        # what the config changes and what of the applied config the node had lost
+        "changes": len(p.changes) + len(p.repairs),
+        "repaired": list(p.repairs),
         "notes": list(outcome.notes),
     }

@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Sequence
+import posixpath
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from mcd import failpoints
 from mcd import steps as st
 from mcd.config.ignition import IgnitionConfig, Unit
-from mcd.host import state
+from mcd.host import atomicfs, state
+from mcd.host.originals import noorig_path, orig_path
+from mcd.host.root import PathEscapeError
+from mcd.host.ssh import KEYS_DIR, KEYS_PATH, SSH_DIR
 from mcd.host.systemd import SystemdError
 from mcd.host.wiring import Host
 from mcd.paths import dropin_path, unit_path
@@ -24,6 +28,8 @@ from mcd.steps import Step
 LOG = logging.getLogger(__name__)
 
 UNIT_FILE_MODE = 0o644
+# what writing core's SSH keys may create, deepest first
+SSH_PATHS = (KEYS_PATH, KEYS_DIR, SSH_DIR)
 # a drain callback: only a cluster agent has one (once-from reports it skipped)
 Drainer = Callable[[], None]
 
@@ -58,8 +64,11 @@ class StepRunner:
                 if d.contents:
                     self._unit_files[dropin_path(u.name, d.name)] = d.contents.encode()
 
+    def _registered(self, what: str) -> bool:
+        return any(name == what for name, _ in self.undo)
+
     def _phase(self, what: str, undo: Callable[[], None]) -> None:
-        if all(name != what for name, _ in self.undo):
+        if not self._registered(what):
             self.undo.append((what, undo))
 
     def step(self, step: Step) -> None:
@@ -87,11 +96,18 @@ class StepRunner:
                 | st.Preset()
                 | st.Chmod()
             ):
-                # files, units and stale data are undone together by applying the old config back
-                self._phase("files and units", lambda: _undo_files_units(host, self.new_ign, self.old_ign))
+                # files, units and stale data are undone together by applying the old config back;
+                # the directories the update creates go too (found before its first write)
+                if not self._registered("files and units"):
+                    dirs = _absent(host, _parent_dirs(self.new_ign))
+                    self._phase(
+                        "files and units", lambda: _undo_files_units(host, self.new_ign, self.old_ign, dirs)
+                    )
                 self._disk(step)
             case st.WriteSshKeys() | st.SetPassword() | st.ClearPassword():
-                self._phase("ssh keys", lambda: _apply_passwd(host, self.new_ign, self.old_ign))
+                if not self._registered("ssh keys"):
+                    created = _absent(host, SSH_PATHS)
+                    self._phase("ssh keys", lambda: _undo_passwd(host, self.new_ign, self.old_ign, created))
                 self._passwd(step)
             case st.OsCommand() | st.Rebase() | st.VerifyExtensions():
                 rpm = host.rpmostree
@@ -203,17 +219,65 @@ def unchanged_paths(old_ign: IgnitionConfig, new_ign: IgnitionConfig) -> set[str
     return {f.path for f in new_ign.files if before.get(f.path) == f}
 
 
-def _undo_files_units(host: Host, new_ign: IgnitionConfig, old_ign: IgnitionConfig) -> None:
-    """Apply the old config back over a partly applied new one.
+def _undo_files_units(
+    host: Host, new_ign: IgnitionConfig, old_ign: IgnitionConfig, created_dirs: Sequence[str]
+) -> None:
+    """Apply the old config back over a partly applied new one, then drop the directories it made.
 
     Paths the failed update never reached have no backup or stamp and are left alone.
+    `created_dirs` (deepest first) did not exist before the update: those left empty go.
     """
     _apply_files_units(host, new_ign, old_ign, old_ign.units, keep_unrecorded=True)
+    _remove_empty_dirs(host, created_dirs)
 
 
-def _apply_passwd(host: Host, old_ign: IgnitionConfig, new_ign: IgnitionConfig) -> None:
-    host.ssh.apply(new_ign.users)
-    host.ssh.set_password_hashes(old_ign.users, new_ign.users)
+def _undo_passwd(
+    host: Host, new_ign: IgnitionConfig, old_ign: IgnitionConfig, created: Sequence[str]
+) -> None:
+    """Put back the old keys and hashes; a key file and directories the update made go again."""
+    if KEYS_PATH in created:
+        # the node had no key file: an empty one would be a file the old config never made
+        atomicfs.remove(host.root.join(KEYS_PATH))
+        _remove_empty_dirs(host, [p for p in created if p != KEYS_PATH])
+    else:
+        host.ssh.apply(old_ign.users)
+    host.ssh.set_password_hashes(new_ign.users, old_ign.users)
+
+
+def _parent_dirs(ign: IgnitionConfig) -> set[str]:
+    """Every directory above the config's paths and above their backups and stamps."""
+    paths = [f.path for f in ign.files]
+    for u in ign.units:
+        paths += [unit_path(u.name), *(dropin_path(u.name, d.name) for d in u.dropins)]
+    dirs: set[str] = set()
+    for path in paths:
+        for p in (path, orig_path(path), noorig_path(path)):
+            d = posixpath.dirname(p)
+            while d not in dirs and d != "/":
+                dirs.add(d)
+                d = posixpath.dirname(d)
+    return dirs
+
+
+def _absent(host: Host, paths: Iterable[str]) -> list[str]:
+    """The paths not on the root now, deepest first (the order they can be removed in)."""
+    out: list[str] = []
+    for p in paths:
+        try:
+            if atomicfs.lstat_or_none(host.root.join(p)) is None:
+                out.append(p)
+        except PathEscapeError:  # nothing can be created there either
+            continue
+    return sorted(out, key=lambda p: (-p.count("/"), p))
+
+
+def _remove_empty_dirs(host: Host, dirs: Sequence[str]) -> None:
+    for d in dirs:
+        try:
+            os.rmdir(host.root.join(d))
+        except (OSError, PathEscapeError):
+            continue  # gone already, not empty (something else was put there) or not a directory
+        LOG.info("removed %s: the rolled-back update created it", d)
 
 
 CA_TRUST_SERVICE = "coreos-update-ca-trust.service"

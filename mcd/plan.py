@@ -70,6 +70,9 @@ class Plan:
     extension_packages: tuple[str, ...] = ()
     # what the update leaves alone and why (a unit with no file to enable, no /etc/shadow …)
     notes: tuple[str, ...] = ()
+    # what the node lost of the config it already has and the update writes again: paths of
+    # files, unit files, dropins and masks, names of units whose enablement drifted, the SSH keys
+    repairs: tuple[str, ...] = ()
 
     @property
     def commands(self) -> tuple[tuple[str, ...], ...]:
@@ -113,6 +116,7 @@ class Plan:
             "osErrors": list(self.os_errors),
             "steps": [st.step_json(s) for s in self.steps],
             "notes": list(self.notes),
+            "repairs": list(self.repairs),
         }
 
 
@@ -163,13 +167,14 @@ def plan(
     os_step = _os_step(old, new, d, facts)
     steps: list[Step] = []
     notes: list[str] = []
+    repairs: list[str] = []
     if not os_step.errors:
         # an update the node would refuse runs nothing
         if facts.forcefile:
             steps.append(st.ConsumeForcefile())
         if drain:
             steps.append(st.Drain())
-        steps += disk_steps(old_ign, new_ign, d, facts, notes)
+        steps += disk_steps(old_ign, new_ign, d, facts, notes, repaired=repairs)
         steps += os_step.steps
         steps += _tuning_steps(facts)
         steps += _action_steps(actions, new.name, facts.coreos)
@@ -197,6 +202,7 @@ def plan(
         os_step.errors,
         os_step.extension_packages,
         tuple(notes),
+        tuple(repairs),
     )
 
 

@@ -38,6 +38,8 @@ def plan_text(p: Plan) -> str:
         lines.append(f"warning: {w}")
     for n in p.notes:
         lines.append(f"note: {n}")
+    for r in p.repairs:
+        lines.append(f"repair: {r} (drifted from the applied config)")
     if p.steps:
         lines.append("steps:")
         lines += [f"  {i}. {step_text(s)}" for i, s in enumerate(p.steps, 1)]

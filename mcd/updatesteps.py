@@ -43,20 +43,40 @@ from mcd.steps import (
 )
 
 CORE_USER = "core"
+# what a repair of core's keys names (mcd.host.ssh.KEYS_PATH)
+SSH_KEYS = "/home/core/.ssh/authorized_keys.d/ignition"
 
 
 def disk_steps(
-    old: IgnitionConfig, new: IgnitionConfig, d: ConfigDiff, facts: Facts, notes: list[str]
+    old: IgnitionConfig,
+    new: IgnitionConfig,
+    d: ConfigDiff,
+    facts: Facts,
+    notes: list[str],
+    *,
+    repaired: list[str] | None = None,
 ) -> list[Step]:
-    """Files, units, stale data, kubeconfig mode, SSH keys and passwords; `notes` gets what is skipped."""
+    """Files, units, stale data, kubeconfig mode, SSH keys and passwords; `notes` gets what is skipped.
+
+    What the config declares as the applied one did but the node no longer has (a file, unit
+    file, dropin or mask edited or deleted, an enablement link gone, the SSH keys) is written
+    again, and named in `repaired`: paths, unit names for an enablement, the SSH key file.
+    """
+    repaired = [] if repaired is None else repaired
     steps: list[Step] = []
     writes = _file_writes(new, d, facts)
     if writes:
         steps.append(WriteFiles(writes))
+        modified = {c.name for c in d.file_changes}
+        repaired += [p for p in writes if p not in modified]
     changed = {c.name for c in d.unit_changes}
-    # the units written: the changed ones (all with the forcefile, as upstream)
-    units = new.units if facts.forcefile else tuple(u for u in new.units if u.name in changed)
-    steps += _unit_steps(old, units, facts, notes)
+    # the units written: the changed ones (all with the forcefile, as upstream), and the ones
+    # declared as applied that drifted on the node
+    repair = _drifted_units(new, changed, facts)
+    units = (
+        new.units if facts.forcefile else tuple(u for u in new.units if u.name in changed or u.name in repair)
+    )
+    steps += _unit_steps(old, units, facts, notes, repair=repair, repaired=repaired)
     if d.units:  # equal unit lists drop nothing
         steps += _stale_unit_steps(old, new, facts)
     steps += _stale_file_steps(new, d, facts)
@@ -65,7 +85,34 @@ def disk_steps(
         steps.append(Chmod(KUBECONFIG, 0o600))
     if d.passwd:
         steps += _passwd_steps(old, new, facts, notes)
+    elif facts.ssh_keys_match is False and facts.has_core is not False:
+        steps.append(WriteSshKeys(CORE_USER, sum(len(u.ssh_authorized_keys) for u in new.users)))
+        repaired.append(SSH_KEYS)
     return steps
+
+
+def _drifted_units(new: IgnitionConfig, changed: set[str], facts: Facts) -> frozenset[str]:
+    """Units declared as in the applied config with a path or an enablement not as declared."""
+    matching, enabled_ok = facts.matching_paths, facts.enablement_matches
+    if facts.forcefile or matching is None:
+        return frozenset()  # without a node, the node is assumed to hold the old config
+    out: set[str] = set()
+    for u in new.units:
+        if u.name in changed:
+            continue
+        paths = [dropin_path(u.name, dr.name) for dr in u.dropins]
+        if u.mask or u.contents:
+            paths.append(unit_path(u.name))
+        if any(p not in matching for p in paths) or (
+            _has_enablement(u) and enabled_ok is not None and u.name not in enabled_ok
+        ):
+            out.add(u.name)
+    return frozenset(out)
+
+
+def _has_enablement(u: Unit) -> bool:
+    """Whether the on-disk check compares the unit's enablement (a unit file of ours declares one)."""
+    return bool(u.contents) and not u.mask and u.enabled is not None
 
 
 def _file_writes(new: IgnitionConfig, d: ConfigDiff, facts: Facts) -> tuple[str, ...]:
@@ -100,10 +147,30 @@ def _rewrite_may_relink(old: Unit | None, new: Unit) -> bool:
     return any(dr.contents and INSTALL_HEADER in dr.contents.encode() for dr in (*old.dropins, *new.dropins))
 
 
-def _unit_steps(old: IgnitionConfig, units: Sequence[Unit], facts: Facts, notes: list[str]) -> list[Step]:
+def _unit_steps(
+    old: IgnitionConfig,
+    units: Sequence[Unit],
+    facts: Facts,
+    notes: list[str],
+    *,
+    repair: frozenset[str] = frozenset(),
+    repaired: list[str] | None = None,
+) -> list[Step]:
+    """The steps of writing `units`; of those in `repair` only the paths that drifted are written."""
+    repaired = [] if repaired is None else repaired
+    matching = facts.matching_paths or frozenset()
+
+    def wanted(u: Unit, path: str) -> bool:
+        if u.name not in repair:
+            return True
+        if path in matching:
+            return False
+        repaired.append(path)
+        return True
+
     steps: list[Step] = []
     before = {u.name: u for u in old.units}
-    rewriting = [u for u in units if not u.mask and u.contents]
+    rewriting = [u for u in units if not u.mask and u.contents and u.name not in repair]
     if facts.enabled_rewrites is not None:
         first = [u.name for u in rewriting if u.name in facts.enabled_rewrites]
     else:
@@ -115,21 +182,29 @@ def _unit_steps(old: IgnitionConfig, units: Sequence[Unit], facts: Facts, notes:
     for u in units:
         for dr in u.dropins:
             path = dropin_path(u.name, dr.name)
+            if not wanted(u, path):
+                continue
             if dr.contents:
                 writes.append(path)
             else:
-                steps.append(_removal(path, facts))  # an empty dropin means "no dropin"
+                # an empty dropin means "no dropin": deleted even with a backup (upstream); the
+                # backup comes back only when a config drops the dropin
+                steps.append(RemoveFile(path))
         if u.mask:
-            steps.append(Mask(u.name))
+            if wanted(u, unit_path(u.name)):
+                steps.append(Mask(u.name))
         elif u.contents:
-            writes.append(unit_path(u.name))
-        elif u.mask is False:
+            if wanted(u, unit_path(u.name)):
+                writes.append(unit_path(u.name))
+        elif u.mask is False and u.name not in repair:
             steps.append(Unmask(u.name))  # an explicit `mask: false` clears an earlier mask
     if writes:
         steps.append(WriteUnitFiles(tuple(writes)))
     enable: list[str] = []
     disable: list[str] = []
     for u in units:
+        if u.name in repair and _has_enablement(u) and u.name not in (facts.enablement_matches or ()):
+            repaired.append(u.name)
         if u.enabled is None:
             steps.append(Preset(u.name))
         elif u.contents or facts.unit_files is None or u.name in facts.unit_files:
@@ -169,11 +244,8 @@ def _stale_unit_steps(old: IgnitionConfig, new: IgnitionConfig, facts: Facts) ->
     if owned:
         # no link made from its [Install] section may be left dangling
         steps.append(Disable(tuple(owned), "removed"))
-    for name in stale:
-        step = _removal(unit_path(name), facts)
-        steps.append(step)
-        if isinstance(step, RestoreOriginal):
-            steps.append(Preset(name))  # the original gets its default enablement
+    # a restored original is not preset again (upstream): the preset above already ran
+    steps += [_removal(unit_path(name), facts) for name in stale]
     return steps
 
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Sequence
 
-from mcd.config.ignition import EMPTY_IGNITION
+from mcd.config.ignition import EMPTY_IGNITION, Unit
 from mcd.config.machineconfig import MachineConfig
 from mcd.diff import REMOVED, diff
 from mcd.host import atomicfs, ondisk, state
@@ -62,22 +63,24 @@ def probe(
     modified = {c.name for c in d.file_changes}
     # files declared as in the applied config (the diff found no change) that are still right
     verified = old_on_disk and old.config is not None
-    matching = frozenset(
+    matching = {
         f.path
         for f in new_ign.files
         if f.path not in modified
         and f.path in before
         # the check skips the files the certificate writer owns: those are read here
         and ((verified and f.path not in ondisk.IGNORED_FILES) or host.files.matches(f))
-    )
+    }
+    # units declared as in the applied config: a re-run repairs whatever of them drifted
+    kept = () if forcefile else tuple(u for u in new_ign.units if u.name not in changed)
+    matching |= _matching_unit_paths(host, kept)
     new_names = {u.name for u in new_ign.units}
     stale_units = [u.name for u in old_ign.units if u.name not in new_names]
-    # every path a step may drop: dropped files, the old config's unit paths, empty dropins
+    # every path a step may drop: dropped files, the old config's unit paths
     dropped = [c.name for c in d.file_changes if c.change == REMOVED]
     if d.units:
         for u in old_ign.units:
             dropped += [unit_path(u.name), *(dropin_path(u.name, dr.name) for dr in u.dropins)]
-    dropped += [dropin_path(u.name, dr.name) for u in written for dr in u.dropins if not dr.contents]
     rewriting = [u for u in written if not u.mask and u.contents and host.units.install_may_change(u)]
     enabled = enabled_among(host.systemd, [u.name for u in rewriting]) if rewriting else frozenset()
     contentless = [u.name for u in written if u.enabled is not None and not u.contents]
@@ -92,7 +95,9 @@ def probe(
         coreos=host.coreos,
         arch=node_arch(os.uname().machine),
         skip_certificate_write=skip_certificate_write,
-        matching_paths=matching,
+        matching_paths=frozenset(matching),
+        enablement_matches=_enablement_matches(host, kept),
+        ssh_keys_match=host.ssh.keys_match(new_ign.users),
         backed_up=frozenset(p for p in dict.fromkeys(dropped) if host.files.originals.has_backup(p)),
         enabled_rewrites=frozenset(u.name for u in rewriting if u.name in enabled),
         unit_files=frozenset(n for n in contentless if host.systemd.unit_file_known(n)),
@@ -110,6 +115,32 @@ def probe(
         cmdline=cmdline or "",
         el=host.coreos and _os_id(host) in EL_IDS,
     )
+
+
+def _matching_unit_paths(host: Host, units: Sequence[Unit]) -> set[str]:
+    """The unit files, masks and dropins of `units` that are as declared (an empty dropin: absent)."""
+    out: set[str] = set()
+    for u in units:
+        for dr in u.dropins:
+            path = dropin_path(u.name, dr.name)
+            if ondisk.check_dropin(host.root, path, dr.contents) is None:
+                out.add(path)
+        if ondisk.check_unit(host.root, u) is None:
+            out.add(unit_path(u.name))
+    return out
+
+
+def _enablement_matches(host: Host, units: Sequence[Unit]) -> frozenset[str]:
+    """The units of `units` with a file and an enablement whose links say what they declare.
+
+    As the on-disk check, only units with contents are asked about (a unit without is left
+    to whoever ships its file); the root's links answer offline, without a systemctl process.
+    """
+    asked = [u for u in units if u.contents and not u.mask and u.enabled is not None]
+    if not asked:
+        return frozenset()
+    enabled = enabled_among(host.systemd, [u.name for u in asked])
+    return frozenset(u.name for u in asked if (u.name in enabled) == u.enabled)
 
 
 def node_fips(root: HostRoot) -> bool | None:

@@ -143,7 +143,12 @@ class Originals:
     # --- recording what was there ---
 
     def backup(
-        self, path: str, source: str | None = None, *, declared: Callable[[], bool] | None = None
+        self,
+        path: str,
+        source: str | None = None,
+        *,
+        declared: Callable[[], bool] | None = None,
+        unit: bool = False,
     ) -> None:
         """Record what is at `path` before the daemon first replaces it (upstream createOrigFile).
 
@@ -156,6 +161,8 @@ class Originals:
         there from a config, by Ignition at install time: it is no original to keep, so it gets
         a stamp (and goes when a later config drops it, as upstream does for every file the OS
         does not ship), unless the OS ships a copy in /usr/etc, which is then the original.
+        A `unit` file, dropin or mask so declared is stamped off CoreOS too: upstream backs up
+        units only from CoreOS's /usr/etc, so one it wrote anywhere else is deleted when dropped.
         """
         orig = self.join(orig_path(path))
         stamp = self.join(noorig_path(path))
@@ -166,9 +173,11 @@ class Originals:
             # replaced the path before, so what is there now may be its own content.
             if atomicfs.lstat_or_none(orig) is not None:
                 return
-            if self.coreos and (self._as_previously_declared(path) or (declared is not None and declared())):
+            if (self.coreos or unit) and (
+                self._as_previously_declared(path) or (declared is not None and declared())
+            ):
                 shipped = "/usr" + path
-                if not self.exists(shipped):
+                if not self.coreos or not self.exists(shipped):
                     self._stamp_absent(path, orig, stamp)
                     return
                 source = shipped

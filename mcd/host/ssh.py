@@ -108,6 +108,27 @@ class SshKeyWriter:
             log.info("wrote SSH keys to %s", KEYS_PATH)
         return changed
 
+    def keys_match(self, users: Sequence[User]) -> bool:
+        """Whether `apply(users)` would change nothing: the directories and the key file are right.
+
+        A re-run of the applied config repairs the keys only when this is False (a deleted or
+        edited key file, a directory with the wrong owner). True when there is no core to write for.
+        """
+        if not self.accounts.has_user(CORE_USER):
+            return True
+        keys = "".join(key + "\n" for user in users for key in user.ssh_authorized_keys).encode()
+        try:
+            if not keys and atomicfs.lstat_or_none(self.root.join(KEYS_PATH)) is None:
+                return True  # no key to give: no file is as good as an empty one
+            uid, gid = self._core_ids()
+            for path in (SSH_DIR, KEYS_DIR):
+                st = atomicfs.lstat_or_none(self.root.join(path))
+                if st is None or not stat.S_ISDIR(st.st_mode) or (st.st_uid, st.st_gid) != (uid, gid):
+                    return False
+            return atomicfs.is_exactly(self.root.join(KEYS_PATH), keys, KEY_FILE_MODE, uid, gid)
+        except (HostError, OSError, PathEscapeError):
+            return False  # the write reports what is wrong
+
     def _usermod(self, password_hash: str, user: str) -> None:
         # usermod -R chroots into the root itself, so an offline root's own shadow file is changed
         root_args = [] if self.root.is_live else ["--root", str(self.root.prefix)]

@@ -147,9 +147,10 @@ class DbusSystemd:
             self.daemon_reload()
 
     def enable(self, names: Sequence[str]) -> None:
-        """Enable unit files (EnableUnitFiles, persistent, replacing conflicting links)."""
+        """Enable unit files (EnableUnitFiles, persistent, no force: `systemctl enable` as upstream
+        runs it, which fails on a conflicting link instead of replacing it)."""
         if names:
-            _, changes = self._call("EnableUnitFiles", "asbb", [list(names), False, True])
+            _, changes = self._call("EnableUnitFiles", "asbb", [list(names), False, False])
             self._reload_if_changed(changes)
 
     def disable(self, names: Sequence[str]) -> None:
@@ -159,8 +160,9 @@ class DbusSystemd:
             self._reload_if_changed(changes)
 
     def preset(self, name: str) -> None:
-        """Reset one unit file's enablement to the preset policy (PresetUnitFiles)."""
-        _, changes = self._call("PresetUnitFiles", "asbb", [[name], False, True])
+        """Reset one unit file's enablement to the preset policy (PresetUnitFiles, persistent, no
+        force: `systemctl preset` as upstream runs it)."""
+        _, changes = self._call("PresetUnitFiles", "asbb", [[name], False, False])
         self._reload_if_changed(changes)
 
     def is_enabled(self, names: Sequence[str]) -> dict[str, str]:

@@ -42,6 +42,10 @@ class UnitFileOps(Protocol):
         """Remove a unit file or dropin the config dropped."""
         ...
 
+    def remove_empty_dropin(self, path: str, *, keep_unrecorded: bool = False) -> bool:
+        """Delete a dropin the config declares empty (a backup is not restored)."""
+        ...
+
     def mask_unit_path(self, path: str) -> bool:
         """Make the unit's path a link to /dev/null."""
         ...
@@ -66,6 +70,10 @@ class PlainUnitFiles:
         return batchwrite.atomic_write_many(writes)
 
     def remove_unit_path(self, path: str, *, keep_unrecorded: bool = False) -> bool:
+        """Delete the path (nothing is recorded, so nothing is kept)."""
+        return atomicfs.remove(self._root.join(path))
+
+    def remove_empty_dropin(self, path: str, *, keep_unrecorded: bool = False) -> bool:
         """Delete the path (nothing is recorded, so nothing is kept)."""
         return atomicfs.remove(self._root.join(path))
 
@@ -106,7 +114,9 @@ class UnitFiles:
         for (path, _, _), w in zip(items, writes, strict=True):
             # any unit file already there is an original too (upstream: only CoreOS /usr/etc copies)
             source = "/usr" + path if self.coreos and self.originals.exists("/usr" + path) else None
-            self.originals.backup(path, source, declared=partial(atomicfs.is_exactly, w.path, w.data, w.mode))
+            self.originals.backup(
+                path, source, declared=partial(atomicfs.is_exactly, w.path, w.data, w.mode), unit=True
+            )
         try:
             return batchwrite.atomic_write_many(writes)
         except batchwrite.BatchWriteError as exc:
@@ -126,7 +136,7 @@ class UnitFiles:
             with failing_as(f'removing directory "{path}" to mask the unit'):
                 removed_dir = atomicfs.remove_tree(host)
         source = "/usr" + path if self.coreos and self.originals.exists("/usr" + path) else None
-        self.originals.backup(path, source, declared=partial(atomicfs.is_link_to, host, DEV_NULL))
+        self.originals.backup(path, source, declared=partial(atomicfs.is_link_to, host, DEV_NULL), unit=True)
         with failing_as(f'masking "{path}"'):
             return atomicfs.atomic_symlink(host, DEV_NULL) or removed_dir
 
@@ -156,6 +166,18 @@ class UnitFiles:
         path with neither is left alone. True when the path changed.
         """
         return self.originals.prune_unit_path(path, keep_unrecorded=keep_unrecorded)
+
+    def remove_empty_dropin(self, path: str, *, keep_unrecorded: bool = False) -> bool:
+        """Delete a dropin declared empty, as upstream: its backup is kept, not restored.
+
+        The original comes back only when a config drops the dropin (`remove_unit_path`). With
+        `keep_unrecorded` (a rollback) a path with neither backup nor stamp is left alone.
+        """
+        if keep_unrecorded and not (
+            self.originals.lexists(noorig_path(path)) or self.originals.lexists(orig_path(path))
+        ):
+            return False
+        return self.originals.remove_path(path)
 
 
 @dataclass(frozen=True)
@@ -335,7 +357,7 @@ class UnitWriter:
             path = dropin_path(unit.name, dropin.name)
             if not dropin.contents:
                 # An empty dropin means "no dropin": remove one left by an earlier config.
-                if self.files.remove_unit_path(path, keep_unrecorded=keep_unrecorded):
+                if self.files.remove_empty_dropin(path, keep_unrecorded=keep_unrecorded):
                     log.info("Removed %s: the dropin has no contents", path)
                     removed.append(path)
             else:
@@ -357,9 +379,7 @@ class UnitWriter:
         Dropins gone from the new config are removed. A unit gone from it is preset first (a
         failure is only logged), then, if its file in /etc/systemd/system is a regular file,
         disabled so no link made from its [Install] section is left dangling, then its file is
-        removed through `remove_file`. If that restored an original file, the unit is preset
-        again so the original gets its default enablement. The leaked links of OCPBUGS-33694
-        are always removed.
+        removed through `remove_file` (a restored original is not preset again, as upstream).
         """
         new_names = {u.name for u in new_units}
         new_dropins = {dropin_path(u.name, d.name) for u in new_units for d in u.dropins}
@@ -390,8 +410,6 @@ class UnitWriter:
             if self.files.remove_unit_path(path, keep_unrecorded=keep_unrecorded):
                 log.info("Removed stale systemd unit %s", path)
                 removed.append(path)
-            if atomicfs.lstat_or_none(self._root.join(path)) is not None:
-                self._preset(name, "Did not restore preset for restored unit %s: %s")
 
         # the leaked enablement links (LEAKED_SYMLINKS) are removed by FileWriter.delete_stale
         return UnitResult(

@@ -8,11 +8,14 @@ import pytest
 from builders import ign_file, mc_object
 from harness import config_a, make_root
 from recording import RecordingRunner
+from trees import walk
 
 from mcd.agent.node_apply import NodeApplier, ServiceAction, _service_action, parse_machineconfig
 from mcd.config.ignition import File
 from mcd.host.files import FileWriter
 from mcd.host.root import HostRoot
+from mcd.host.runner import SubprocessRunner
+from mcd.policy import DEFAULT_POLICIES
 
 
 def test_executor_action_labels_become_values() -> None:
@@ -106,3 +109,39 @@ def test_only_the_very_config_checked_is_trusted(tmp_path: Path, monkeypatch: py
         facts = applier.facts(old, new, "HighlyAvailable", checked=checked)
         assert reads == ["/etc/mcd-test/a.conf", "/etc/mcd-test/b.conf", CA]
         assert facts.matching_paths == {"/etc/mcd-test/b.conf", CA}
+
+
+@pytest.mark.allow_commands
+def test_reapplying_the_current_config_repairs_units_dropins_and_links(tmp_path: Path) -> None:
+    unit = "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"
+    obj = mc_object(
+        "rendered-worker-a",
+        files=[ign_file("/etc/mcd-test/a.conf", "a=1\n")],
+        units=[
+            {
+                "name": "hello.service",
+                "enabled": True,
+                "contents": unit,
+                "dropins": [{"name": "10-env.conf", "contents": "[Service]\nEnvironment=A=1\n"}],
+            }
+        ],
+    )
+    root = make_root(tmp_path, obj, SubprocessRunner())
+    units = root / "etc/systemd/system"
+    good = walk(root)
+    (units / "hello.service").write_text("[Service]\nExecStart=/bin/false\n")
+    (units / "hello.service.d/10-env.conf").unlink()
+    (units / "multi-user.target.wants/hello.service").unlink()
+    applier = NodeApplier(HostRoot(root), SubprocessRunner())
+    mc = applier.disk_config()
+    assert mc is not None and applier.check(mc) is not None
+    facts = applier.facts(mc, mc, "HighlyAvailable")
+    p = applier.plan(mc, mc, facts, DEFAULT_POLICIES)
+    assert p.repairs == (
+        "/etc/systemd/system/hello.service.d/10-env.conf",
+        "/etc/systemd/system/hello.service",
+        "hello.service",
+    )
+    applier.apply(mc, mc, facts, DEFAULT_POLICIES)
+    assert applier.check(mc) is None
+    assert walk(root) == good

@@ -951,15 +951,33 @@ def test_elsewhere_a_file_already_as_declared_is_kept_as_an_original(tmp_path: P
     assert (base / "etc/same.conf").read_text() == "same\n"
 
 
-def test_coreos_unit_file_already_as_declared_is_stamped(tmp_path: Path) -> None:
+@pytest.mark.parametrize("coreos", [True, False])
+def test_unit_file_already_as_declared_is_stamped(tmp_path: Path, coreos: bool) -> None:
+    """Upstream backs up unit files only from CoreOS's /usr/etc: one a config wrote is deleted."""
     base = make_base(tmp_path)
     put(base, "/etc/systemd/system/ign.service", "[Unit]\n")
-    w = writer(base)
+    w = writer(base, coreos=coreos)
     assert write_unit_file(w, "/etc/systemd/system/ign.service", "[Unit]\n") is False
     assert at(base, noorig_path("/etc/systemd/system/ign.service")).exists()
     old = cfg(units=(Unit("ign.service", contents="[Unit]\n"),))
     assert w.delete_stale(old, cfg()) == ["/etc/systemd/system/ign.service"]
     assert not (base / "etc/systemd/system/ign.service").exists()
+
+
+def test_off_coreos_a_unit_file_the_replaced_config_wrote_is_deleted_when_dropped(tmp_path: Path) -> None:
+    """Taking over a node upstream managed: its unit file is no original, dropping the unit removes it."""
+    base = make_base(tmp_path)
+    unit = "/etc/systemd/system/old.service"
+    put(base, unit, "[Unit]\nDescription=written by upstream\n")
+    old = cfg(units=(Unit("old.service", contents="[Unit]\nDescription=written by upstream\n"),))
+    new = cfg(units=(Unit("old.service", contents="[Unit]\nDescription=new\n"),))
+    w = writer(base, coreos=False)
+    with w.originals.replacing(old):
+        assert write_unit_file(w, unit, "[Unit]\nDescription=new\n") is True
+    assert at(base, noorig_path(unit)).exists()
+    assert not at(base, orig_path(unit)).exists()
+    assert w.delete_stale(new, cfg()) == [unit]
+    assert not at(base, unit).exists()
 
 
 # --- masks keep what they replace ------------------------------------------------------------------

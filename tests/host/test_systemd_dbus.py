@@ -279,10 +279,11 @@ def test_make_manager_falls_back_to_systemctl_without_a_bus(tmp_path: Path) -> N
 # --- unit files ---------------------------------------------------------------------------------
 
 
-def test_enable_sends_one_call_with_force_then_reloads(fake: FakeSystemd, systemd: DbusSystemd) -> None:
+def test_enable_sends_one_call_without_force_then_reloads(fake: FakeSystemd, systemd: DbusSystemd) -> None:
+    """`systemctl enable a b` as upstream runs it: persistent (runtime=false), force=false."""
     systemd.enable(["a.service", "b.service"])
     assert manager_calls(fake) == [
-        ("EnableUnitFiles", "asbb", (["a.service", "b.service"], False, True)),
+        ("EnableUnitFiles", "asbb", (["a.service", "b.service"], False, False)),
         ("Reload", "", ()),
     ]
 
@@ -301,7 +302,7 @@ def test_disable_and_preset_calls(fake: FakeSystemd, systemd: DbusSystemd) -> No
     assert manager_calls(fake) == [
         ("DisableUnitFiles", "asb", (["a.service"], False)),
         ("Reload", "", ()),
-        ("PresetUnitFiles", "asbb", (["b.service"], False, True)),
+        ("PresetUnitFiles", "asbb", (["b.service"], False, False)),  # `systemctl preset b`
         ("Reload", "", ()),
     ]
 

@@ -409,7 +409,8 @@ def test_remove_units_preset_failure_is_logged_and_masks_are_not_disabled(
     assert "Did not restore preset for m.service (may not exist)" in caplog.text
 
 
-def test_remove_units_presets_again_when_an_original_was_restored(root: HostRoot) -> None:
+def test_remove_units_presets_once_before_an_original_is_restored(root: HostRoot) -> None:
+    """As upstream's deleteStaleData: one preset while the config's file is there, none after."""
     put(root, f"{UNIT_DIR}/os.service", "ours\n")
 
     def restore_original(path: str, *, keep_unrecorded: bool = False) -> bool:
@@ -420,12 +421,9 @@ def test_remove_units_presets_again_when_an_original_was_restored(root: HostRoot
     UnitWriter(root, manager, Files(remove=restore_original)).remove_units(
         [Unit("os.service", contents="ours\n")], []
     )
-    assert manager.calls == [
-        ("preset", ("os.service",)),
-        ("disable", ("os.service",)),
-        ("preset", ("os.service",)),
-    ]
-    assert manager.seen_contents[("preset", "os.service")] == b"original\n"
+    assert manager.calls == [("preset", ("os.service",)), ("disable", ("os.service",))]
+    assert manager.seen_contents[("preset", "os.service")] == b"ours\n"
+    assert (root.prefix / UNIT_DIR.lstrip("/") / "os.service").read_text() == "original\n"
 
 
 def test_remove_units_disable_failure_reports_upstream_text(root: HostRoot) -> None:
@@ -508,3 +506,6 @@ class Files(PlainUnitFiles):
     def remove_unit_path(self, path: str, *, keep_unrecorded: bool = False) -> bool:
         assert self._remove is not None
         return self._remove(path, keep_unrecorded=keep_unrecorded)
+
+    def remove_empty_dropin(self, path: str, *, keep_unrecorded: bool = False) -> bool:
+        return self.remove_unit_path(path, keep_unrecorded=keep_unrecorded)

@@ -171,6 +171,7 @@ def test_the_json_form_in_full() -> None:
             {"kind": "reload", "unit": "crio.service"},
         ],
         "notes": [],
+        "repairs": [],
     }
 
 

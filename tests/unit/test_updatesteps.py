@@ -175,8 +175,9 @@ def test_a_file_replaced_by_a_dropin_stays_unless_it_has_an_original() -> None:
         ),
         (
             {"name": "a.service", "dropins": [{"name": "y.conf"}]},
+            # deleted even with a backup, as upstream (the original comes back when it is dropped)
             Facts(backed_up=frozenset({f"{UNITS}/a.service.d/y.conf"})),
-            [RestoreOriginal(f"{UNITS}/a.service.d/y.conf"), Preset("a.service")],
+            [RemoveFile(f"{UNITS}/a.service.d/y.conf"), Preset("a.service")],
             [],
         ),
         # no contents: enabled only where the node has the unit's file
@@ -378,7 +379,7 @@ def test_rewrite_disable_from_the_node() -> None:
                 RemoveFile(f"{UNITS}/b.service"),
             ],
         ),
-        # an original comes back with its default enablement
+        # an original comes back, not preset a second time (upstream presets once, before)
         (
             [{"name": "a.service", "contents": "[Unit]\n"}],
             Facts(backed_up=frozenset({f"{UNITS}/a.service"})),
@@ -386,7 +387,6 @@ def test_rewrite_disable_from_the_node() -> None:
                 Preset("a.service"),
                 Disable(("a.service",), "removed"),
                 RestoreOriginal(f"{UNITS}/a.service"),
-                Preset("a.service"),
             ],
         ),
         # dropped dropins first
@@ -532,3 +532,64 @@ def test_order_files_units_stale_units_stale_files_kubeconfig_keys() -> None:
         Chmod("/etc/kubernetes/kubeconfig", 0o600),
         WriteSshKeys("core", 1),
     ]
+
+
+# ---------------------------------------------------------------- repairs of the applied config
+
+HELLO = {
+    "name": "hello.service",
+    "enabled": True,
+    "contents": ENABLED_WITH_INSTALL,
+    "dropins": [{"name": "10-a.conf", "contents": "[Service]\nNice=1\n"}],
+}
+MASKED = {"name": "m.service", "mask": True}
+APPLIED = units(HELLO, MASKED) | users({"name": "core", "sshAuthorizedKeys": ["ssh-ed25519 AAAA"]})
+ALL_PATHS = frozenset({f"{UNITS}/hello.service", f"{UNITS}/hello.service.d/10-a.conf", f"{UNITS}/m.service"})
+
+
+def repairs(facts: Facts) -> tuple[list[Step], list[str]]:
+    cfg = mc("same", ignition=APPLIED)
+    assert cfg.config is not None
+    repaired: list[str] = []
+    steps = disk_steps(cfg.config, cfg.config, diff(cfg, cfg), facts, [], repaired=repaired)
+    return steps, repaired
+
+
+def test_an_intact_node_needs_no_repair() -> None:
+    intact = Facts(
+        matching_paths=ALL_PATHS, enablement_matches=frozenset({"hello.service"}), ssh_keys_match=True
+    )
+    assert repairs(intact) == ([], [])
+    # without a node nothing is known to have drifted
+    assert repairs(NO_FACTS) == ([], [])
+
+
+def test_only_what_drifted_is_written_again_and_named() -> None:
+    dropin = f"{UNITS}/hello.service.d/10-a.conf"
+    facts = Facts(
+        matching_paths=ALL_PATHS - {dropin, f"{UNITS}/m.service"},
+        enablement_matches=frozenset(),
+        ssh_keys_match=False,
+        has_core=True,
+    )
+    # the drifted unit is written as a changed one would be: its enablement steps run again
+    assert repairs(facts) == (
+        [
+            Mask("m.service"),
+            WriteUnitFiles((dropin,)),
+            Preset("m.service"),
+            Enable(("hello.service",)),
+            WriteSshKeys("core", 1),
+        ],
+        [dropin, f"{UNITS}/m.service", "hello.service", "/home/core/.ssh/authorized_keys.d/ignition"],
+    )
+
+
+def test_no_key_repair_without_core() -> None:
+    facts = Facts(
+        matching_paths=ALL_PATHS,
+        enablement_matches=frozenset({"hello.service"}),
+        ssh_keys_match=False,
+        has_core=False,
+    )
+    assert repairs(facts) == ([], [])

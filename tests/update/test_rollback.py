@@ -171,11 +171,8 @@ def node_in_a(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.Ca
 def assert_back_in_a(node: Node, before: Tree, deployments: Any) -> None:
     after = walk(node.root)
     assert TXN not in after
-    # every file, link, key and record is A's; only directories B created may stay, empty
-    extra_dirs = {p for p in set(after) - set(before) if after[p][0] == "dir"}
-    assert {p: e for p, e in after.items() if p not in extra_dirs} == before, _diff(after, before)
-    assert extra_dirs <= {"/etc/b.d", "/etc/machine-config-daemon/noorig/etc/b.d"}
-    assert all(not any((node.root / p.lstrip("/")).iterdir()) for p in extra_dirs), extra_dirs
+    # every file, link, key, record and directory is A's: nothing B created stays
+    assert after == before, _diff(after, before)
     assert node.deployments() == deployments  # no staged deployment left
     node.monkeypatch.delenv("RPMOSTREE_STANDIN_FAIL", raising=False)  # check-disk runs `kargs`
     code, out, _ = node.cli("check-disk")
@@ -329,3 +326,23 @@ def test_a_failed_rollback_names_the_original_failure(tmp_path: Path) -> None:
     _, _, error = _failing_rollback(tmp_path)
     assert "error enabling units: Failed to enable unit: boom" in str(error)
     assert "Failed to disable unit: bus gone" in str(error)
+
+
+def test_a_rolled_back_rebase_leaves_the_root_exactly_as_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Nothing the failed update created stays: not the SSH key file and its directories (the old
+    config had no keys), not the directories of new files, dropins or their stamps, no unit link."""
+    node = Node(tmp_path, monkeypatch, capsys)
+    a = config_a()
+    del a["spec"]["config"]["passwd"]
+    code, _, err = node.start(a)
+    assert code == 0, err
+    node.reboot()
+    assert not (node.root / "home/core/.ssh").exists()
+    before, deployments = walk(node.root), node.deployments()
+    monkeypatch.setenv("RPMOSTREE_STANDIN_FAIL", "rebase")
+    assert node.start(config_b())[0] == 1
+    after = walk(node.root)
+    assert after == before, _diff(after, before)
+    assert node.deployments() == deployments
