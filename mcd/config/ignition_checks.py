@@ -88,11 +88,12 @@ class Checker:
     def file(self, raw: Mapping[str, Any], path: JsonPath) -> File:
         mode = raw.get("mode")
         fpath: str = raw["path"]
-        label = shown(fpath)  # the path as messages show it
         if mode is not None and mode < 0:
+            label = shown(fpath)  # the path as messages show it
             self.error((*path, "mode"), f"invalid mode {format_mode(mode)} for {label}, must not be negative")
         elif mode is not None and mode > MAX_FILE_MODE:
             # upstream's message (MCO validateIgn3FileModes), so setuid/setgid/sticky bits are refused
+            label = shown(fpath)
             self.error((*path, "mode"), f"invalid mode {format_mode(mode)} for {label}, cannot exceed 0777")
         raw_contents = raw.get("contents")
         contents = None if raw_contents is None else self.resource(raw_contents, (*path, "contents"))
@@ -102,7 +103,7 @@ class Checker:
         data: bytes | None = b""
         size, sha256 = 0, ""
         if contents is not None:
-            data, size, sha256 = self.decode(contents, (*path, "contents"), label)
+            data, size, sha256 = self.decode(contents, (*path, "contents"), fpath)
         append: tuple[Resource, ...] = ()
         raw_append = raw.get("append")
         if raw_append:  # rare: most files have no append fragments
@@ -112,7 +113,7 @@ class Checker:
                 if (r := self.resource(a, (*path, "append", i))) is not None
             )
             for i, res in enumerate(append):
-                self.decode(res, (*path, "append", i), label)
+                self.decode(res, (*path, "append", i), fpath)
         user, group = raw.get("user"), raw.get("group")
         return File(
             path=fpath,
@@ -153,15 +154,40 @@ class Checker:
         )
 
     def decode(self, res: Resource, path: JsonPath, owner: str) -> tuple[bytes | None, int, str]:
-        """Decoded contents of file `owner`, streamed: (data or None when too large to keep, size,
-        SHA-256 when not kept). Records a finding and returns empty contents when undecodable."""
+        """Decoded contents of file `owner` (its path or place as the config gives it), streamed:
+        (data or None when too large to keep, size, SHA-256 when not kept). Records a finding and
+        returns empty contents when undecodable."""
+        source = res.source
+        keep = self.options.keep_data_up_to
+        if (
+            source is not None
+            and source.startswith("data:")
+            and not res.compression
+            and res.hash is None
+            and len(source) <= CHUNK
+            and (keep is None or len(source) <= keep)
+        ):
+            # the common case (a small inline file, kept; a data URL never decodes to more bytes
+            # than it has characters): one decode, no stream machinery, no message prepared.
+            # Anything else, a failure included, takes the checks below (which report it).
+            try:
+                data = decode_data_url(source)
+            except ValueError:
+                pass
+            else:
+                cap = self.options.max_file_size
+                if cap is None or len(data) <= cap:
+                    return data, len(data), ""
+        return self._decode(res, path, shown(owner))
+
+    def _decode(self, res: Resource, path: JsonPath, owner: str) -> tuple[bytes | None, int, str]:
+        """`decode` all the way: every check, the stream; `owner` as messages show it."""
         empty: tuple[bytes | None, int, str] = (b"", 0, "")
         if res.source is None:
             if res.hash is not None:
                 self.error((*path, "verification", "hash"), ERR_HASH_WITHOUT_SOURCE)
             return empty
-        # the common case first: a data URL (startswith is cheap, check_source splits the URL)
-        if not res.source.startswith("data:") and not self.check_source(res.source, (*path, "source"), owner):
+        if not self.check_source(res.source, (*path, "source"), owner):
             return empty
         if res.compression not in (None, "", "gzip"):
             self.error(
@@ -176,8 +202,7 @@ class Checker:
         keep = self.options.keep_data_up_to
         small = len(res.source) <= CHUNK and (keep is None or len(res.source) <= keep)
         if small and res.compression != "gzip" and res.hash is None:
-            # the common case (a small inline file, kept; a data URL never decodes to more bytes
-            # than it has characters): one decode, no stream machinery
+            # one decode, no stream machinery (`decode` sent it here: it fails, or is over the cap)
             try:
                 data = decode_data_url(res.source)
             except ValueError as exc:
