@@ -13,7 +13,7 @@ from typing import Any
 
 from mcd.config.canon import canon
 from mcd.config.contents import CHUNK, HASH_HEX_LENGTHS, ContentsError, iter_contents
-from mcd.config.dataurl import decode_data_url
+from mcd.config.dataurl import SMALL_URL, decode_data_url, decode_small_data_url
 from mcd.config.findings import Finding, JsonPath, format_path
 from mcd.config.ignition_model import (
     ERR_HASH_WITHOUT_SOURCE,
@@ -164,14 +164,15 @@ class Checker:
             and source.startswith("data:")
             and not res.compression
             and res.hash is None
-            and len(source) <= CHUNK
+            and len(source) <= SMALL_URL
             and (keep is None or len(source) <= keep)
         ):
             # the common case (a small inline file, kept; a data URL never decodes to more bytes
-            # than it has characters): one decode, no stream machinery, no message prepared.
-            # Anything else, a failure included, takes the checks below (which report it).
+            # than it has characters): one decode, remembered across parses, no stream machinery,
+            # no message prepared. Anything else, a failure included, takes the checks below
+            # (which report it).
             try:
-                data = decode_data_url(source)
+                data = decode_small_data_url(source)
             except ValueError:
                 pass
             else:
