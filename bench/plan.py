@@ -9,8 +9,10 @@ Figures (medians):
   from_raw_first_ms  the same with nothing remembered: both configs parsed for the first time
   parsed_ms        diff + reconcile + plan when both configs are already parsed (daemon steady state)
   cold_command_ms  `mcd plan OLD NEW` as a new process (interpreter start and imports included)
-Targets (issue 7): from_raw <= 80 ms, parsed <= 6 ms; the cold figure is what a new process
-measurably takes on the 2-core reference machine, to catch an import or start-up regression.
+Targets (issue 7): from_raw <= 80 ms, parsed <= 6 ms, and 80 ms for a first parse too. The cold
+figure is what a new process takes on the shared 2-core machine (~260-310 ms measured idle, since
+the schema check no longer imports jsonschema), with room for its load: it catches an import or
+start-up regression.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 WORKLOAD = REPO.parent / "shared" / "bench" / "make_workload.py"
 
-TARGETS_MS = {"from_raw": 80, "from_raw_first": 80, "parsed": 6, "cold_command": 400}
+TARGETS_MS = {"from_raw": 80, "from_raw_first": 80, "parsed": 6, "cold_command": 350}
 
 
 def median_ms(fn: object, runs: int, before: object = None) -> float:
