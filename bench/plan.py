@@ -5,8 +5,14 @@ Workload: ../shared/bench/make_workload.py (two rendered configs, 2,000 files of
 base64, 300 units with dropins, 10% changed, a registries.conf mirror added).
 Figures (medians):
   from_raw_ms      parse + schema validation + diff + reconcile + plan of both configs, from bytes
+                   (decodes of small data URLs remembered from earlier parses, as in the daemon)
+  from_raw_first_ms  the same with nothing remembered: both configs parsed for the first time
   parsed_ms        diff + reconcile + plan when both configs are already parsed (daemon steady state)
   cold_command_ms  `mcd plan OLD NEW` as a new process (interpreter start and imports included)
+Targets (issue 7): from_raw <= 80 ms, parsed <= 6 ms, and 80 ms for a first parse too. The cold
+figure is what a new process takes on the shared 2-core machine (~260-310 ms measured idle, since
+the schema check no longer imports jsonschema), with room for its load: it catches an import or
+start-up regression.
 """
 
 from __future__ import annotations
@@ -23,10 +29,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 WORKLOAD = REPO.parent / "shared" / "bench" / "make_workload.py"
 
+TARGETS_MS = {"from_raw": 80, "from_raw_first": 80, "parsed": 6, "cold_command": 350}
 
-def median_ms(fn: object, runs: int) -> float:
+
+def median_ms(fn: object, runs: int, before: object = None) -> float:
     samples = []
     for _ in range(runs):
+        if before is not None:
+            before()  # type: ignore[operator]  # untimed
         t0 = time.perf_counter()
         fn()  # type: ignore[operator]
         samples.append((time.perf_counter() - t0) * 1000)
@@ -39,6 +49,7 @@ def main() -> int:
     ap.add_argument("--cold-runs", type=int, default=7)
     args = ap.parse_args()
     sys.path.insert(0, str(REPO))
+    from mcd.config.dataurl import forget_remembered
     from mcd.config.load import load_machineconfig
     from mcd.plan import plan
 
@@ -54,6 +65,7 @@ def main() -> int:
         result = plan(old, new)
         from_raw()  # warm caches (schemas load once per process, as in the daemon)
         raw_ms = median_ms(from_raw, args.runs)
+        first_ms = median_ms(from_raw, args.runs, before=forget_remembered)
         parsed_ms = median_ms(lambda: plan(old, new), args.runs)
         mcd = [sys.executable, "-m", "mcd", "plan", str(old_path), str(new_path)]
         subprocess.run(mcd, check=True, capture_output=True, cwd=REPO)
@@ -67,9 +79,10 @@ def main() -> int:
                 "workload": {"files": 2000, "units": 300, "changes": len(result.changes)},
                 "result": {"actions": [a.to_api() for a in result.actions], "drain": result.drain},
                 "from_raw_ms": raw_ms,
+                "from_raw_first_ms": first_ms,
                 "parsed_ms": parsed_ms,
                 "cold_command_ms": cold_ms,
-                "targets_ms": {"from_raw": 150, "parsed": 20, "cold_command": 400},
+                "targets_ms": TARGETS_MS,
                 "python": sys.version.split()[0],
             },
             indent=2,

@@ -6,6 +6,9 @@ Not code: vulture only reads the names. Anything else it reports is dead and goe
 # the crash hook only tests install (tests/killing.py)
 install
 
+# bench/plan.py times a parse of configs never seen before
+forget_remembered
+
 # the reboot failure count the cluster agent's metric (mcd_reboots_failed_total) reads
 failed_reboots
 _.failed_reboots

@@ -44,6 +44,48 @@ def decode_data_url(url: str) -> bytes:
     return _decode_base64(data) if is_base64 else _decode_plain(data)
 
 
+class _Remembered:
+    """Decoded contents of small data URLs, by URL text. The daemon parses the same rendered
+    configs again and again (current and desired config on each sync, old and new config of one
+    plan share most files), and one decode costs more than hashing its URL. Only successes are
+    kept (an error is found again, with its message); the texts and contents held stay under
+    `budget` characters plus bytes, the whole set is dropped when it would grow past it."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.held = 0
+        self.entries: dict[str, bytes] = {}
+
+    def decode(self, url: str) -> bytes:
+        data = self.entries.get(url)
+        if data is None:
+            data = decode_data_url(url)
+            cost = len(url) + len(data)
+            if self.held + cost > self.budget:
+                self.entries = {}
+                self.held = 0
+            if cost <= self.budget:
+                self.entries[url] = data
+                self.held += cost
+        return data
+
+
+SMALL_URL = 64 << 10  # characters: the URLs that are remembered (nearly every file of a config)
+# a rendered config's files take a few MiB: old and new config, with room to spare
+_REMEMBERED = _Remembered(16 << 20)
+
+
+def forget_remembered() -> None:
+    """Drop the remembered decodes (the planner benchmark's first-parse figure)."""
+    _REMEMBERED.entries = {}
+    _REMEMBERED.held = 0
+
+
+def decode_small_data_url(url: str) -> bytes:
+    """`decode_data_url`, remembered for a URL of at most SMALL_URL characters (see _Remembered)."""
+    return _REMEMBERED.decode(url) if len(url) <= SMALL_URL else decode_data_url(url)
+
+
 def data_url_header(url: str) -> tuple[int, bool]:
     """Check the header of a ``data:`` URL; return where its data starts and whether it is base64."""
     if not url.startswith(_PREFIX):

@@ -13,7 +13,7 @@ from typing import Any
 
 from mcd.config.canon import canon
 from mcd.config.contents import CHUNK, HASH_HEX_LENGTHS, ContentsError, iter_contents
-from mcd.config.dataurl import decode_data_url
+from mcd.config.dataurl import SMALL_URL, decode_data_url, decode_small_data_url
 from mcd.config.findings import Finding, JsonPath, format_path
 from mcd.config.ignition_model import (
     ERR_HASH_WITHOUT_SOURCE,
@@ -39,6 +39,7 @@ from mcd.config.unitfile import UnitSyntaxError
 from mcd.config.unitfile import sections as unit_sections
 
 _INSTANCE = re.compile(r"^(.+?)@(.+?)\.service$")
+_NO_REF = NodeRef()  # shared: NodeRef is frozen, and most files name no owner or group
 
 
 class Checker:
@@ -87,32 +88,39 @@ class Checker:
     def file(self, raw: Mapping[str, Any], path: JsonPath) -> File:
         mode = raw.get("mode")
         fpath: str = raw["path"]
-        label = shown(fpath)  # the path as messages show it
         if mode is not None and mode < 0:
+            label = shown(fpath)  # the path as messages show it
             self.error((*path, "mode"), f"invalid mode {format_mode(mode)} for {label}, must not be negative")
         elif mode is not None and mode > MAX_FILE_MODE:
             # upstream's message (MCO validateIgn3FileModes), so setuid/setgid/sticky bits are refused
+            label = shown(fpath)
             self.error((*path, "mode"), f"invalid mode {format_mode(mode)} for {label}, cannot exceed 0777")
-        contents = self.resource(raw.get("contents"), (*path, "contents"))
-        if raw.get("overwrite") is True and (contents is None or contents.source is None):
+        raw_contents = raw.get("contents")
+        contents = None if raw_contents is None else self.resource(raw_contents, (*path, "contents"))
+        overwrite = raw.get("overwrite")
+        if overwrite is True and (contents is None or contents.source is None):
             self.error((*path, "overwrite"), "overwrite must be false if source is unspecified")  # Ignition's
         data: bytes | None = b""
         size, sha256 = 0, ""
         if contents is not None:
-            data, size, sha256 = self.decode(contents, (*path, "contents"), label)
-        append = tuple(
-            r
-            for i, a in enumerate(raw.get("append") or ())
-            if (r := self.resource(a, (*path, "append", i))) is not None
-        )
-        for i, res in enumerate(append):
-            self.decode(res, (*path, "append", i), label)
+            data, size, sha256 = self.decode(contents, (*path, "contents"), fpath)
+        append: tuple[Resource, ...] = ()
+        raw_append = raw.get("append")
+        if raw_append:  # rare: most files have no append fragments
+            append = tuple(
+                r
+                for i, a in enumerate(raw_append)
+                if (r := self.resource(a, (*path, "append", i))) is not None
+            )
+            for i, res in enumerate(append):
+                self.decode(res, (*path, "append", i), fpath)
+        user, group = raw.get("user"), raw.get("group")
         return File(
             path=fpath,
             mode=mode,
-            overwrite=raw.get("overwrite"),
-            user=self.node_ref(raw.get("user"), (*path, "user"), "user"),
-            group=self.node_ref(raw.get("group"), (*path, "group"), "group"),
+            overwrite=overwrite,
+            user=self.node_ref(user, (*path, "user"), "user") if user else _NO_REF,
+            group=self.node_ref(group, (*path, "group"), "group") if group else _NO_REF,
             contents=contents,
             append=append,
             data=data,
@@ -122,7 +130,7 @@ class Checker:
 
     def node_ref(self, raw: Mapping[str, Any] | None, path: JsonPath, what: str) -> NodeRef:
         if not raw:
-            return NodeRef()
+            return _NO_REF
         ref = NodeRef(id=raw.get("id"), name=raw.get("name") or None)
         if ref.id is not None and ref.name is not None:
             self.error(path, "cannot set both id and name")  # Ignition's rule and words
@@ -138,15 +146,43 @@ class Checker:
     def resource(self, raw: Mapping[str, Any] | None, path: JsonPath) -> Resource | None:
         if raw is None:
             return None
-        self.check_headers(raw, path)
-        verification = raw.get("verification") or {}
+        if raw.get("httpHeaders"):
+            self.check_headers(raw, path)
+        verification = raw.get("verification")
         return Resource(
-            source=raw.get("source"), compression=raw.get("compression"), hash=verification.get("hash")
+            raw.get("source"), raw.get("compression"), verification.get("hash") if verification else None
         )
 
     def decode(self, res: Resource, path: JsonPath, owner: str) -> tuple[bytes | None, int, str]:
-        """Decoded contents of file `owner`, streamed: (data or None when too large to keep, size,
-        SHA-256 when not kept). Records a finding and returns empty contents when undecodable."""
+        """Decoded contents of file `owner` (its path or place as the config gives it), streamed:
+        (data or None when too large to keep, size, SHA-256 when not kept). Records a finding and
+        returns empty contents when undecodable."""
+        source = res.source
+        keep = self.options.keep_data_up_to
+        if (
+            source is not None
+            and source.startswith("data:")
+            and not res.compression
+            and res.hash is None
+            and len(source) <= SMALL_URL
+            and (keep is None or len(source) <= keep)
+        ):
+            # the common case (a small inline file, kept; a data URL never decodes to more bytes
+            # than it has characters): one decode, remembered across parses, no stream machinery,
+            # no message prepared. Anything else, a failure included, takes the checks below
+            # (which report it).
+            try:
+                data = decode_small_data_url(source)
+            except ValueError:
+                pass
+            else:
+                cap = self.options.max_file_size
+                if cap is None or len(data) <= cap:
+                    return data, len(data), ""
+        return self._decode(res, path, shown(owner))
+
+    def _decode(self, res: Resource, path: JsonPath, owner: str) -> tuple[bytes | None, int, str]:
+        """`decode` all the way: every check, the stream; `owner` as messages show it."""
         empty: tuple[bytes | None, int, str] = (b"", 0, "")
         if res.source is None:
             if res.hash is not None:
@@ -167,8 +203,7 @@ class Checker:
         keep = self.options.keep_data_up_to
         small = len(res.source) <= CHUNK and (keep is None or len(res.source) <= keep)
         if small and res.compression != "gzip" and res.hash is None:
-            # the common case (a small inline file, kept; a data URL never decodes to more bytes
-            # than it has characters): one decode, no stream machinery
+            # one decode, no stream machinery (`decode` sent it here: it fails, or is over the cap)
             try:
                 data = decode_data_url(res.source)
             except ValueError as exc:
@@ -385,16 +420,41 @@ class Checker:
         files = {p: where for kind, p, where in valid if kind == "file"}
         links = {p: where for kind, p, where in valid if kind == "link"}
         systemd_paths = _systemd_paths(units)
+        # nearest link or file at or above each directory, memoised: thousands of paths share
+        # a few dozen directories, so each directory's ancestors are looked up once
+        blocker: dict[str, tuple[str, str] | None] = {}
+
+        def blocked(directory: str) -> tuple[str, str] | None:
+            """("link" or "file", path) of the nearest declared link or file at or above
+            `directory`, a link before a file at the same place (None: neither). Iterative: a
+            valid path can have a couple of thousand components."""
+            walked: list[str] = []
+            found: tuple[str, str] | None = None
+            while directory and directory not in blocker:
+                if directory in links:
+                    found = ("link", directory)
+                    break
+                if directory in files:
+                    found = ("file", directory)
+                    break
+                walked.append(directory)
+                directory = directory[: directory.rfind("/")]
+            else:
+                found = blocker.get(directory)
+            for d in walked:
+                blocker[d] = found
+            if found is not None:
+                blocker[found[1]] = found
+            return found
+
         for kind, p, where in valid:
-            for parent in ancestors(p):
-                if parent in links:
-                    # Ignition's rule: it would write through the link it creates
-                    self.error(where[:-1], f"{kind} path includes link in config")
-                    break
-                if parent in files:
-                    message = f'path "{shown(p)}" is below file "{shown(parent)}"'
-                    self.error(where, f"{message} ({format_path(files[parent])})")
-                    break
+            hit = blocked(p[: p.rfind("/")])
+            if hit is not None and hit[0] == "link":
+                # Ignition's rule: it would write through the link it creates
+                self.error(where[:-1], f"{kind} path includes link in config")
+            elif hit is not None:
+                message = f'path "{shown(p)}" is below file "{shown(hit[1])}"'
+                self.error(where, f"{message} ({format_path(files[hit[1]])})")
             if p in systemd_paths:
                 self.error(where, "path conflicts with systemd unit or dropin")
         for path, unit_index in systemd_paths.items():

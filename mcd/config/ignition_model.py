@@ -88,19 +88,40 @@ class File:
     ) -> None:
         """`data` is the decoded contents (b"" without a source), or None when not kept: then
         `size` and `sha256` describe them and `contents` is decoded again on demand."""
-        for name, value in (
-            ("path", path),
-            ("mode", mode),
-            ("overwrite", overwrite),
-            ("user", user),
-            ("group", group),
-            ("contents", contents),
-            ("append", append),
-            ("_data", data),
-            ("size", len(data) if data is not None else size),
-            ("sha256", sha256),
-        ):
-            object.__setattr__(self, name, value)
+        # one dict update instead of an object.__setattr__ per field (frozen): a rendered
+        # config builds thousands of files
+        self.__dict__.update(
+            path=path,
+            mode=mode,
+            overwrite=overwrite,
+            user=user,
+            group=group,
+            contents=contents,
+            append=append,
+            _data=data,
+            size=len(data) if data is not None else size,
+            sha256=sha256,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        # the dataclass's comparison (the declared fields), written out: the planner compares
+        # thousands of files, and the generated one builds two tuples per comparison
+        if self is other:
+            return True
+        if not isinstance(other, File) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.path == other.path
+            and self.mode == other.mode
+            and self.overwrite == other.overwrite
+            and self.user == other.user
+            and self.group == other.group
+            and self.contents == other.contents
+            and self.append == other.append
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.path, self.mode, self.overwrite, self.user, self.group, self.contents, self.append))
 
     @property
     def effective_mode(self) -> int:

@@ -34,13 +34,35 @@ def clean(path: str) -> str:
     return "/" + cleaned.lstrip("/") if cleaned.startswith("//") else cleaned
 
 
+def is_clean(path: str) -> bool:
+    """Whether an absolute `path` equals `clean(path)`, without building the cleaned path:
+    no empty, "." or ".." component and no trailing "/" (the root excepted)."""
+    return (
+        "//" not in path
+        and "/./" not in path
+        and "/../" not in path
+        and (path == "/" or not path.endswith(("/", "/.", "/..")))
+    )
+
+
 def path_problem(path: str) -> str | None:
     """Why `path` cannot name a file, directory or link on a node (None: it can)."""
+    if (
+        len(path) <= NAME_MAX
+        and path.isascii()
+        and path.startswith("/")
+        and path != "/"
+        and "\0" not in path
+        and is_clean(path)
+    ):
+        # the common case, checked without normpath or encoding: an ASCII path is as many
+        # bytes as characters, so neither it nor a component of it can be too long
+        return None
     if not path.startswith("/"):
         return f'path "{shown(path)}" is not absolute'
     if "\0" in path:
         return f'path "{shown(path)}" contains a NUL byte'
-    if clean(path) != path:
+    if not is_clean(path):
         return f'path "{shown(path)}" is not clean (want "{shown(clean(path))}")'
     if path == "/":
         return 'path "/" is the root directory itself'
@@ -65,6 +87,8 @@ def state_problem(path: str, kind: str) -> str | None:
     """Why a config may not declare `path` (a clean absolute path) as a `kind` ("file",
     "directory", "link"): the daemon's own records, or a file or link replacing a directory that
     holds them (None: it may)."""
+    if not path.startswith(STATE_DIR) and not STATE_DIR.startswith(path):
+        return None  # the common case: neither at or under the state directory, nor above it
     if path in STATE_FILES or path == STATE_DIR or any(_at_or_under(path, tree) for tree in STATE_TREES):
         return f"{path} is the daemon's own state ({STATE_DIR}): a config cannot write it"
     if kind != "directory" and _at_or_under(STATE_DIR, path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from mcd.policy.action import drain_required, from_api
 from mcd.policy.model import NONE, REBOOT, Action, ClusterPolicies, FilePolicy
@@ -35,10 +36,11 @@ def go_dir(path: str) -> str:
     return _go_clean(path[: path.rfind("/") + 1])
 
 
-def _is_under(directory: str, target: str) -> bool:
-    # As upstream IsSubdirectory: clean both, then a plain string-prefix test on "dir/". A policy
-    # path "/" therefore never matches as a parent (its prefix would be "//").
-    return _go_clean(target).startswith(_go_clean(directory) + "/")
+@lru_cache(maxsize=256)
+def _dir_prefix(directory: str) -> str:
+    """A policy directory cleaned, with the "/" that starts its children (a dozen policies are
+    tried for every changed file: each is cleaned once)."""
+    return _go_clean(directory) + "/"
 
 
 def file_decision(path: str, policies: ClusterPolicies) -> Decision:
@@ -47,9 +49,12 @@ def file_decision(path: str, policies: ClusterPolicies) -> Decision:
     Parents match at any depth; equal-length ties go to the earlier entry; no match ⇒ Reboot.
     """
     best: FilePolicy | None = None
+    # A parent matches as upstream IsSubdirectory: clean both, then a plain string-prefix test on
+    # "dir/"; a policy path "/" therefore never matches as a parent (its prefix would be "//").
+    target = _go_clean(path)  # cleaned once for all policies
     for policy in policies.files:
         # Length is compared on the raw policy path, and only a strictly longer one wins, as upstream.
-        if (path == policy.path or _is_under(policy.path, path)) and (
+        if (path == policy.path or target.startswith(_dir_prefix(policy.path))) and (
             best is None or len(policy.path) > len(best.path)
         ):
             best = policy

@@ -291,3 +291,40 @@ def test_caching_dirs_gives_the_same_answers(tmp_path: Path) -> None:
     with root.caching_dirs():
         cached = {(p, f): outcome(p, f) for p, f in itertools.product(paths * 2, (False, True))}
     assert cached == plain
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    links=st.dictionaries(locations, targets, max_size=6),
+    queries=st.lists(
+        st.tuples(
+            st.lists(st.sampled_from([*NAMES, "d"]), min_size=1, max_size=5).map(lambda p: "/" + "/".join(p)),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+)
+def test_caching_dirs_gives_the_same_answers_whatever_the_links(
+    links: dict[str, str], queries: list[tuple[str, bool]]
+) -> None:
+    """Directories resolved from their cached parents: the same paths and refusals (with their
+    messages) as a walk from the root, in any order of queries."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = HostRoot(Path(tmp) / "root")
+        (root.prefix / "a" / "b").mkdir(parents=True)
+        (root.prefix / "c").mkdir()
+        for at, target in links.items():
+            path = root.prefix / at.lstrip("/")
+            if path.parent.is_dir() and not os.path.lexists(path):
+                os.symlink(target, path)
+
+        def outcome(query: str, follow: bool) -> object:
+            try:
+                return root.join(query, follow_final=follow)
+            except PathEscapeError as exc:
+                return str(exc)
+
+        plain = [outcome(q, f) for q, f in queries]
+        with root.caching_dirs():
+            assert [outcome(q, f) for q, f in queries] == plain
