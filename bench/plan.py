@@ -10,9 +10,8 @@ Figures (medians):
   parsed_ms        diff + reconcile + plan when both configs are already parsed (daemon steady state)
   cold_command_ms  `mcd plan OLD NEW` as a new process (interpreter start and imports included)
 Targets (issue 7): from_raw <= 80 ms, parsed <= 6 ms, and 80 ms for a first parse too. The cold
-figure is what a new process takes on the shared 2-core machine (~260-310 ms measured idle, since
-the schema check no longer imports jsonschema), with room for its load: it catches an import or
-start-up regression.
+figure is what a new process takes on the shared 2-core machine (~330-400 ms measured, ~60 ms of it
+the jsonschema import), with room for its load: it catches an import or start-up regression.
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 WORKLOAD = REPO.parent / "shared" / "bench" / "make_workload.py"
 
-TARGETS_MS = {"from_raw": 80, "from_raw_first": 80, "parsed": 6, "cold_command": 350}
+TARGETS_MS = {"from_raw": 80, "from_raw_first": 80, "parsed": 6, "cold_command": 450}
 
 
 def median_ms(fn: object, runs: int, before: object = None) -> float:

@@ -7,13 +7,6 @@ Ignition decodes configs into Go structs: a key it does not know is a warning ("
 spec 3, "Config has unrecognized key: X" in spec 2), never an error, and an integer field takes
 only an integer literal (``420.0`` does not decode). Both rules are kept here.
 
-The schema files use a handful of JSON Schema (draft 7) keywords: ``type``, ``properties``,
-``items`` (one schema for every item), ``required``, ``$ref`` to ``#/definitions/...`` (with no
-sibling keywords, which draft 7 would ignore anyway) and our ``x-unknown-keys``. They are checked
-here by a small interpreter rather than the jsonschema package, whose import alone took ~65 ms of
-every command's start-up; `_compile` refuses a schema that uses anything else, and a test holds
-the interpreter to jsonschema's verdicts.
-
 Speed: a rendered config carries thousands of files and hundreds of units that mostly share one
 shape. Items of the large lists are grouped by shape (keys and JSON types, recursively) and one
 item per shape is validated; since validity depends on nothing but the shape, the result holds
@@ -23,11 +16,13 @@ for the whole group. Shapes with problems are re-validated item by item for exac
 from __future__ import annotations
 
 import json
-import numbers
-from collections.abc import Callable, Mapping
+from collections.abc import Iterator, Mapping
 from functools import cache
 from importlib import resources
 from typing import Any
+
+from jsonschema import Draft7Validator, ValidationError, validators
+from jsonschema.protocols import Validator
 
 from mcd.config.findings import Finding, JsonPath
 
@@ -74,70 +69,11 @@ def is_unknown_key(finding: Finding) -> bool:
 
 # --- validators -------------------------------------------------------------------------------------
 
-Schema = Mapping[str, Any]
-# one schema problem: (path relative to the instance checked, message, keyword); the message of
-# an unknown key is the bare key (the wording depends on the spec and is applied later)
-_Error = tuple[JsonPath, str, str]
-_KEYWORDS = frozenset({"type", "properties", "items", "required", "$ref", _UNKNOWN_KEYS})
-_ANNOTATIONS = frozenset({"$schema", "$comment", "title", "description", "definitions"})
-
-# draft 7's types, but an integer is an integer literal only: Go's decoder takes nothing else for
-# an int field (not 420.0), and a bool is not an integer either
-_TYPE_TESTS: dict[str, Callable[[object], bool]] = {
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list),
-    "string": lambda v: isinstance(v, str),
-    "integer": lambda v: type(v) is int,
-    "number": lambda v: isinstance(v, numbers.Number) and not isinstance(v, bool),
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
-}
-
-
-class _Validator:
-    """Checks an instance against one schema of a spec (definitions resolved through `definitions`)."""
-
-    def __init__(self, schema: Schema, definitions: Mapping[str, Schema]) -> None:
-        self.schema = schema
-        self.definitions = definitions
-
-    def errors(self, instance: object) -> list[_Error]:
-        out: list[_Error] = []
-        self._check(self.schema, instance, (), out)
-        return out
-
-    def _check(self, schema: Schema, instance: Any, path: JsonPath, out: list[_Error]) -> None:
-        ref = schema.get("$ref")
-        while ref is not None:  # as draft 7: a $ref stands alone, its siblings are ignored
-            schema = self.definitions[ref]
-            ref = schema.get("$ref")
-        types = schema.get("type")
-        if types is not None:
-            wanted = [types] if isinstance(types, str) else types
-            if not any(_TYPE_TESTS[t](instance) for t in wanted):
-                out.append((path, f"expected {' or '.join(wanted)}, got {_describe(instance)}", "type"))
-        if isinstance(instance, dict):
-            properties: Mapping[str, Schema] = schema.get("properties", {})
-            for name, sub in properties.items():
-                if name in instance:
-                    self._check(sub, instance[name], (*path, name), out)
-            for name in schema.get("required", ()):
-                if name not in instance:
-                    out.append((path, f'missing required field "{name}"', "required"))
-            if _UNKNOWN_KEYS in schema:
-                out.extend(
-                    ((*path, key), str(key), _UNKNOWN_KEYS) for key in instance if key not in properties
-                )
-        elif isinstance(instance, list) and "items" in schema:
-            items: Schema = schema["items"]
-            for index, item in enumerate(instance):
-                self._check(items, item, (*path, index), out)
-
 
 class _Spec:
     """A compiled schema: the root validator, one validator per large list, the unknown-key wording."""
 
-    def __init__(self, root: _Validator, lists: list[tuple[str, str, _Validator]], unknown: str) -> None:
+    def __init__(self, root: Validator, lists: list[tuple[str, str, Validator]], unknown: str) -> None:
         self.root = root
         self.lists = lists
         self.unknown = unknown
@@ -156,60 +92,86 @@ def _compile(version: str) -> _Spec:
     name = "ignition-" + version.rsplit(".", 1)[0] + ".json"
     text = resources.files("mcd.config").joinpath("schemas").joinpath(name).read_text(encoding="utf-8")
     schema: dict[str, Any] = json.loads(text)
-    definitions = {f"#/definitions/{k}": v for k, v in schema.get("definitions", {}).items()}
-    _check_keywords(schema, name)
-    for node in definitions.values():
-        _check_keywords(node, name)
-    root = _Validator(schema, definitions)
+    root = _VALIDATOR_CLASS(schema)
+    definitions: dict[str, Any] = schema["definitions"]
 
     def resolve(node: Mapping[str, Any]) -> Mapping[str, Any]:
         ref = node.get("$ref")
-        return definitions[ref] if isinstance(ref, str) else node
+        return definitions[ref.rsplit("/", 1)[1]] if isinstance(ref, str) else node
 
     # every list directly under a top-level section (storage.files, systemd.units, passwd.users ...)
-    lists: list[tuple[str, str, _Validator]] = []
+    lists: list[tuple[str, str, Validator]] = []
     for section, section_schema in schema["properties"].items():
         for key, prop in resolve(section_schema).get("properties", {}).items():
             if "items" in prop:
-                lists.append((section, key, _Validator(prop["items"], definitions)))
+                # evolve keeps the root's resolver, so the item schema's $refs still resolve
+                lists.append((section, key, root.evolve(schema=prop["items"])))
     unknown = _UNKNOWN_WORDING[version.split(".", 1)[0]]
     return _Spec(root, lists, unknown)
 
 
-def _check_keywords(node: object, name: str) -> None:
-    """Refuse a schema file using what the interpreter does not implement (it would be ignored)."""
-    if not isinstance(node, dict):
-        raise ValueError(f"{name}: a schema must be an object, got {node!r}")
-    unknown = set(node) - _KEYWORDS - _ANNOTATIONS
-    if unknown or ("$ref" in node and len(node) > 1):
-        raise ValueError(f"{name}: unsupported schema keywords {sorted(unknown) or sorted(node)}")
-    for sub in node.get("properties", {}).values():
-        _check_keywords(sub, name)
-    if "items" in node:
-        _check_keywords(node["items"], name)
+def _is_integer(_checker: object, instance: object) -> bool:
+    # Go's decoder takes only integer literals for an int field; bool is not an integer either
+    return type(instance) is int
+
+
+def _type(
+    validator: Validator, types: str | list[str], instance: Any, _schema: object
+) -> Iterator[ValidationError]:
+    wanted = [types] if isinstance(types, str) else types
+    if not any(validator.is_type(instance, t) for t in wanted):
+        yield ValidationError(f"expected {' or '.join(wanted)}, got {_describe(instance)}")
+
+
+def _required(
+    validator: Validator, required: list[str], instance: Any, _schema: object
+) -> Iterator[ValidationError]:
+    if validator.is_type(instance, "object"):
+        for name in required:
+            if name not in instance:
+                yield ValidationError(f'missing required field "{name}"')
+
+
+def _unknown_keys(
+    validator: Validator, _mode: object, instance: Any, schema: Mapping[str, Any]
+) -> Iterator[ValidationError]:
+    if validator.is_type(instance, "object"):
+        known = schema.get("properties", {})
+        for key in instance:
+            if key not in known:
+                # the message is the bare key: the wording depends on the spec and is applied later
+                yield ValidationError(str(key), path=(key,))
+
+
+_VALIDATOR_CLASS: Any = validators.extend(  # type: ignore[no-untyped-call]
+    Draft7Validator,
+    validators={"type": _type, "required": _required, _UNKNOWN_KEYS: _unknown_keys},
+    type_checker=Draft7Validator.TYPE_CHECKER.redefine("integer", _is_integer),
+)
 
 
 # --- findings ---------------------------------------------------------------------------------------
 
 
-def _findings(spec: _Spec, validator: _Validator, instance: Any, prefix: JsonPath) -> list[Finding]:
+def _findings(spec: _Spec, validator: Validator, instance: Any, prefix: JsonPath) -> list[Finding]:
     return [finding for finding, _ in _checked(spec, validator, instance, prefix)]
 
 
 def _checked(
-    spec: _Spec, validator: _Validator, instance: Any, prefix: JsonPath
+    spec: _Spec, validator: Validator, instance: Any, prefix: JsonPath
 ) -> list[tuple[Finding, bool]]:
     """Findings, each with whether its message quotes the value (only type mismatches do)."""
     out: list[tuple[Finding, bool]] = []
-    for path, message, keyword in validator.errors(instance):
-        if keyword == _UNKNOWN_KEYS:
-            out.append((Finding(prefix + path, spec.unknown.format(message), "warning"), False))
+    for error in validator.iter_errors(instance):
+        path = prefix + tuple(error.path)
+        if error.validator == _UNKNOWN_KEYS:
+            out.append((Finding(path, spec.unknown.format(error.message), "warning"), False))
         else:
-            out.append((Finding(prefix + path, message), keyword == "type"))
+            out.append((Finding(path, error.message), error.validator == "type"))
     return out
 
 
-def _validate_items(spec: _Spec, validator: _Validator, items: list[Any], prefix: JsonPath) -> list[Finding]:
+def _validate_items(spec: _Spec, validator: Validator, items: list[Any], prefix: JsonPath) -> list[Finding]:
     groups: dict[object, list[int]] = {}
     for index, item in enumerate(items):
         groups.setdefault(_shape(item), []).append(index)
@@ -235,20 +197,13 @@ _OBJECT = "object"
 _ARRAY = "array"
 
 
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-
-
 def _shape(value: object) -> object:
     """A hashable key equal for two values iff they have the same keys and JSON types all the way down."""
-    # isinstance, as the validator's own type checks: a dict or list subclass is still looked into;
-    # a scalar's shape (its type) is taken inline, saving a call per value
+    # isinstance, as the validator's own type checks: a dict or list subclass is still looked into
     if isinstance(value, dict):
-        return (
-            _OBJECT,
-            *[(k, v.__class__ if v.__class__ in _SCALARS else _shape(v)) for k, v in value.items()],
-        )
+        return (_OBJECT, *[(k, _shape(v)) for k, v in value.items()])
     if isinstance(value, list):
-        return (_ARRAY, *[v.__class__ if v.__class__ in _SCALARS else _shape(v) for v in value])
+        return (_ARRAY, *[_shape(v) for v in value])
     # scalars: the Python type tells string, integer, float, bool and null apart
     return type(value)
 
