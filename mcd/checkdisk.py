@@ -12,7 +12,7 @@ from mcd import kargs as kargs_mod
 from mcd.config.findings import Finding, InputError
 from mcd.config.load import load_machineconfig
 from mcd.execute import Host, load_mc
-from mcd.host import ondisk, state
+from mcd.host import ondisk, state, unitdirs
 from mcd.oncefrom import read_source
 
 
@@ -51,5 +51,7 @@ def check_disk(host: Host, config_file: str | None = None) -> DiskCheck:
         missing = kargs_mod.missing_kargs_error(host.rpmostree.kargs_output(), list(mc.kernel_arguments))
         if missing:
             errors.append(missing)
+    # a systemd directory leading out of the root: the links systemd reads are not the root's
+    errors += unitdirs.escapes(host.root)
     errors += ondisk.check_config(host.root, mc.config, host.systemd.is_enabled)
     return DiskCheck(mc.name, tuple(errors))

@@ -21,7 +21,7 @@ from mcd import failpoints, policy
 from mcd import steps as st
 from mcd.config.ignition import EMPTY_IGNITION, IgnitionConfig
 from mcd.config.machineconfig import MachineConfig, empty_machineconfig, machineconfig_from_object
-from mcd.host import atomicfs, ondisk, state
+from mcd.host import atomicfs, ondisk, state, unitdirs
 from mcd.host.errors import HostError
 from mcd.host.facts import probe
 from mcd.host.originals import noorig_path, orig_path
@@ -239,6 +239,11 @@ def _check(host: Host, old_ign: IgnitionConfig, new_ign: IgnitionConfig, p: Plan
         host.files.check((), [u for u in old_ign.units if u.name in changed_units])
     except HostError as exc:
         raise UpdateError(f"update to {p.new_name} refused, nothing was changed: {exc}") from exc
+    if units or changed_units:
+        # enablement, masks and dropins: systemctl --root must not be led out of the root
+        problems = unitdirs.escapes(host.root)
+        if problems:
+            raise UpdateError(f"update to {p.new_name} refused, nothing was changed: {problems[0]}")
 
 
 def _sweep_temp_files(host: Host, old_ign: IgnitionConfig, new_ign: IgnitionConfig) -> None:
