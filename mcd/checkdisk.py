@@ -12,7 +12,7 @@ from mcd import kargs as kargs_mod
 from mcd.config.findings import Finding, InputError
 from mcd.config.load import load_machineconfig
 from mcd.execute import Host, load_mc
-from mcd.host import ondisk, state, unitdirs
+from mcd.host import ondisk, rootlock, state, unitdirs
 from mcd.oncefrom import read_source
 
 
@@ -31,7 +31,15 @@ class DiskCheck:
 
 
 def check_disk(host: Host, config_file: str | None = None) -> DiskCheck:
-    """Verify files, units and (on CoreOS) kernel arguments and OS image against a config."""
+    """Verify files, units and (on CoreOS) kernel arguments and OS image against a config.
+
+    Under the root's shared lock: an update running meanwhile is waited for, never seen half done.
+    """
+    with rootlock.hold(host.root, shared=True, timeout=host.lock_timeout):
+        return _check_disk(host, config_file)
+
+
+def _check_disk(host: Host, config_file: str | None) -> DiskCheck:
     if config_file is not None:
         data, source = read_source(config_file)
         mc = load_machineconfig(data, source)

@@ -21,7 +21,7 @@ from mcd import failpoints, policy
 from mcd import steps as st
 from mcd.config.ignition import EMPTY_IGNITION, IgnitionConfig
 from mcd.config.machineconfig import MachineConfig, empty_machineconfig, machineconfig_from_object
-from mcd.host import atomicfs, ondisk, state, unitdirs
+from mcd.host import atomicfs, ondisk, rootlock, state, unitdirs
 from mcd.host.errors import HostError
 from mcd.host.facts import probe
 from mcd.host.originals import noorig_path, orig_path
@@ -129,8 +129,9 @@ def update(
     planned drain is reported skipped); `storage_overrides` are the MachineConfiguration's
     irreconcilableValidationOverrides.storage.
     """
-    # an update joins thousands of paths in a few directories: resolve each directory once
-    with host.root.caching_dirs():
+    # one update per root at a time; an update joins thousands of paths in a few directories:
+    # resolve each directory once
+    with rootlock.hold(host.root, timeout=host.lock_timeout), host.root.caching_dirs():
         if facts is None:
             facts = facts_for(host, old, new, skip_certificate_write=skip_certificate_write)
         p = plan(old, new, facts, policies, legacy=legacy, storage_overrides=storage_overrides)
@@ -331,6 +332,11 @@ def recover(host: Host, *, skip_reboot: bool = True) -> Outcome | None:
     again. In phase "rollback" it died while undoing a failed update: the update runs again
     too, fails at the same step if the cause persists, and rolls back completely this time.
     """
+    with rootlock.hold(host.root, timeout=host.lock_timeout):
+        return _recover(host, skip_reboot=skip_reboot)
+
+
+def _recover(host: Host, *, skip_reboot: bool) -> Outcome | None:
     txn = state.pending(host.root)
     if txn is None:
         return None
