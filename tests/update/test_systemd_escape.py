@@ -211,3 +211,11 @@ def test_offline_systemctl_refuses_on_its_own(box: Box) -> None:
             call()
     assert walk(box.root) == before
     assert walk(box.outside) == {}
+
+
+def test_nothing_leads_out_of_the_live_root() -> None:
+    # on `/` every link resolves inside the root: the check never refuses the running system
+    from mcd.host.root import HostRoot
+    from mcd.host.unitdirs import escapes
+
+    assert escapes(HostRoot("/")) == []
