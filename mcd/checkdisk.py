@@ -12,7 +12,7 @@ from mcd import kargs as kargs_mod
 from mcd.config.findings import Finding, InputError
 from mcd.config.load import load_machineconfig
 from mcd.execute import Host, load_mc
-from mcd.host import ondisk, state
+from mcd.host import ondisk, rootlock, state, unitdirs
 from mcd.oncefrom import read_source
 
 
@@ -31,7 +31,15 @@ class DiskCheck:
 
 
 def check_disk(host: Host, config_file: str | None = None) -> DiskCheck:
-    """Verify files, units and (on CoreOS) kernel arguments and OS image against a config."""
+    """Verify files, units and (on CoreOS) kernel arguments and OS image against a config.
+
+    Under the root's shared lock: an update running meanwhile is waited for, never seen half done.
+    """
+    with rootlock.hold(host.root, shared=True, timeout=host.lock_timeout):
+        return _check_disk(host, config_file)
+
+
+def _check_disk(host: Host, config_file: str | None) -> DiskCheck:
     if config_file is not None:
         data, source = read_source(config_file)
         mc = load_machineconfig(data, source)
@@ -51,5 +59,7 @@ def check_disk(host: Host, config_file: str | None = None) -> DiskCheck:
         missing = kargs_mod.missing_kargs_error(host.rpmostree.kargs_output(), list(mc.kernel_arguments))
         if missing:
             errors.append(missing)
+    # a systemd directory leading out of the root: the links systemd reads are not the root's
+    errors += unitdirs.escapes(host.root)
     errors += ondisk.check_config(host.root, mc.config, host.systemd.is_enabled)
     return DiskCheck(mc.name, tuple(errors))

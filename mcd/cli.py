@@ -165,7 +165,7 @@ def _plan_on_root(args: argparse.Namespace) -> int:
             "mcd plan",
             [Finding((), f"with --root-mount, {what} comes from the node: give only NEW")],
         )
-    return _print_plan(plan_once_from(_host(args.root_mount), args.old), args)
+    return _print_plan(plan_once_from(_host(args.root_mount, args.lock_timeout), args.old), args)
 
 
 def _flag_given(args: argparse.Namespace, flag: str) -> bool:
@@ -173,7 +173,7 @@ def _flag_given(args: argparse.Namespace, flag: str) -> bool:
     return value not in (None, False)
 
 
-def _host(root_mount: str) -> Any:
+def _host(root_mount: str, lock_timeout: float) -> Any:
     from mcd.execute import Host
     from mcd.host.root import HostRoot
     from mcd.host.runner import SubprocessRunner
@@ -185,7 +185,9 @@ def _host(root_mount: str) -> Any:
         raise InputError(
             root_mount, [Finding((), "not a directory (give the node's root with --root-mount DIR)")]
         )
-    return Host.for_root(HostRoot(root), SubprocessRunner())
+    host = Host.for_root(HostRoot(root), SubprocessRunner())
+    host.lock_timeout = lock_timeout
+    return host
 
 
 def _setup_logging(verbosity: int) -> None:
@@ -203,7 +205,9 @@ def cmd_start(args: argparse.Namespace) -> int:
         return _start_agent(args)
     from mcd.oncefrom import describe, run_once_from
 
-    outcome = run_once_from(_host(args.root_mount), args.once_from, skip_reboot=args.skip_reboot)
+    outcome = run_once_from(
+        _host(args.root_mount, args.lock_timeout), args.once_from, skip_reboot=args.skip_reboot
+    )
     _dump(describe(outcome), args.output, sys.stdout)
     return EXIT_OK
 
@@ -243,7 +247,9 @@ def _start_agent(args: argparse.Namespace) -> int:
         config_grace_seconds=args.config_grace,
     )
     client = KubeClient.from_kubeconfig(settings.kubeconfig or None)
-    applier = NodeApplier(HostRoot(Path(settings.root_mount)), SubprocessRunner())
+    applier = NodeApplier(
+        HostRoot(Path(settings.root_mount)), SubprocessRunner(), lock_timeout=args.lock_timeout
+    )
     result = Daemon(settings, client, applier).run()
     client.close()
     if result is Result.SIMULATED_REBOOT:
@@ -258,7 +264,9 @@ def _start_local(args: argparse.Namespace) -> int:
     """`--config-dir` without a cluster: configs from the directory, state in the root's records."""
     from mcd.localagent import run_local
 
-    return run_local(args.root_mount, args.config_dir, args.config_grace, args.drift_policy)
+    return run_local(
+        args.root_mount, args.config_dir, args.config_grace, args.drift_policy, args.lock_timeout
+    )
 
 
 def cmd_firstboot(args: argparse.Namespace) -> int:
@@ -271,7 +279,7 @@ def cmd_firstboot(args: argparse.Namespace) -> int:
         sys.stderr.write("mcd firstboot-complete-machineconfig: --persist-nics is not supported; ignored\n")
         return EXIT_OK
     outcome = firstboot(
-        _host(args.root_mount),
+        _host(args.root_mount, args.lock_timeout),
         args.machineconfig_file,
         default_path=args.machineconfig_file == ENCAPSULATED_CONFIG,
         skip_reboot=args.skip_reboot,
@@ -285,7 +293,7 @@ def cmd_check_disk(args: argparse.Namespace) -> int:
     from mcd.checkdisk import check_disk
 
     _setup_logging(args.verbose)
-    result = check_disk(_host(args.root_mount), args.config)
+    result = check_disk(_host(args.root_mount, args.lock_timeout), args.config)
     if args.output == "text":
         if result.clean:
             sys.stdout.write(f"on-disk state matches {result.config_name}\n")

@@ -60,6 +60,17 @@ def _max_file_size_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _lock_timeout_flag(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--lock-timeout",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help=f"how long to wait for another mcd holding the root's lock ({what}; 0: fail at once; "
+        "default 600)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="mcd",
@@ -93,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="plan NEW against the node at DIR (its recorded config, files and units), with the action "
         "table `mcd start --once-from` uses there: usage `mcd plan --root-mount DIR NEW`",
     )
+    _lock_timeout_flag(p, "with --root-mount, shared: waits for an update to finish")
     p.add_argument(
         "--policy", metavar="FILE", help="MachineConfiguration object with the node disruption policy"
     )
@@ -133,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="host root (default /rootfs)")
     s.add_argument("--skip-reboot", action="store_true", default=_env_bool("SKIP_REBOOT", False),
                    help="once-from: do not reboot even when the change needs it")
+    _lock_timeout_flag(s, "once-from: the whole update; the agents: each update and recovery")
     s.add_argument("--node-name", default=_env("NODE_NAME") or os.environ.get("NODE_NAME", ""),
                    help="the node this agent manages (env NODE_NAME)")
     s.add_argument("--kubeconfig", default=_env("KUBECONFIG"), metavar="FILE",
@@ -172,6 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     f.add_argument("--persist-nics", action="store_true", help="upstream compatibility; not supported")
     f.add_argument("--skip-reboot", action="store_true", help="do not reboot at the end")
+    _lock_timeout_flag(f, "the whole update")
     f.add_argument("-v", "--verbose", action="count", default=0)
     f.add_argument("-o", "--output", choices=("json", "yaml"), default="json")
 
@@ -185,6 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
         "config", nargs="?", metavar="CONFIG", help="MachineConfig file (default: the recorded one)"
     )
     c.add_argument("--root-mount", default="/rootfs", metavar="DIR", help="host root (default /rootfs)")
+    _lock_timeout_flag(c, "shared: waits for an update to finish")
     c.add_argument("-v", "--verbose", action="count", default=0)
     c.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
 

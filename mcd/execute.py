@@ -21,7 +21,7 @@ from mcd import failpoints, policy
 from mcd import steps as st
 from mcd.config.ignition import EMPTY_IGNITION, IgnitionConfig
 from mcd.config.machineconfig import MachineConfig, empty_machineconfig, machineconfig_from_object
-from mcd.host import atomicfs, ondisk, state
+from mcd.host import atomicfs, ondisk, rootlock, state, unitdirs
 from mcd.host.errors import HostError
 from mcd.host.facts import probe
 from mcd.host.originals import noorig_path, orig_path
@@ -134,8 +134,9 @@ def update(
     planned drain is reported skipped); `storage_overrides` are the MachineConfiguration's
     irreconcilableValidationOverrides.storage.
     """
-    # an update joins thousands of paths in a few directories: resolve each directory once
-    with host.root.caching_dirs():
+    # one update per root at a time; an update joins thousands of paths in a few directories:
+    # resolve each directory once
+    with rootlock.hold(host.root, timeout=host.lock_timeout), host.root.caching_dirs():
         if facts is None:
             facts = facts_for(host, old, new, skip_certificate_write=skip_certificate_write)
         p = plan(old, new, facts, policies, legacy=legacy, storage_overrides=storage_overrides)
@@ -257,6 +258,11 @@ def _check(host: Host, old_ign: IgnitionConfig, new_ign: IgnitionConfig, p: Plan
         host.files.check((), [u for u in old_ign.units if u.name in changed_units])
     except HostError as exc:
         raise UpdateError(f"update to {p.new_name} refused, nothing was changed: {exc}") from exc
+    if units or changed_units:
+        # enablement, masks and dropins: systemctl --root must not be led out of the root
+        problems = unitdirs.escapes(host.root)
+        if problems:
+            raise UpdateError(f"update to {p.new_name} refused, nothing was changed: {problems[0]}")
 
 
 def _sweep_temp_files(host: Host, old_ign: IgnitionConfig, new_ign: IgnitionConfig) -> None:
@@ -344,6 +350,11 @@ def recover(host: Host, *, skip_reboot: bool = True) -> Outcome | None:
     again. In phase "rollback" it died while undoing a failed update: the update runs again
     too, fails at the same step if the cause persists, and rolls back completely this time.
     """
+    with rootlock.hold(host.root, timeout=host.lock_timeout):
+        return _recover(host, skip_reboot=skip_reboot)
+
+
+def _recover(host: Host, *, skip_reboot: bool) -> Outcome | None:
     txn = state.pending(host.root)
     if txn is None:
         return None

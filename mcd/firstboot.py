@@ -16,7 +16,7 @@ from mcd.config.load import load_machineconfig
 from mcd.config.machineconfig import MachineConfig, empty_machineconfig
 from mcd.diff import diff
 from mcd.execute import Host, Outcome, recover, request_reboot, update
-from mcd.host import atomicfs
+from mcd.host import atomicfs, rootlock
 from mcd.host.facts import node_fips
 
 LOG = logging.getLogger(__name__)
@@ -27,6 +27,11 @@ def firstboot(host: Host, mc_file: str, *, default_path: bool, skip_reboot: bool
 
     None when the node already was in the config (the file is only removed).
     """
+    with rootlock.hold(host.root, timeout=host.lock_timeout):
+        return _firstboot(host, mc_file, default_path=default_path, skip_reboot=skip_reboot)
+
+
+def _firstboot(host: Host, mc_file: str, *, default_path: bool, skip_reboot: bool) -> Outcome | None:
     path = host.root.join(mc_file)
     data = atomicfs.read_bytes_nofollow(path)
     if data is None:

@@ -24,6 +24,7 @@ from mcd.config.findings import Finding, InputError
 from mcd.config.machineconfig import empty_machineconfig
 from mcd.errors import McdError
 from mcd.host.root import HostRoot
+from mcd.host.rootlock import DEFAULT_TIMEOUT as DEFAULT_LOCK_TIMEOUT
 from mcd.host.runner import SubprocessRunner
 from mcd.kube.annotations import NodeState
 from mcd.report.events import EventRecorder
@@ -180,13 +181,19 @@ class LocalAgent:
         return Result.IDLE
 
 
-def run_local(root_mount: str, config_dir: str, grace: float, drift_policy: str) -> int:
+def run_local(
+    root_mount: str,
+    config_dir: str,
+    grace: float,
+    drift_policy: str,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+) -> int:
     """`mcd start --config-dir DIR` without --node-name; a simulated reboot restarts the process."""
 
     for flag, path in (("--root-mount", root_mount), ("--config-dir", config_dir)):
         if not Path(path).is_dir():
             raise InputError(path, [Finding((), f"{flag} is not a directory")])
-    applier = NodeApplier(HostRoot(Path(root_mount)), SubprocessRunner())
+    applier = NodeApplier(HostRoot(Path(root_mount)), SubprocessRunner(), lock_timeout=lock_timeout)
     agent = LocalAgent(applier, Path(config_dir), grace=grace, drift_policy=DriftPolicy(drift_policy))
 
     def stop(_signum: int, _frame: FrameType | None) -> None:

@@ -20,7 +20,7 @@ from mcd.config.findings import Finding, InputError
 from mcd.config.load import load_machineconfig
 from mcd.config.machineconfig import MachineConfig
 from mcd.execute import Host, Outcome, load_mc, plan_on_host, recover, update
-from mcd.host import atomicfs, state
+from mcd.host import atomicfs, rootlock, state
 from mcd.host.root import HostRoot
 from mcd.plan import Plan
 
@@ -60,11 +60,14 @@ def run_once_from(host: Host, src: str, *, skip_reboot: bool) -> Outcome:
     errors = [f for f in new.located_findings() if f.severity == "error"]  # what `validate` refuses
     if errors:
         raise InputError(source, errors)
-    recover(host)
-    old = current_config(host.root)
-    outcome = update(host, old, new, legacy=True, skip_reboot=skip_reboot)
-    encapsulated = host.root.join(state.ENCAPSULATED_CONFIG)
-    atomicfs.remove(encapsulated)
+    # one lock from the first read of the records to the end: another run cannot slip in
+    # between recovery, reading the current config and the update
+    with rootlock.hold(host.root, timeout=host.lock_timeout):
+        recover(host)
+        old = current_config(host.root)
+        outcome = update(host, old, new, legacy=True, skip_reboot=skip_reboot)
+        encapsulated = host.root.join(state.ENCAPSULATED_CONFIG)
+        atomicfs.remove(encapsulated)
     return outcome
 
 
@@ -75,7 +78,8 @@ def plan_once_from(host: Host, src: str) -> Plan:
     errors = [f.located(new.ignition_path) for f in new.ignition.errors]
     if errors:
         raise InputError(source, errors)
-    return plan_on_host(host, current_config(host.root), new, legacy=True)
+    with rootlock.hold(host.root, shared=True, timeout=host.lock_timeout):
+        return plan_on_host(host, current_config(host.root), new, legacy=True)
 
 
 def describe(outcome: Outcome) -> dict[str, object]:

@@ -25,6 +25,7 @@ from mcd.execute import Host, Unreconcilable, UpdateError, facts_for, load_mc, r
 from mcd.host import atomicfs, ondisk, state
 from mcd.host.reboot import RebootError
 from mcd.host.root import HostRoot
+from mcd.host.rootlock import DEFAULT_TIMEOUT as DEFAULT_LOCK_TIMEOUT
 from mcd.host.rpmostree import RpmOstreeError
 from mcd.host.runner import Runner
 from mcd.host.systemd import OfflineSystemctl
@@ -79,10 +80,19 @@ def parse_machineconfig(obj: Mapping[str, Any], what: str) -> MachineConfig:
 class NodeApplier:
     """The daemon's node: one root, one runner, the records the executor keeps on it."""
 
-    def __init__(self, root: HostRoot, runner: Runner, *, rpmostree_binary: str = "rpm-ostree") -> None:
+    def __init__(
+        self,
+        root: HostRoot,
+        runner: Runner,
+        *,
+        rpmostree_binary: str = "rpm-ostree",
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+    ) -> None:
         self.root = root
         self.runner = runner
         self.rpmostree_binary = rpmostree_binary
+        # how long an update or recovery waits for another process's lock on the root
+        self.lock_timeout = lock_timeout
         self._host: Host | None = None
         self._disk_cache: tuple[tuple[int, int, int], MachineConfig] | None = None
 
@@ -90,6 +100,7 @@ class NodeApplier:
         """The host wiring; built again after each update (accounts may have changed)."""
         if self._host is None:
             self._host = Host.for_root(self.root, self.runner, rpmostree_binary=self.rpmostree_binary)
+            self._host.lock_timeout = self.lock_timeout
         return self._host
 
     @property

@@ -26,6 +26,9 @@ STATE_FILES = frozenset(
     for name in ("currentconfig", "currentimage", "pendingconfig", "txn.json", "reboot-pending")
 )
 STATE_TREES = (f"{STATE_DIR}/orig", f"{STATE_DIR}/noorig")
+# the per-root lock every update holds (mcd/host/rootlock.py): a config writing it, or a file or
+# link in place of a directory above it, would break the exclusion of concurrent updates
+LOCK_FILE = "/run/mcd.lock"
 
 
 def clean(path: str) -> str:
@@ -87,10 +90,19 @@ def state_problem(path: str, kind: str) -> str | None:
     """Why a config may not declare `path` (a clean absolute path) as a `kind` ("file",
     "directory", "link"): the daemon's own records, or a file or link replacing a directory that
     holds them (None: it may)."""
-    if not path.startswith(STATE_DIR) and not STATE_DIR.startswith(path):
-        return None  # the common case: neither at or under the state directory, nor above it
+    if (
+        not path.startswith(STATE_DIR)
+        and not STATE_DIR.startswith(path)
+        and not path.startswith(LOCK_FILE)
+        and not LOCK_FILE.startswith(path)
+    ):
+        return None  # the common case: neither at or under the state directory or lock, nor above them
     if path in STATE_FILES or path == STATE_DIR or any(_at_or_under(path, tree) for tree in STATE_TREES):
         return f"{path} is the daemon's own state ({STATE_DIR}): a config cannot write it"
+    if _at_or_under(path, LOCK_FILE):
+        return f"{path} is the daemon's lock on the root ({LOCK_FILE}): a config cannot write it"
+    if kind != "directory" and _at_or_under(LOCK_FILE, path):
+        return f"{path} holds the daemon's lock ({LOCK_FILE}): a config cannot replace it by a {kind}"
     if kind != "directory" and _at_or_under(STATE_DIR, path):
         return f"{path} holds the daemon's own state ({STATE_DIR}): a config cannot replace it by a {kind}"
     return None

@@ -22,6 +22,7 @@ from mcd.host import atomicfs
 from mcd.host.root import HostRoot, PathEscapeError
 from mcd.host.runner import CommandResult, Runner
 from mcd.host.systemd_dbus import BusUnavailable, DbusSystemd, SystemdError
+from mcd.host.unitdirs import escapes
 from mcd.host.unitlinks import UnitLinks, enabled_from_links
 from mcd.paths import (
     DEV_NULL,
@@ -173,6 +174,23 @@ class OfflineSystemctl(_Systemctl):
         super().__init__(runner, (f"--root={root.prefix}",))
         self._root = root
 
+    def _guard(self) -> None:
+        # systemctl --root follows links as the kernel does: refuse before it writes outside
+        problems = escapes(self._root)
+        if problems:
+            raise SystemdError("; ".join(problems))
+
+    def enable(self, names: Sequence[str]) -> None:
+        """`systemctl enable <names…>`, once every directory it may write to is inside the root."""
+        if names:
+            self._guard()
+            super().enable(names)
+
+    def preset(self, name: str) -> None:
+        """`systemctl preset <name>`, once every directory it may touch is inside the root."""
+        self._guard()
+        super().preset(name)
+
     def is_enabled(self, names: Sequence[str]) -> dict[str, str]:
         """As systemctl answers, but names with no unit file on the root's search path are
         `not-found` without asking: offline systemctl stops at each of them, so asking about many
@@ -201,6 +219,7 @@ class OfflineSystemctl(_Systemctl):
         if names:
             rest = UnitLinks(self._root).needing_disable(names)
             if rest:
+                self._guard()
                 super().disable(rest)
 
     def _has_unit_file(self, name: str) -> bool:

@@ -12,6 +12,7 @@ from mcd.host.accounts import Accounts
 from mcd.host.files import FileWriter
 from mcd.host.reboot import Rebooter, Reboots
 from mcd.host.root import HostRoot
+from mcd.host.rootlock import DEFAULT_TIMEOUT
 from mcd.host.rpmostree import RpmOstree
 from mcd.host.runner import ChrootRunner, Runner
 from mcd.host.ssh import SshKeyWriter
@@ -37,6 +38,8 @@ class Host:
     rebooter: Reboots
     # a running system (the live `/`): services can be reloaded and the machine rebooted
     live: bool = False
+    # how long an update or a reader waits for another process's lock on the root
+    lock_timeout: float = DEFAULT_TIMEOUT
 
     @classmethod
     def for_root(

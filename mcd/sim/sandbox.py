@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from mcd.config.paths import LOCK_FILE
+
 CORE_UID = CORE_GID = 1000
 
 PASSWD = "root:x:0:0:root:/root:/bin/bash\ncore:x:1000:1000:CoreOS Admin:/home/core:/bin/bash\n"
@@ -38,7 +40,10 @@ def make_sandbox_root(path: str | os.PathLike[str], *, coreos: bool = False) -> 
     home.mkdir(parents=True, exist_ok=True)
     os.chown(home, CORE_UID, CORE_GID)
     home.chmod(0o700)
+    # every root has a /run; the lock file is made here so that a run on a sandbox leaves the
+    # tree exactly as the config says (updates create it where it is missing)
+    (root / "run").mkdir(exist_ok=True)
+    (root / LOCK_FILE.lstrip("/")).touch()
     if coreos:
-        (root / "run").mkdir(exist_ok=True)
         (root / "run" / "ostree-booted").touch()
     return root

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from mcd.config.ignition import parse_ignition
 from mcd.config.paths import (
+    LOCK_FILE,
     NAME_MAX,
     PATH_MAX,
     STATE_DIR,
@@ -47,6 +48,10 @@ def plain_state_problem(path: str, kind: str) -> str | None:
 
     if path in STATE_FILES or path == STATE_DIR or any(at_or_under(path, t) for t in STATE_TREES):
         return f"{path} is the daemon's own state ({STATE_DIR}): a config cannot write it"
+    if at_or_under(path, LOCK_FILE):
+        return f"{path} is the daemon's lock on the root ({LOCK_FILE}): a config cannot write it"
+    if kind != "directory" and at_or_under(LOCK_FILE, path):
+        return f"{path} holds the daemon's lock ({LOCK_FILE}): a config cannot replace it by a {kind}"
     if kind != "directory" and at_or_under(STATE_DIR, path):
         return f"{path} holds the daemon's own state ({STATE_DIR}): a config cannot replace it by a {kind}"
     return None
@@ -77,7 +82,9 @@ def test_path_problem_is_the_plain_rules(path: str) -> None:
 
 @given(
     path=st.lists(
-        st.sampled_from(["/", "etc", "machine-config-daemon", "orig", "noorig", "currentconfig", "x"])
+        st.sampled_from(
+            ["/", "etc", "machine-config-daemon", "orig", "noorig", "currentconfig", "x", "run", "mcd.lock"]
+        )
     ).map("".join),
     kind=st.sampled_from(["file", "directory", "link"]),
 )

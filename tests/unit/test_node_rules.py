@@ -221,6 +221,31 @@ def test_a_file_or_link_cannot_replace_a_directory_of_the_state(section: str) ->
     assert message.startswith("/etc holds the daemon's own state (/etc/machine-config-daemon)")
 
 
+@pytest.mark.parametrize("section", ["files", "directories", "links"])
+def test_the_root_lock_cannot_be_written_by_a_config(section: str) -> None:
+    entry: dict[str, Any] = {"path": "/run/mcd.lock"}
+    if section == "links":
+        entry["target"] = "/x"
+    [(where, message)] = errors(parse_ignition(ign(storage={section: [entry]})))
+    assert where == f"storage.{section}[0].path"
+    assert (
+        message == "/run/mcd.lock is the daemon's lock on the root (/run/mcd.lock): a config cannot write it"
+    )
+
+
+@pytest.mark.parametrize("section", ["files", "links"])
+def test_a_file_or_link_cannot_replace_the_directory_of_the_lock(section: str) -> None:
+    entry: dict[str, Any] = {"path": "/run"}
+    if section == "links":
+        entry["target"] = "/x"
+    [(_, message)] = errors(parse_ignition(ign(storage={section: [entry]})))
+    assert (
+        message
+        == f"/run holds the daemon's lock (/run/mcd.lock): a config cannot replace it by a {section[:-1]}"
+    )
+    assert parse_ignition(files(ign_file("/run/other.lock"))).errors == ()
+
+
 def test_other_files_of_the_state_directory_are_config_contents() -> None:
     # the MCO ships this one in every rendered config
     doc = files(ign_file("/etc/machine-config-daemon/no-reboot/containers-gpg.pub"))
