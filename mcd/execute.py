@@ -11,6 +11,7 @@ last — a restarted process finds it and re-runs the same transaction, which co
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import posixpath
 from collections.abc import Callable, Mapping, Sequence
@@ -21,12 +22,13 @@ from mcd import failpoints, policy
 from mcd import steps as st
 from mcd.config.ignition import EMPTY_IGNITION, IgnitionConfig
 from mcd.config.machineconfig import MachineConfig, empty_machineconfig, machineconfig_from_object
+from mcd.config.text import shown
 from mcd.host import atomicfs, ondisk, state
 from mcd.host.errors import HostError
 from mcd.host.facts import probe
 from mcd.host.originals import noorig_path, orig_path
 from mcd.host.root import PathEscapeError
-from mcd.host.wiring import Host
+from mcd.host.wiring import OSTREE_BOOTED, Host
 from mcd.nodefacts import Facts
 from mcd.paths import KUBELET_CA, UNIT_DIR, dropin_path, unit_path
 from mcd.perform import Drainer, Ran, StepRunner, unchanged_paths
@@ -92,6 +94,20 @@ def facts_for(
         return probe(host, old, new, skip_certificate_write=skip_certificate_write)
     except HostError as exc:
         raise UpdateError(str(exc)) from exc
+    except FileNotFoundError as exc:  # a command the probe runs is not installed
+        raise UpdateError(_missing_command(host, exc)) from exc
+
+
+def _missing_command(host: Host, exc: FileNotFoundError) -> str:
+    command = shown(str(exc.filename or exc))
+    text = f"{command}: command not found"
+    if host.rpmostree is not None:
+        # the marker decides: a root marked as rpm-ostree based needs the tool to plan at all
+        text += (
+            f", but {OSTREE_BOOTED} marks {shown(str(host.root.prefix))} as an rpm-ostree system "
+            f"(install {command}, or remove {OSTREE_BOOTED} for a root that is not one)"
+        )
+    return f"{text}; nothing was changed"
 
 
 def plan_on_host(
@@ -176,7 +192,15 @@ def _apply(
         run.step(p.steps[lead])
         lead += 1
     old_json, new_json = mc_json(old), mc_json(new)
-    state.begin(host.root, state.Transaction(old_json, new_json, "apply", "legacy" if p.legacy else "policy"))
+    try:
+        state.begin(
+            host.root, state.Transaction(old_json, new_json, "apply", "legacy" if p.legacy else "policy")
+        )
+    except HostError as exc:
+        # no record, no change: a half-written record must not make the next run replay this update
+        with contextlib.suppress(OSError):
+            state.finish(host.root)
+        raise UpdateError(f"update to {new.name} failed {exc}; nothing was changed") from exc
     failpoints.hit("transaction recorded")
     for note in p.notes:
         LOG.info("%s", note)
@@ -279,7 +303,14 @@ def _roll_back(
         state.clear_reboot(host.root)  # the failed config will not be booted into
     new_record = state.pending(host.root)
     if new_record is not None:
-        state.begin(host.root, state.Transaction(new_record.old, new_record.new, "rollback", new_record.mode))
+        try:
+            state.begin(
+                host.root, state.Transaction(new_record.old, new_record.new, "rollback", new_record.mode)
+            )
+        except HostError as exc:
+            # the record stays in phase "apply": a restart re-runs the update, which converges
+            # just the same; the undo below must run whatever happened to this marker
+            LOG.warning("%s", exc)
     errors: list[str] = []
     for what, fn in reversed(undo):
         try:

@@ -89,5 +89,6 @@ def describe(outcome: Outcome) -> dict[str, object]:
         "actionsRun": list(outcome.actions_run),
         "steps": [r.to_json() for r in outcome.ran],
         "changes": len(p.changes),
-        "notes": list(outcome.notes),
+        # the plan's notes too: what the update left alone says as much as what it did
+        "notes": [*p.notes, *outcome.notes],
     }

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from mcd import failpoints
 from mcd import steps as st
 from mcd.config.ignition import IgnitionConfig, Unit
+from mcd.config.text import shown
 from mcd.host import state
+from mcd.host.errors import StepError, os_error_text
 from mcd.host.systemd import SystemdError
 from mcd.host.wiring import Host
 from mcd.paths import dropin_path, unit_path
@@ -63,7 +65,17 @@ class StepRunner:
             self.undo.append((what, undo))
 
     def step(self, step: Step) -> None:
-        """Run one step that changes the node before the commit."""
+        """Run one step that changes the node before the commit.
+
+        An OS error (a full disk, a name too long) comes out as a StepError naming the step: the
+        caller knows whether anything had changed, the message says where it stopped.
+        """
+        try:
+            self._step(step)
+        except OSError as exc:
+            raise StepError(f"{shown(st.step_text(step))}: {os_error_text(exc)}") from exc
+
+    def _step(self, step: Step) -> None:
         host = self.host
         skipped = ""
         match step:
