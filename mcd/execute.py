@@ -30,7 +30,7 @@ from mcd.host.originals import noorig_path, orig_path
 from mcd.host.root import PathEscapeError
 from mcd.host.wiring import OSTREE_BOOTED, Host
 from mcd.nodefacts import Facts
-from mcd.paths import KUBELET_CA, UNIT_DIR, dropin_path, unit_path
+from mcd.paths import KUBECONFIG, KUBELET_CA, UNIT_DIR, dropin_path, unit_path
 from mcd.perform import Drainer, Ran, StepRunner, unchanged_paths
 from mcd.plan import Plan, plan
 
@@ -250,6 +250,10 @@ def _label(r: Ran) -> str:
 
 def _check(host: Host, old_ign: IgnitionConfig, new_ign: IgnitionConfig, p: Plan, facts: Facts) -> None:
     """Everything the host could refuse, checked before anything is recorded or written."""
+    if host.coreos and facts.kubeconfig_mode is None:
+        # upstream's chmod of the kubelet's kubeconfig fails the update on a node without one;
+        # found here, before anything is written (a sandbox or plain root has no kubelet: skipped)
+        raise UpdateError(f"cannot stat {KUBECONFIG}: no such regular file; nothing was changed")
     changed_units = {c.name for c in p.diff.unit_changes}
     units = new_ign.units if facts.forcefile else tuple(u for u in new_ign.units if u.name in changed_units)
     try:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import urllib.request
+from dataclasses import replace
 from pathlib import Path
 
 from mcd.config.findings import Finding, InputError
@@ -62,10 +63,25 @@ def run_once_from(host: Host, src: str, *, skip_reboot: bool) -> Outcome:
         raise InputError(source, errors)
     recover(host)
     old = current_config(host.root)
+    bare_ignition = new.raw.get("kind") != "MachineConfig"
+    if bare_ignition:
+        new = _files_and_units_only(new, old)
     outcome = update(host, old, new, legacy=True, skip_reboot=skip_reboot)
-    encapsulated = host.root.join(state.ENCAPSULATED_CONFIG)
-    atomicfs.remove(encapsulated)
+    if bare_ignition:
+        # upstream drops the encapsulated config after an Ignition once-from only: a
+        # MachineConfig applied once leaves it for firstboot
+        atomicfs.remove(host.root.join(state.ENCAPSULATED_CONFIG))
     return outcome
+
+
+def _files_and_units_only(new: MachineConfig, old: MachineConfig) -> MachineConfig:
+    """A bare Ignition config as upstream applies it once: files and units; SSH keys and passwords
+    are left as they are (the users are taken as the node has them)."""
+    ign, before = new.config, old.config
+    if ign is None:
+        return new
+    users = before.users if before is not None else ()
+    return replace(new, ignition=replace(new.ignition, config=replace(ign, users=users)))
 
 
 def plan_once_from(host: Host, src: str) -> Plan:

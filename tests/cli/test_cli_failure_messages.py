@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from mcd.cli import main
 from mcd.sim.sandbox import make_sandbox_root
 
 Run = Callable[..., tuple[int, str, str]]
+STANDIN = Path(__file__).resolve().parents[1] / "standins" / "rpm-ostree"
 STATE = "/etc/machine-config-daemon"
 
 
@@ -177,3 +179,85 @@ def test_a_long_file_argument_is_clipped(run: Run, tmp_path: Path) -> None:
     assert code == 1
     assert out.endswith("…: cannot read: File name too long\n")
     assert len(out) < 260
+
+
+# --- once-from parity (spec §10.1) and the kubelet's kubeconfig (spec §4.5) ---------------------
+
+ENCAPSULATED = "/etc/ignition-machine-config-encapsulated.json"
+SSH_KEYS = "/home/core/.ssh/authorized_keys.d/ignition"
+
+
+def _with_users(path: Path, mc: bool) -> Path:
+    ign = {
+        "ignition": {"version": "3.2.0"},
+        "passwd": {"users": [{"name": "core", "sshAuthorizedKeys": ["ssh-ed25519 AAAA a@example"]}]},
+        "storage": {"files": [{"path": "/etc/hello", "contents": {"source": data_url("hi\n")}}]},
+    }
+    doc = ign
+    if mc:
+        doc = {
+            "apiVersion": "machineconfiguration.openshift.io/v1",
+            "kind": "MachineConfig",
+            "metadata": {"name": "mc"},
+            "spec": {"config": ign},
+        }
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_a_bare_ignition_once_from_writes_files_only_and_drops_the_encapsulated_config(
+    run: Run, tmp_path: Path
+) -> None:
+    root = make_sandbox_root(tmp_path / "root")
+    (root / ENCAPSULATED.lstrip("/")).write_text("{}")
+    code, _, _ = run(
+        "start",
+        "--once-from",
+        str(_with_users(tmp_path / "x.ign", mc=False)),
+        "--root-mount",
+        str(root),
+        "--skip-reboot",
+    )
+    assert code == 0
+    assert (root / "etc/hello").read_text() == "hi\n"
+    assert not (root / SSH_KEYS.lstrip("/")).exists()  # upstream: files and units only
+    assert not (root / ENCAPSULATED.lstrip("/")).exists()
+
+
+def test_a_machineconfig_once_from_writes_ssh_keys_and_keeps_the_encapsulated_config(
+    run: Run, tmp_path: Path
+) -> None:
+    root = make_sandbox_root(tmp_path / "root")
+    (root / ENCAPSULATED.lstrip("/")).write_text("{}")
+    code, _, _ = run(
+        "start",
+        "--once-from",
+        str(_with_users(tmp_path / "mc.json", mc=True)),
+        "--root-mount",
+        str(root),
+        "--skip-reboot",
+    )
+    assert code == 0
+    assert (root / SSH_KEYS.lstrip("/")).read_text() == "ssh-ed25519 AAAA a@example\n"
+    assert (root / ENCAPSULATED.lstrip("/")).read_text() == "{}"
+
+
+@pytest.mark.allow_commands
+def test_an_rpm_ostree_node_without_the_kubelet_kubeconfig_fails_before_any_write(
+    run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "rpm-ostree").symlink_to(STANDIN)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("RPMOSTREE_STANDIN_STATE", str(tmp_path / "rpm-ostree.json"))
+    root = make_sandbox_root(tmp_path / "root", coreos=True)
+    assert (root / "etc/kubernetes/kubeconfig").is_file()  # the sandbox has one: updates work
+    (root / "etc/kubernetes/kubeconfig").unlink()
+    before = walk(root)
+    code, out, err = run(
+        "start", "--once-from", str(_ignition(tmp_path)), "--root-mount", str(root), "--skip-reboot"
+    )
+    assert (code, out) == (1, "")
+    assert err == "mcd: cannot stat /etc/kubernetes/kubeconfig: no such regular file; nothing was changed\n"
+    assert _outside_state(walk(root)) == _outside_state(before)
