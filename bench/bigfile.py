@@ -8,8 +8,7 @@ runs as its own child process; its max RSS comes from wait4, so the figures are 
   start_max_rss_mb       mcd start --once-from CONFIG --root-mount SANDBOX --skip-reboot
   check_disk_max_rss_mb  mcd check-disk --root-mount SANDBOX
   *_s                    wall time of each
-`validate` takes the cap CAP (default 3G); `start` and `check-disk` have no such flag yet and
-apply the default cap (256 MiB), so a size above it measures their refusal only.
+All three take the file size cap CAP (`--max-file-size`, default 3G here).
 Usage: bench/bigfile.py [--size 2G] [--cap 3G]
 """
 
@@ -94,10 +93,20 @@ def main() -> int:
         write_config(config, size)
         figures["config_bytes"] = config.stat().st_size
         subprocess.run([*MCD, "sandbox", str(root)], check=True, stdout=subprocess.DEVNULL)
+        cap = ["--max-file-size", args.cap]
         runs = {
             "validate": [*MCD, "validate", "--max-file-size", args.cap, str(config)],
-            "start": [*MCD, "start", "--once-from", str(config), "--root-mount", str(root), "--skip-reboot"],
-            "check_disk": [*MCD, "check-disk", "--root-mount", str(root)],
+            "start": [
+                *MCD,
+                "start",
+                "--once-from",
+                str(config),
+                "--root-mount",
+                str(root),
+                "--skip-reboot",
+                *cap,
+            ],
+            "check_disk": [*MCD, "check-disk", "--root-mount", str(root), *cap],
         }
         for name, argv in runs.items():
             code, rss, secs = measure(argv)

@@ -217,7 +217,9 @@ def cmd_start(args: argparse.Namespace) -> int:
         return _start_agent(args)
     from mcd.oncefrom import describe, run_once_from
 
-    outcome = run_once_from(_host(args.root_mount), args.once_from, skip_reboot=args.skip_reboot)
+    outcome = run_once_from(
+        _host(args.root_mount), args.once_from, skip_reboot=args.skip_reboot, max_file_size=args.max_file_size
+    )
     _dump(describe(outcome), args.output, sys.stdout)
     return EXIT_OK
 
@@ -297,7 +299,7 @@ def cmd_check_disk(args: argparse.Namespace) -> int:
     from mcd.checkdisk import check_disk
 
     _setup_logging(args.verbose)
-    result = check_disk(_host(args.root_mount), args.config)
+    result = check_disk(_host(args.root_mount), args.config, args.max_file_size)
     if args.output == "text":
         if result.clean:
             sys.stdout.write(f"on-disk state matches {result.config_name}\n")

@@ -20,7 +20,7 @@ from typing import Any
 
 from mcd import failpoints, policy
 from mcd import steps as st
-from mcd.config.ignition import EMPTY_IGNITION, IgnitionConfig
+from mcd.config.ignition import DEFAULT_PARSE, EMPTY_IGNITION, IgnitionConfig, ParseOptions
 from mcd.config.machineconfig import MachineConfig, empty_machineconfig, machineconfig_from_object
 from mcd.config.text import shown
 from mcd.host import atomicfs, ondisk, state
@@ -79,11 +79,11 @@ def mc_json(mc: MachineConfig) -> Mapping[str, Any]:
     }
 
 
-def load_mc(obj: Mapping[str, Any] | None, what: str) -> MachineConfig:
+def load_mc(obj: Mapping[str, Any] | None, what: str, options: ParseOptions = DEFAULT_PARSE) -> MachineConfig:
     """A persisted config back into a MachineConfig (None: upstream's empty config)."""
     if obj is None:
         return empty_machineconfig()
-    return machineconfig_from_object(obj, what)
+    return machineconfig_from_object(obj, what, options=options)
 
 
 def facts_for(

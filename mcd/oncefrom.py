@@ -17,7 +17,9 @@ import urllib.request
 from dataclasses import replace
 from pathlib import Path
 
+from mcd.config.contents import DEFAULT_MAX_FILE_SIZE
 from mcd.config.findings import Finding, InputError
+from mcd.config.ignition import DEFAULT_PARSE, ParseOptions
 from mcd.config.load import load_machineconfig
 from mcd.config.machineconfig import MachineConfig
 from mcd.execute import Host, Outcome, load_mc, plan_on_host, recover, update
@@ -49,20 +51,24 @@ def read_source(src: str) -> tuple[bytes, str]:
         raise InputError(src, [Finding((), f"cannot read: {exc.strerror or exc}")]) from None
 
 
-def current_config(root: HostRoot) -> MachineConfig:
+def current_config(root: HostRoot, options: ParseOptions = DEFAULT_PARSE) -> MachineConfig:
     """The config recorded on disk, or upstream's empty config on a node that has none."""
-    return load_mc(state.read_current_config(root), state.CURRENT_CONFIG)
+    return load_mc(state.read_current_config(root), state.CURRENT_CONFIG, options)
 
 
-def run_once_from(host: Host, src: str, *, skip_reboot: bool) -> Outcome:
-    """Apply a MachineConfig or Ignition config once (upstream `start --once-from`)."""
+def run_once_from(
+    host: Host, src: str, *, skip_reboot: bool, max_file_size: int = DEFAULT_MAX_FILE_SIZE
+) -> Outcome:
+    """Apply a MachineConfig or Ignition config once (upstream `start --once-from`); no decoded
+    file may exceed `max_file_size` (large ones are written as streams, never held whole)."""
+    options = ParseOptions(max_file_size=max_file_size)
     data, source = read_source(src)
-    new = load_machineconfig(data, source)
+    new = load_machineconfig(data, source, options=options)
     errors = [f for f in new.located_findings() if f.severity == "error"]  # what `validate` refuses
     if errors:
         raise InputError(source, errors)
     recover(host)
-    old = current_config(host.root)
+    old = current_config(host.root, options)
     bare_ignition = new.raw.get("kind") != "MachineConfig"
     if bare_ignition:
         new = _files_and_units_only(new, old)
