@@ -22,6 +22,7 @@ from mcd import status
 from mcd.agent.node_apply import NodeApplier
 from mcd.config.findings import Finding, InputError
 from mcd.config.machineconfig import empty_machineconfig
+from mcd.config.text import shown
 from mcd.errors import McdError
 from mcd.host.root import HostRoot
 from mcd.host.runner import SubprocessRunner
@@ -185,7 +186,7 @@ def run_local(root_mount: str, config_dir: str, grace: float, drift_policy: str)
 
     for flag, path in (("--root-mount", root_mount), ("--config-dir", config_dir)):
         if not Path(path).is_dir():
-            raise InputError(path, [Finding((), f"{flag} is not a directory")])
+            raise InputError("mcd", [Finding((), f"{flag} {shown(path)} is not a directory")])
     applier = NodeApplier(HostRoot(Path(root_mount)), SubprocessRunner())
     agent = LocalAgent(applier, Path(config_dir), grace=grace, drift_policy=DriftPolicy(drift_policy))
 
