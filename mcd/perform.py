@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 from mcd import failpoints
 from mcd import steps as st
+from mcd.config.contents import ContentsError
 from mcd.config.ignition import IgnitionConfig, Unit
-from mcd.config.text import shown
+from mcd.config.text import escape_controls, shown
 from mcd.host import state
 from mcd.host.errors import StepError, os_error_text
 from mcd.host.systemd import SystemdError
@@ -74,6 +75,8 @@ class StepRunner:
             self._step(step)
         except OSError as exc:
             raise StepError(f"{shown(st.step_text(step))}: {os_error_text(exc)}") from exc
+        except ContentsError as exc:  # a large file's contents failed while streamed to disk
+            raise StepError(f"{shown(st.step_text(step))}: {escape_controls(str(exc))}") from exc
 
     def _step(self, step: Step) -> None:
         host = self.host

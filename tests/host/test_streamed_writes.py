@@ -90,3 +90,33 @@ def test_start_and_check_disk_never_hold_a_large_file_whole(
     capsys.readouterr()
     assert main(["check-disk", "--root-mount", str(root)]) == 2
     assert 'content mismatch for file "/etc/big"' in capsys.readouterr().out
+
+
+def test_contents_failing_mid_stream_roll_the_update_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    size = KEEP_DATA_UP_TO + (1 << 20)
+    blob = base64.b64encode(gzip.compress(bytes(size))).decode()
+    config = tmp_path / "big.json"
+    entry = {"path": "/etc/big", "contents": {"source": f"data:;base64,{blob}", "compression": "gzip"}}
+    config.write_text(json.dumps({"ignition": {"version": "3.2.0"}, "storage": {"files": [entry]}}))
+    streamed = File.iter_data
+
+    def failing(self: File) -> Iterator[bytes]:
+        for n, piece in enumerate(streamed(self)):
+            if n == 3:  # as if the source went bad after a few pieces were on disk
+                raise ContentsError(("source",), f"contents of {self.path} cannot be decoded")
+            yield piece
+
+    monkeypatch.setattr(File, "iter_data", failing)
+    root = make_sandbox_root(tmp_path / "root")
+    before = {p for p in root.rglob("*")}
+    assert main(["start", "--once-from", str(config), "--root-mount", str(root), "--skip-reboot"]) == 1
+    err = capsys.readouterr().err
+    assert err == (
+        "mcd: update to big.json failed and was rolled back: write 1 file(s): /etc/big: "
+        "contents of /etc/big cannot be decoded\n"
+    )
+    # no temp file, no half file, no record: only the daemon's (empty) directories may stay
+    left = {p for p in root.rglob("*")} - before
+    assert all(p.is_dir() for p in left), left
