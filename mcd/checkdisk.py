@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mcd import kargs as kargs_mod
+from mcd.config.contents import DEFAULT_MAX_FILE_SIZE
 from mcd.config.findings import Finding, InputError
+from mcd.config.ignition import ParseOptions
 from mcd.config.load import load_machineconfig
 from mcd.execute import Host, load_mc
 from mcd.host import ondisk, rootlock, state, unitdirs
@@ -30,24 +32,28 @@ class DiskCheck:
         return f"unexpected on-disk state validating against {self.config_name}: {self.errors[0]}"
 
 
-def check_disk(host: Host, config_file: str | None = None) -> DiskCheck:
-    """Verify files, units and (on CoreOS) kernel arguments and OS image against a config.
+def check_disk(
+    host: Host, config_file: str | None = None, max_file_size: int = DEFAULT_MAX_FILE_SIZE
+) -> DiskCheck:
+    """Verify files, units and (on CoreOS) kernel arguments and OS image against a config; large
+    files are compared as they are decoded, never held whole.
 
     Under the root's shared lock: an update running meanwhile is waited for, never seen half done.
     """
     with rootlock.hold(host.root, shared=True, timeout=host.lock_timeout):
-        return _check_disk(host, config_file)
+        return _check_disk(host, config_file, max_file_size)
 
 
-def _check_disk(host: Host, config_file: str | None) -> DiskCheck:
+def _check_disk(host: Host, config_file: str | None, max_file_size: int) -> DiskCheck:
+    options = ParseOptions(max_file_size=max_file_size)
     if config_file is not None:
         data, source = read_source(config_file)
-        mc = load_machineconfig(data, source)
+        mc = load_machineconfig(data, source, options=options)
     else:
         recorded = state.read_current_config(host.root)
         if recorded is None:
             raise InputError(state.CURRENT_CONFIG, [Finding((), "no config recorded on this node; name one")])
-        mc = load_mc(recorded, state.CURRENT_CONFIG)
+        mc = load_mc(recorded, state.CURRENT_CONFIG, options)
     if mc.config is None:
         raise InputError(mc.name, [f.located(mc.ignition_path) for f in mc.ignition.errors])
     errors: list[str] = []

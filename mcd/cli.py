@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 EXIT_OK, EXIT_INPUT, EXIT_UNRECONCILABLE = 0, 1, 2
+POD_ROOT = "/rootfs"  # --root-mount's default: where the daemon's pod mounts the node
 
 
 def _read(path: str) -> bytes:
@@ -178,16 +179,29 @@ def _host(root_mount: str, lock_timeout: float) -> Any:
     from mcd.host.root import HostRoot
     from mcd.host.runner import SubprocessRunner
 
-    root = Path(root_mount)
-    if not root.is_dir():
-        from mcd.config.findings import Finding, InputError
-
-        raise InputError(
-            root_mount, [Finding((), "not a directory (give the node's root with --root-mount DIR)")]
-        )
+    root = _root_dir(root_mount)
     host = Host.for_root(HostRoot(root), SubprocessRunner())
     host.lock_timeout = lock_timeout
     return host
+
+
+def _root_dir(root_mount: str) -> Path:
+    """The --root-mount directory, or an error that reads as a sentence about the flag."""
+    from mcd.config.findings import Finding, InputError
+    from mcd.host.errors import shown_path
+
+    root = Path(root_mount)
+    try:
+        if root.is_dir():
+            return root
+    except OSError:  # a name too long for the kernel: not a directory either
+        pass
+    hint = f"give --root-mount DIR for a root other than {POD_ROOT}"
+    if root_mount != POD_ROOT:
+        hint = "give the node's root with --root-mount DIR"
+    raise InputError(
+        "mcd", [Finding((), f"--root-mount {shown_path(root_mount)} is not a directory ({hint})")]
+    )
 
 
 def _setup_logging(verbosity: int) -> None:
@@ -206,7 +220,10 @@ def cmd_start(args: argparse.Namespace) -> int:
     from mcd.oncefrom import describe, run_once_from
 
     outcome = run_once_from(
-        _host(args.root_mount, args.lock_timeout), args.once_from, skip_reboot=args.skip_reboot
+        _host(args.root_mount, args.lock_timeout),
+        args.once_from,
+        skip_reboot=args.skip_reboot,
+        max_file_size=args.max_file_size,
     )
     _dump(describe(outcome), args.output, sys.stdout)
     return EXIT_OK
@@ -214,7 +231,6 @@ def cmd_start(args: argparse.Namespace) -> int:
 
 def _start_agent(args: argparse.Namespace) -> int:
     """The cluster agent: sync the node until stopped; a simulated reboot restarts this process."""
-    import os
 
     from mcd.agent.node_apply import NodeApplier
     from mcd.agent.settings import AgentSettings
@@ -229,8 +245,7 @@ def _start_agent(args: argparse.Namespace) -> int:
         return _start_local(args)
     if not args.node_name:
         raise InputError("--node-name", [Finding((), "required (or the NODE_NAME environment variable)")])
-    if not Path(args.root_mount).is_dir():
-        raise InputError(args.root_mount, [Finding((), "--root-mount is not a directory")])
+    _root_dir(args.root_mount)
     settings = AgentSettings(
         node_name=args.node_name,
         root_mount=args.root_mount,
@@ -293,7 +308,7 @@ def cmd_check_disk(args: argparse.Namespace) -> int:
     from mcd.checkdisk import check_disk
 
     _setup_logging(args.verbose)
-    result = check_disk(_host(args.root_mount, args.lock_timeout), args.config)
+    result = check_disk(_host(args.root_mount, args.lock_timeout), args.config, args.max_file_size)
     if args.output == "text":
         if result.clean:
             sys.stdout.write(f"on-disk state matches {result.config_name}\n")
@@ -357,10 +372,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 def _describe_error(exc: BaseException) -> str:
     """One line for a failure: control characters escaped, a path in an OS error clipped (a
     name too long for the kernel is not worth printing whole)."""
-    from mcd.config.text import escape_controls, shown
+    from mcd.config.text import escape_controls
+    from mcd.host.errors import os_error_text
 
-    if isinstance(exc, OSError) and exc.strerror and isinstance(exc.filename, str | bytes):
-        return f"{exc.strerror}: {shown(os.fsdecode(exc.filename), 120)}"
+    if isinstance(exc, OSError):
+        return os_error_text(exc)
     return escape_controls(str(exc))
 
 

@@ -165,6 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--resync-interval", type=float, default=float(_env("RESYNC_INTERVAL", "600")),
                    metavar="SECONDS", help="sync the node at least this often (default 600)")
     add_watcher_flags(s, _env, _env_bool, _bool_flag)
+    _max_file_size_flag(s)
     s.add_argument("-v", "--verbose", action="count", default=int(_env("VERBOSE", "0") or 0),
                    help="more logging (-v, -vv)")
     s.add_argument("--v", type=int, default=0, metavar="LEVEL", help="upstream's klog verbosity (2+: -v)")
@@ -200,6 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     c.add_argument("--root-mount", default="/rootfs", metavar="DIR", help="host root (default /rootfs)")
     _lock_timeout_flag(c, "shared: waits for an update to finish")
+    _max_file_size_flag(c)
     c.add_argument("-v", "--verbose", action="count", default=0)
     c.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
 

@@ -11,6 +11,7 @@ last — a restarted process finds it and re-runs the same transaction, which co
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import posixpath
 from collections.abc import Callable, Mapping, Sequence
@@ -19,16 +20,17 @@ from typing import Any
 
 from mcd import failpoints, policy
 from mcd import steps as st
-from mcd.config.ignition import EMPTY_IGNITION, IgnitionConfig
+from mcd.config.ignition import DEFAULT_PARSE, EMPTY_IGNITION, IgnitionConfig, ParseOptions
 from mcd.config.machineconfig import MachineConfig, empty_machineconfig, machineconfig_from_object
+from mcd.config.text import shown
 from mcd.host import atomicfs, ondisk, rootlock, state, unitdirs
 from mcd.host.errors import HostError
 from mcd.host.facts import probe
 from mcd.host.originals import noorig_path, orig_path
 from mcd.host.root import PathEscapeError
-from mcd.host.wiring import Host
+from mcd.host.wiring import OSTREE_BOOTED, Host
 from mcd.nodefacts import Facts
-from mcd.paths import KUBELET_CA, UNIT_DIR, dropin_path, unit_path
+from mcd.paths import KUBECONFIG, KUBELET_CA, UNIT_DIR, dropin_path, unit_path
 from mcd.perform import Drainer, Ran, StepRunner, unchanged_paths
 from mcd.plan import Plan, plan
 
@@ -77,11 +79,11 @@ def mc_json(mc: MachineConfig) -> Mapping[str, Any]:
     }
 
 
-def load_mc(obj: Mapping[str, Any] | None, what: str) -> MachineConfig:
+def load_mc(obj: Mapping[str, Any] | None, what: str, options: ParseOptions = DEFAULT_PARSE) -> MachineConfig:
     """A persisted config back into a MachineConfig (None: upstream's empty config)."""
     if obj is None:
         return empty_machineconfig()
-    return machineconfig_from_object(obj, what)
+    return machineconfig_from_object(obj, what, options=options)
 
 
 def facts_for(
@@ -97,6 +99,20 @@ def facts_for(
         return probe(host, old, new, skip_certificate_write=skip_certificate_write, old_on_disk=old_on_disk)
     except HostError as exc:
         raise UpdateError(str(exc)) from exc
+    except FileNotFoundError as exc:  # a command the probe runs is not installed
+        raise UpdateError(_missing_command(host, exc)) from exc
+
+
+def _missing_command(host: Host, exc: FileNotFoundError) -> str:
+    command = shown(str(exc.filename or exc))
+    text = f"{command}: command not found"
+    if host.rpmostree is not None:
+        # the marker decides: a root marked as rpm-ostree based needs the tool to plan at all
+        text += (
+            f", but {OSTREE_BOOTED} marks {shown(str(host.root.prefix))} as an rpm-ostree system "
+            f"(install {command}, or remove {OSTREE_BOOTED} for a root that is not one)"
+        )
+    return f"{text}; nothing was changed"
 
 
 def plan_on_host(
@@ -182,7 +198,15 @@ def _apply(
         run.step(p.steps[lead])
         lead += 1
     old_json, new_json = mc_json(old), mc_json(new)
-    state.begin(host.root, state.Transaction(old_json, new_json, "apply", "legacy" if p.legacy else "policy"))
+    try:
+        state.begin(
+            host.root, state.Transaction(old_json, new_json, "apply", "legacy" if p.legacy else "policy")
+        )
+    except HostError as exc:
+        # no record, no change: a half-written record must not make the next run replay this update
+        with contextlib.suppress(OSError):
+            state.finish(host.root)
+        raise UpdateError(f"update to {new.name} failed {exc}; nothing was changed") from exc
     failpoints.hit("transaction recorded")
     for note in p.notes:
         LOG.info("%s", note)
@@ -232,6 +256,10 @@ def _label(r: Ran) -> str:
 
 def _check(host: Host, old_ign: IgnitionConfig, new_ign: IgnitionConfig, p: Plan, facts: Facts) -> None:
     """Everything the host could refuse, checked before anything is recorded or written."""
+    if host.coreos and facts.kubeconfig_mode is None:
+        # upstream's chmod of the kubelet's kubeconfig fails the update on a node without one;
+        # found here, before anything is written (a sandbox or plain root has no kubelet: skipped)
+        raise UpdateError(f"cannot stat {KUBECONFIG}: no such regular file; nothing was changed")
     changed_units = {c.name for c in p.diff.unit_changes}
     # units written: the changed ones and those a repair writes again (a path or name in `repairs`)
     repairs = set(p.repairs)
@@ -303,7 +331,14 @@ def _roll_back(
         state.clear_reboot(host.root)  # the failed config will not be booted into
     new_record = state.pending(host.root)
     if new_record is not None:
-        state.begin(host.root, state.Transaction(new_record.old, new_record.new, "rollback", new_record.mode))
+        try:
+            state.begin(
+                host.root, state.Transaction(new_record.old, new_record.new, "rollback", new_record.mode)
+            )
+        except HostError as exc:
+            # the record stays in phase "apply": a restart re-runs the update, which converges
+            # just the same; the undo below must run whatever happened to this marker
+            LOG.warning("%s", exc)
     errors: list[str] = []
     for what, fn in reversed(undo):
         try:

@@ -22,6 +22,7 @@ from mcd import status
 from mcd.agent.node_apply import NodeApplier
 from mcd.config.findings import Finding, InputError
 from mcd.config.machineconfig import empty_machineconfig
+from mcd.config.text import shown
 from mcd.errors import McdError
 from mcd.host.root import HostRoot
 from mcd.host.rootlock import DEFAULT_TIMEOUT as DEFAULT_LOCK_TIMEOUT
@@ -192,7 +193,7 @@ def run_local(
 
     for flag, path in (("--root-mount", root_mount), ("--config-dir", config_dir)):
         if not Path(path).is_dir():
-            raise InputError(path, [Finding((), f"{flag} is not a directory")])
+            raise InputError("mcd", [Finding((), f"{flag} {shown(path)} is not a directory")])
     applier = NodeApplier(HostRoot(Path(root_mount)), SubprocessRunner(), lock_timeout=lock_timeout)
     agent = LocalAgent(applier, Path(config_dir), grace=grace, drift_policy=DriftPolicy(drift_policy))
 

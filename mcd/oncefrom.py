@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import logging
 import urllib.request
+from dataclasses import replace
 from pathlib import Path
 
+from mcd.config.contents import DEFAULT_MAX_FILE_SIZE
 from mcd.config.findings import Finding, InputError
+from mcd.config.ignition import DEFAULT_PARSE, ParseOptions
 from mcd.config.load import load_machineconfig
 from mcd.config.machineconfig import MachineConfig
 from mcd.execute import Host, Outcome, load_mc, plan_on_host, recover, update
@@ -48,15 +51,19 @@ def read_source(src: str) -> tuple[bytes, str]:
         raise InputError(src, [Finding((), f"cannot read: {exc.strerror or exc}")]) from None
 
 
-def current_config(root: HostRoot) -> MachineConfig:
+def current_config(root: HostRoot, options: ParseOptions = DEFAULT_PARSE) -> MachineConfig:
     """The config recorded on disk, or upstream's empty config on a node that has none."""
-    return load_mc(state.read_current_config(root), state.CURRENT_CONFIG)
+    return load_mc(state.read_current_config(root), state.CURRENT_CONFIG, options)
 
 
-def run_once_from(host: Host, src: str, *, skip_reboot: bool) -> Outcome:
-    """Apply a MachineConfig or Ignition config once (upstream `start --once-from`)."""
+def run_once_from(
+    host: Host, src: str, *, skip_reboot: bool, max_file_size: int = DEFAULT_MAX_FILE_SIZE
+) -> Outcome:
+    """Apply a MachineConfig or Ignition config once (upstream `start --once-from`); no decoded
+    file may exceed `max_file_size` (large ones are written as streams, never held whole)."""
+    options = ParseOptions(max_file_size=max_file_size)
     data, source = read_source(src)
-    new = load_machineconfig(data, source)
+    new = load_machineconfig(data, source, options=options)
     errors = [f for f in new.located_findings() if f.severity == "error"]  # what `validate` refuses
     if errors:
         raise InputError(source, errors)
@@ -64,11 +71,26 @@ def run_once_from(host: Host, src: str, *, skip_reboot: bool) -> Outcome:
     # between recovery, reading the current config and the update
     with rootlock.hold(host.root, timeout=host.lock_timeout):
         recover(host)
-        old = current_config(host.root)
+        old = current_config(host.root, options)
+        bare_ignition = new.raw.get("kind") != "MachineConfig"
+        if bare_ignition:
+            new = _files_and_units_only(new, old)
         outcome = update(host, old, new, legacy=True, skip_reboot=skip_reboot)
-        encapsulated = host.root.join(state.ENCAPSULATED_CONFIG)
-        atomicfs.remove(encapsulated)
+        if bare_ignition:
+            # upstream drops the encapsulated config after an Ignition once-from only: a
+            # MachineConfig applied once leaves it for firstboot
+            atomicfs.remove(host.root.join(state.ENCAPSULATED_CONFIG))
     return outcome
+
+
+def _files_and_units_only(new: MachineConfig, old: MachineConfig) -> MachineConfig:
+    """A bare Ignition config as upstream applies it once: files and units; SSH keys and passwords
+    are left as they are (the users are taken as the node has them)."""
+    ign, before = new.config, old.config
+    if ign is None:
+        return new
+    users = before.users if before is not None else ()
+    return replace(new, ignition=replace(new.ignition, config=replace(ign, users=users)))
 
 
 def plan_once_from(host: Host, src: str) -> Plan:
@@ -95,5 +117,6 @@ def describe(outcome: Outcome) -> dict[str, object]:
         # what the config changes and what of the applied config the node had lost
         "changes": len(p.changes) + len(p.repairs),
         "repaired": list(p.repairs),
-        "notes": list(outcome.notes),
+        # the plan's notes too: what the update left alone says as much as what it did
+        "notes": [*p.notes, *outcome.notes],
     }

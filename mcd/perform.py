@@ -15,8 +15,11 @@ from dataclasses import dataclass
 
 from mcd import failpoints
 from mcd import steps as st
+from mcd.config.contents import ContentsError
 from mcd.config.ignition import IgnitionConfig, Unit
+from mcd.config.text import escape_controls, shown
 from mcd.host import atomicfs, state
+from mcd.host.errors import StepError, os_error_text
 from mcd.host.originals import noorig_path, orig_path
 from mcd.host.root import PathEscapeError
 from mcd.host.ssh import KEYS_DIR, KEYS_PATH, SSH_DIR
@@ -72,7 +75,19 @@ class StepRunner:
             self.undo.append((what, undo))
 
     def step(self, step: Step) -> None:
-        """Run one step that changes the node before the commit."""
+        """Run one step that changes the node before the commit.
+
+        An OS error (a full disk, a name too long) comes out as a StepError naming the step: the
+        caller knows whether anything had changed, the message says where it stopped.
+        """
+        try:
+            self._step(step)
+        except OSError as exc:
+            raise StepError(f"{shown(st.step_text(step))}: {os_error_text(exc)}") from exc
+        except ContentsError as exc:  # a large file's contents failed while streamed to disk
+            raise StepError(f"{shown(st.step_text(step))}: {escape_controls(str(exc))}") from exc
+
+    def _step(self, step: Step) -> None:
         host = self.host
         skipped = ""
         match step:

@@ -166,7 +166,7 @@ def plan(
         drain, drain_rule = False, "single-node topology (SingleReplica): drain skipped"
     os_step = _os_step(old, new, d, facts)
     steps: list[Step] = []
-    notes: list[str] = []
+    notes: list[str] = _os_skipped_note(d, facts)
     repairs: list[str] = []
     if not os_step.errors:
         # an update the node would refuse runs nothing
@@ -404,6 +404,22 @@ def _os_step(old: MachineConfig, new: MachineConfig, d: ConfigDiff, facts: Facts
     if expected:
         out.append(st.VerifyExtensions(expected))
     return _OsStep(tuple(out), expected)
+
+
+def _os_skipped_note(d: ConfigDiff, facts: Facts) -> list[str]:
+    """Say which OS fields change but are left alone: only an rpm-ostree system has an OS step."""
+    if facts.coreos:
+        return []
+    flags = (
+        (d.os_update, "osImageURL"),
+        (d.kargs, "kernelArguments"),
+        (d.kernel_type, "kernelType"),
+        (d.extensions, "extensions"),
+    )
+    fields = [name for changed, name in flags if changed]
+    if not fields:
+        return []
+    return [f"not an rpm-ostree system (no /run/ostree-booted): {', '.join(fields)} not applied"]
 
 
 def _tuning_steps(facts: Facts) -> list[Step]:

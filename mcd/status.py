@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from mcd.config.findings import Finding, InputError
+from mcd.config.text import shown
 from mcd.host import atomicfs, state
 from mcd.host.root import HostRoot
 
@@ -134,7 +135,8 @@ def show(root_mount: str, output: str, out: TextIO, dump: Callable[[Any, str, Te
     """`mcd status`: InputError when the root is not a directory."""
 
     if not Path(root_mount).is_dir():
-        raise InputError(root_mount, [Finding((), "--root-mount is not a directory")])
+        # a sentence about the flag, not a located finding: there is no document here
+        raise InputError("mcd", [Finding((), f"--root-mount {shown(root_mount)} is not a directory")])
     st = read_status(HostRoot(Path(root_mount)))
     if output == "text":
         out.write(render_text(st))

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from mcd.config.text import escape_controls
+from mcd.config.text import escape_controls, shown
 
 PathPart = str | int
 JsonPath = tuple[PathPart, ...]
@@ -48,7 +48,8 @@ class Finding:
         document as a whole); control characters from the input are escaped."""
         tag = "warning: " if self.severity == "warning" else ""
         where = f"{format_path(self.path)}: " if self.path else ""
-        return escape_controls(f"{source}: {where}{tag}{self.message}")
+        # a file name long enough for ENAMETOOLONG would drown the line: clipped like a value
+        return escape_controls(f"{shown(source)}: {where}{tag}{self.message}")
 
 
 class InputError(Exception):

@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from mcd import failpoints
+from mcd.host.streamdata import Data, Stream, data_size, holds_stream, pieces
 
 _CHUNK = 1 << 20
 
@@ -138,7 +139,7 @@ def read_bytes_nofollow(path: Path) -> bytes | None:
         os.close(fd)
 
 
-def holds_bytes(path: Path, st: os.stat_result, data: bytes) -> bool:
+def holds_bytes(path: Path, st: os.stat_result, data: Data) -> bool:
     """Whether regular file `path`, whose lstat is `st`, holds exactly `data` (one read when it does).
 
     Refuses (False) anything that is no longer that regular file by the time it is opened.
@@ -149,8 +150,10 @@ def holds_bytes(path: Path, st: os.stat_result, data: bytes) -> bool:
         return False
     try:
         now = os.fstat(fd)
-        if (now.st_ino, now.st_dev) != (st.st_ino, st.st_dev) or now.st_size != len(data):
+        if (now.st_ino, now.st_dev) != (st.st_ino, st.st_dev) or now.st_size != data_size(data):
             return False
+        if isinstance(data, Stream):
+            return holds_stream(fd, data)
         # one byte more than expected: a file that grew since the fstat does not compare equal
         head = os.read(fd, len(data) + 1)
         if len(head) > len(data) or not data.startswith(head):
@@ -217,11 +220,17 @@ def sweep_temp_files(directory: Path) -> list[Path]:
     return removed
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
+def _write_all(fd: int, data: Data) -> None:
+    total = 0
+    for piece in pieces(data):
+        view = memoryview(piece)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        total += len(piece)
+    if total != data_size(data):
+        # a stream that does not produce what was measured must not become the file
+        raise ValueError(f"contents produced {total} bytes, expected {data_size(data)}")
 
 
 def _effective_owner(uid: int, gid: int) -> tuple[int, int]:
@@ -230,19 +239,17 @@ def _effective_owner(uid: int, gid: int) -> tuple[int, int]:
     return (os.geteuid() if uid == -1 else uid, os.getegid() if gid == -1 else gid)
 
 
-def is_identical(
-    path: Path, st: os.stat_result | None, data: bytes, *, mode: int, uid: int, gid: int
-) -> bool:
+def is_identical(path: Path, st: os.stat_result | None, data: Data, *, mode: int, uid: int, gid: int) -> bool:
     if st is None or not stat.S_ISREG(st.st_mode):
         return False
-    if st.st_size != len(data) or stat.S_IMODE(st.st_mode) != mode:
+    if st.st_size != data_size(data) or stat.S_IMODE(st.st_mode) != mode:
         return False
     if (st.st_uid, st.st_gid) != _effective_owner(uid, gid):
         return False
     return holds_bytes(path, st, data)
 
 
-def is_exactly(path: Path, data: bytes, mode: int, uid: int = -1, gid: int = -1) -> bool:
+def is_exactly(path: Path, data: Data, mode: int, uid: int = -1, gid: int = -1) -> bool:
     """Whether `path` is a regular file (not a link) holding `data` with exactly `mode` and owner."""
     return is_identical(path, lstat_or_none(path), data, mode=mode, uid=uid, gid=gid)
 
@@ -290,7 +297,7 @@ def _replace_via_temp(path: Path, fill: Callable[[int], None], *, sync_now: bool
     fsync_dir(path.parent, now=sync_now)
 
 
-def owned_fill(data: bytes, mode: int, uid: int, gid: int) -> Callable[[int], None]:
+def owned_fill(data: Data, mode: int, uid: int, gid: int) -> Callable[[int], None]:
     def fill(fd: int) -> None:
         _write_all(fd, data)
         if uid != -1 or gid != -1:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from mcd import failpoints
 from mcd.host import atomicfs
+from mcd.host.streamdata import Data
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,7 +24,7 @@ class Write:
     """One `atomic_write` of a batch (same meaning for every field)."""
 
     path: Path
-    data: bytes
+    data: Data  # bytes, or a stream of them for a large file
     mode: int = 0o644
     uid: int = -1
     gid: int = -1

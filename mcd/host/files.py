@@ -20,6 +20,7 @@ from mcd.host.accounts import Accounts, UnknownGroup, UnknownUser
 from mcd.host.errors import HostError
 from mcd.host.originals import FILE_DIR_MODE, Originals, failing_as, noorig_path, orig_path
 from mcd.host.root import HostRoot, PathEscapeError
+from mcd.host.streamdata import contents
 from mcd.paths import LEAKED_SYMLINKS, dropin_path, never_deleted, unit_path
 
 log = logging.getLogger(__name__)
@@ -110,7 +111,7 @@ class FileWriter:
         for f, uid, gid in owners:
             self.originals.backup(f.path, declared=partial(self._on_disk, f, uid, gid))
         writes = [
-            batchwrite.Write(self._join(f.path), f.data, f.effective_mode, uid, gid, FILE_DIR_MODE)
+            batchwrite.Write(self._join(f.path), contents(f), f.effective_mode, uid, gid, FILE_DIR_MODE)
             for f, uid, gid in owners
         ]
         try:
@@ -178,11 +179,11 @@ class FileWriter:
         except HostError:
             return False  # let the full path report it
         st = atomicfs.lstat_or_none(host)
-        if st is None or not stat.S_ISREG(st.st_mode) or st.st_size != len(f.data):
+        if st is None or not stat.S_ISREG(st.st_mode) or st.st_size != f.size:
             return False
         if stat.S_IMODE(st.st_mode) != f.effective_mode or (st.st_uid, st.st_gid) != (uid, gid):
             return False
-        return atomicfs.holds_bytes(host, st, f.data)
+        return atomicfs.holds_bytes(host, st, contents(f))
 
     def delete_stale(
         self, old: IgnitionConfig, new: IgnitionConfig, *, keep_unrecorded: bool = False

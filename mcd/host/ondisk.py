@@ -16,9 +16,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from mcd.config.ignition import File, IgnitionConfig, Unit
-from mcd.host.atomicfs import read_bytes_nofollow
+from mcd.host.atomicfs import holds_bytes, read_bytes_nofollow
 from mcd.host.originals import UNIT_FILE_MODE
 from mcd.host.root import HostRoot, PathEscapeError
+from mcd.host.streamdata import Data, Stream, contents, data_size
 from mcd.paths import dropin_path, unit_path
 
 log = logging.getLogger(__name__)
@@ -112,7 +113,7 @@ class _Resolver:
         return resolved / name if name else resolved
 
 
-def _check_contents_and_mode(resolver: _Resolver, path: str, expected: bytes, mode: int) -> str | None:
+def _check_contents_and_mode(resolver: _Resolver, path: str, expected: Data, mode: int) -> str | None:
     try:
         host = resolver.host(path)
         st = os.lstat(host)
@@ -125,7 +126,12 @@ def _check_contents_and_mode(resolver: _Resolver, path: str, expected: bytes, mo
             f"received: {format_go_mode(actual)}"
         )
     # same mode means a regular file, so the size alone can already tell a mismatch
-    if st.st_size == len(expected):
+    if isinstance(expected, Stream):
+        # a large file: compared piece by piece as it is decoded, never held whole
+        if st.st_size == expected.size and holds_bytes(host, st, expected):
+            return None
+        size = st.st_size
+    elif st.st_size == len(expected):
         try:
             data = read_bytes_nofollow(host)
         except OSError as exc:
@@ -138,7 +144,9 @@ def _check_contents_and_mode(resolver: _Resolver, path: str, expected: bytes, mo
     else:
         size = st.st_size
     # contents may be secrets: only sizes are logged
-    log.info("content mismatch for file %r (expected %d bytes, got %d bytes)", path, len(expected), size)
+    log.info(
+        "content mismatch for file %r (expected %d bytes, got %d bytes)", path, data_size(expected), size
+    )
     return f'content mismatch for file "{path}"'
 
 
@@ -147,7 +155,7 @@ def _check_file(resolver: _Resolver, f: File) -> str | None:
         return None
     if f.append:
         return APPEND_UNSUPPORTED
-    return _check_contents_and_mode(resolver, f.path, f.data, f.effective_mode)
+    return _check_contents_and_mode(resolver, f.path, contents(f), f.effective_mode)
 
 
 def check_file(root: HostRoot, f: File, owners: Owners | None = None) -> str | None:

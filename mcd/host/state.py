@@ -20,6 +20,7 @@ from typing import Any
 
 from mcd import failpoints
 from mcd.host import atomicfs
+from mcd.host.errors import StepError, os_error_text
 from mcd.host.root import HostRoot
 
 LOG = logging.getLogger(__name__)
@@ -37,6 +38,14 @@ ENCAPSULATED_CONFIG = "/etc/ignition-machine-config-encapsulated.json"
 
 class StateError(RuntimeError):
     """A record on the node exists but cannot be read."""
+
+
+def _write_record(root: HostRoot, what: str, path: str, data: bytes, mode: int) -> None:
+    """Write one record; an OS error (a full disk) names the record and what writing it was for."""
+    try:
+        atomicfs.atomic_write(root.join(path), data, mode)
+    except OSError as exc:
+        raise StepError(f"{what} {path}: {os_error_text(exc)}") from exc
 
 
 @dataclass(frozen=True)
@@ -80,9 +89,9 @@ def begin(root: HostRoot, txn: Transaction) -> None:
     does not change before the commit. A rollback only rewrites `txn.json`.
     """
     if txn.phase == "apply":
-        atomicfs.atomic_write(root.join(PENDING_CONFIG), _dump(txn.new), 0o644)
+        _write_record(root, "writing the update record", PENDING_CONFIG, _dump(txn.new), 0o644)
     record = {"phase": txn.phase, "mode": txn.mode, "version": 2}
-    atomicfs.atomic_write(root.join(TRANSACTION), _dump(record), 0o600)
+    _write_record(root, "writing the update record", TRANSACTION, _dump(record), 0o600)
 
 
 def pending(root: HostRoot) -> Transaction | None:
@@ -109,11 +118,16 @@ def pending(root: HostRoot) -> Transaction | None:
 
 def commit(root: HostRoot, image: str = "") -> None:
     """The update is applied: `pendingconfig` becomes `currentconfig` (one rename), record dropped."""
-    atomicfs.atomic_write(root.join(CURRENT_IMAGE), image.encode(), 0o644)
+    _write_record(root, "committing the update: writing", CURRENT_IMAGE, image.encode(), 0o644)
     pending_path, current_path = root.join(PENDING_CONFIG), root.join(CURRENT_CONFIG)
     failpoints.hit("before the commit rename")
-    os.rename(pending_path, current_path)
-    atomicfs.fsync_dir(current_path.parent)
+    try:
+        os.rename(pending_path, current_path)
+        atomicfs.fsync_dir(current_path.parent)
+    except OSError as exc:
+        raise StepError(
+            f"committing the update: renaming onto {CURRENT_CONFIG}: {os_error_text(exc)}"
+        ) from exc
     failpoints.hit("committed, record not removed")
     atomicfs.remove(root.join(TRANSACTION))
 
@@ -154,7 +168,7 @@ def mark_reboot(root: HostRoot, config: str, reason: str) -> None:
     not a running system) keeps the record until a later update replaces or clears it.
     """
     record = {"config": config, "reason": reason, "bootID": _boot_id(root)}
-    atomicfs.atomic_write(root.join(REBOOT_PENDING), _dump(record), 0o644)
+    _write_record(root, "recording the reboot owed in", REBOOT_PENDING, _dump(record), 0o644)
 
 
 def clear_reboot(root: HostRoot) -> None:

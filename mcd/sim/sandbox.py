@@ -12,6 +12,9 @@ CORE_UID = CORE_GID = 1000
 PASSWD = "root:x:0:0:root:/root:/bin/bash\ncore:x:1000:1000:CoreOS Admin:/home/core:/bin/bash\n"
 GROUP = "root:x:0:\nwheel:x:10:core\ncore:x:1000:\n"
 
+# no cluster behind it: only there because an rpm-ostree node always has one
+KUBECONFIG = "apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n"
+
 
 class SandboxError(ValueError):
     """The directory cannot be made a sandbox root (the message says why, without the path)."""
@@ -21,7 +24,8 @@ def make_sandbox_root(path: str | os.PathLike[str], *, coreos: bool = False) -> 
     """Create (or complete) a sandbox root: /etc/passwd and /etc/group with `core`, /home/core.
 
     With `coreos`, `/run/ostree-booted` marks it as an rpm-ostree system (the OS layer then runs
-    rpm-ostree, which tests point at their stand-in).
+    rpm-ostree, which tests point at their stand-in) and it gets a placeholder kubelet kubeconfig
+    (`/etc/kubernetes/kubeconfig`, which every update of such a node needs).
     """
     root = Path(path)
     for parent in (root, *root.parents):
@@ -46,4 +50,10 @@ def make_sandbox_root(path: str | os.PathLike[str], *, coreos: bool = False) -> 
     (root / LOCK_FILE.lstrip("/")).touch()
     if coreos:
         (root / "run" / "ostree-booted").touch()
+        # an rpm-ostree node has the kubelet's kubeconfig, and an update fails without it (upstream)
+        kubeconfig = root / "etc" / "kubernetes" / "kubeconfig"
+        kubeconfig.parent.mkdir(exist_ok=True)
+        if not kubeconfig.exists():
+            kubeconfig.write_text(KUBECONFIG)
+            kubeconfig.chmod(0o600)
     return root

@@ -57,7 +57,10 @@ def test_a_missing_root_mount_names_the_flag(run: Run, tmp_path: Path) -> None:
     missing = str(tmp_path / "nope")
     code, _, err = run("check-disk", "--root-mount", missing)
     assert code == 1
-    assert err == f"{missing}: not a directory (give the node's root with --root-mount DIR)\n"
+    assert (
+        err
+        == f"mcd: --root-mount {missing} is not a directory (give the node's root with --root-mount DIR)\n"
+    )
 
 
 def test_a_name_too_long_is_not_printed_whole() -> None:

@@ -69,4 +69,4 @@ def test_degraded_with_drift_and_a_reboot_owed(capsys: pytest.CaptureFixture[str
 
 def test_a_missing_root_is_an_input_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert main(["status", "--root-mount", str(tmp_path / "nope")]) == 1
-    assert "--root-mount is not a directory" in capsys.readouterr().err
+    assert capsys.readouterr().err == f"mcd: --root-mount {tmp_path / 'nope'} is not a directory\n"
