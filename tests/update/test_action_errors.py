@@ -58,79 +58,78 @@ def _host(base: Path, runner: RecordingRunner, *, live: bool = True) -> Host:
     return dataclasses.replace(Host.for_root(HostRoot(base), runner, coreos=False), live=live)
 
 
-CASES = [
-    pytest.param(
+RELOAD_CRIO = "could not apply update: reloading crio.service configuration failed. "
+CA_TRUST_FAILED = "error running update-ca-trust: p11-kit: broken\n: exit status 1"
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    legacy: bool
+    path: str
+    texts: tuple[str, str]
+    fail: frozenset[str]
+    ca_rc: int
+    message: str
+    done: tuple[str, ...]
+
+
+CA = ("ca a\n", "ca b\n")
+CRIO = frozenset({"crio.service"})
+CASES = {
+    "legacy-reload-crio": Case(
         True,
         REGISTRIES,
         (REG_A, REG_B),
-        {"crio.service"},
+        CRIO,
         0,
-        "could not apply update: reloading crio.service configuration failed. Error: Job for crio.service failed",
-        ["reload crio.service"],
-        id="legacy-reload-crio",
+        RELOAD_CRIO + "Error: Job for crio.service failed",
+        ("reload crio.service",),
     ),
-    pytest.param(
+    # upstream words a failed legacy crio restart as a reload
+    "legacy-restart-crio": Case(
         True,
         BUNDLE,
-        ("ca a\n", "ca b\n"),
-        {"crio.service"},
+        CA,
+        CRIO,
         0,
-        "could not apply update: reloading crio.service configuration failed. Error: Job for crio.service failed",
-        ["restart crio.service"],
-        id="legacy-restart-crio",
+        RELOAD_CRIO + "Error: Job for crio.service failed",
+        ("restart crio.service",),
     ),
-    pytest.param(
-        True,
-        BUNDLE,
-        ("ca a\n", "ca b\n"),
-        set(),
-        1,
-        "error running update-ca-trust: p11-kit: broken\n: exit status 1",
-        [],
-        id="legacy-update-ca-trust",
-    ),
-    pytest.param(
+    # update-ca-trust failing stops the legacy action before crio is touched
+    "legacy-update-ca-trust": Case(True, BUNDLE, CA, frozenset(), 1, CA_TRUST_FAILED, ()),
+    "policy-restart": Case(
         False,
         BUNDLE,
-        ("ca a\n", "ca b\n"),
-        {"crio.service"},
+        CA,
+        CRIO,
         0,
         "could not apply update: restarting crio.service service failed. Error: Job for crio.service failed",
-        ["restart coreos-update-ca-trust.service", "restart crio.service"],
-        id="policy-restart",
+        ("restart coreos-update-ca-trust.service", "restart crio.service"),
     ),
-    pytest.param(
+    # the unit failing, upstream runs update-ca-trust itself; its failure is the error
+    "policy-ca-trust-fallback": Case(
         False,
         BUNDLE,
-        ("ca a\n", "ca b\n"),
-        {"coreos-update-ca-trust.service"},
+        CA,
+        frozenset({"coreos-update-ca-trust.service"}),
         1,
-        "error running update-ca-trust: p11-kit: broken\n: exit status 1",
-        ["restart coreos-update-ca-trust.service"],
-        id="policy-ca-trust-fallback",
+        CA_TRUST_FAILED,
+        ("restart coreos-update-ca-trust.service",),
     ),
-]
+}
 
 
-@pytest.mark.parametrize(("legacy", "path", "texts", "fail", "ca_rc", "message", "done"), CASES)
-def test_a_failed_action_fails_with_upstreams_text(
-    root: Path,
-    legacy: bool,
-    path: str,
-    texts: tuple[str, str],
-    fail: set[str],
-    ca_rc: int,
-    message: str,
-    done: list[str],
-) -> None:
+@pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
+def test_a_failed_action_fails_with_upstreams_text(root: Path, case: Case) -> None:
+    path, texts = case.path, case.texts
     a, b = mc("a", files=[ign_file(path, texts[0])]), mc("b", files=[ign_file(path, texts[1])])
-    update(_host(root, RecordingRunner(), live=False), mc("empty"), a, legacy=legacy, skip_reboot=True)
-    runner = RecordingRunner().expect(["update-ca-trust"], ca_rc, stderr="p11-kit: broken\n")
+    update(_host(root, RecordingRunner(), live=False), mc("empty"), a, legacy=case.legacy, skip_reboot=True)
+    runner = RecordingRunner().expect(["update-ca-trust"], case.ca_rc, stderr="p11-kit: broken\n")
     h = _host(root, runner)
-    failing = Failing(h.systemd, fail)
+    failing = Failing(h.systemd, set(case.fail))
     with pytest.raises(UpdateError) as info:
-        update(dataclasses.replace(h, systemd=failing), a, b, legacy=legacy)
-    assert str(info.value) == ROLLED_BACK + message
-    assert failing.done == done
+        update(dataclasses.replace(h, systemd=failing), a, b, legacy=case.legacy)
+    assert str(info.value) == ROLLED_BACK + case.message
+    assert tuple(failing.done) == case.done
     # rolled back: the old file is in place again
     assert (root / path.lstrip("/")).read_text() == texts[0]
