@@ -31,6 +31,8 @@ CLIENT_ID = "machine-config-operator"
 # Upstream's rebase backoff (10s doubling, capped at 60s, 7 attempts): the waits between attempts.
 REBASE_RETRY_DELAYS: tuple[float, ...] = (10, 20, 40, 60, 60, 60)
 PIVOT_PREFIX = "pivot://"
+# the text of the error Kubernetes' wait.ExponentialBackoff returns when its steps run out
+WAIT_TIMEOUT = "timed out waiting for the condition"
 
 
 class RpmOstreeError(RuntimeError):
@@ -342,9 +344,9 @@ class RpmOstree:
                     delay = self._retry_delays[attempt]
                     log.warning("rebase to %s failed, retrying in %gs: %s", url, delay, e)
                     self._sleep(delay)
-        raise RpmOstreeError(
-            f"failed to update OS to {url} after retries: {last}", last.result if last else None
-        ) from last
+        # upstream wraps the last failure and then its backoff's own give-up error
+        message = f"failed to update OS to {url} after retries: {last}: {WAIT_TIMEOUT}"
+        raise RpmOstreeError(message, last.result if last else None) from last
 
     def run_planned(self, argv: Sequence[str]) -> None:
         """Run an rpm-ostree command line the planner built (a rebase goes through `rebase`)."""

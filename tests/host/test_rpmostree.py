@@ -394,7 +394,8 @@ def test_rebase_gives_up_after_seven_attempts() -> None:
     assert sleeps.calls == [10, 20, 40, 60, 60, 60]
     assert str(info.value) == (
         "failed to update OS to q.io/os@sha256:1 after retries: command failed: rpm-ostree rebase "
-        "--experimental ostree-unverified-registry:q.io/os@sha256:1 (exit 1): error: manifest unknown"
+        "--experimental ostree-unverified-registry:q.io/os@sha256:1 (exit 1): error: manifest unknown: "
+        "timed out waiting for the condition"
     )
     assert isinstance(info.value.__cause__, RpmOstreeError)
 

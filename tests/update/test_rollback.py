@@ -189,7 +189,7 @@ def test_failed_rebase_rolls_everything_back(node_in_a: Node, monkeypatch: pytes
     assert err.splitlines()[-1] == (
         f"mcd: update to rendered-b failed and was rolled back: failed to update OS to {IMAGE_B} after "
         f"retries: command failed: {rebase} (exit 1): "
-        "error: injected failure of 'rebase' (RPMOSTREE_STANDIN_FAIL)"
+        "error: injected failure of 'rebase' (RPMOSTREE_STANDIN_FAIL): timed out waiting for the condition"
     )
     assert node.sleeps == list(RETRY_DELAYS)
     rebase_argv = ["rebase", "--experimental", f"ostree-unverified-registry:{IMAGE_B}"]
