@@ -188,7 +188,7 @@ def _apply(
             # applied, but the reboot it needs failed, was skipped or was cut short: ask again
             return _reboot(host, p, owed.reason, skip_reboot=skip_reboot, notes=("reboot still pending",))
     _check(host, old_ign, new_ign, p, facts)
-    run = StepRunner(host, old_ign, new_ign, drain)
+    run = StepRunner(host, old_ign, new_ign, drain, legacy=p.legacy)
     # The forcefile's removal and the drain lead the plan and change nothing a rollback could
     # undo: they run before the write-ahead record. A process killed while draining then
     # starts the whole sync again (drain included) instead of replaying the update without it,
@@ -228,10 +228,10 @@ def _apply(
         failpoints.hit("transaction committed")
     except Exception as exc:
         try:
-            _roll_back(host, old_ign, run.undo, failed=new.name)
+            _roll_back(host, old_ign, run.undo, failed=new.name, cause=str(exc))
         except UpdateError as rollback_exc:
-            # both matter: why the update failed, and why the node could not be put back
-            raise UpdateError(f"update to {new.name} failed: {exc}; {rollback_exc}") from exc
+            # it holds both: why the update failed, and why the node could not be put back
+            raise UpdateError(f"update to {new.name} failed: {rollback_exc}") from exc
         if isinstance(exc, UpdateError):
             raise
         raise UpdateError(f"update to {new.name} failed and was rolled back: {exc}") from exc
@@ -323,8 +323,29 @@ def _sweep_temp_files(host: Host, old_ign: IgnitionConfig, new_ign: IgnitionConf
             LOG.warning("removed %s, left by an interrupted write", leftover)
 
 
+# upstream's name for each phase in "error rolling back <what>: …" (spec §2.5); mcd undoes SSH
+# keys and password hashes as one phase, named as upstream names the keys
+ROLLBACK_NAMES = {"files and units": "files writes", "ssh keys": "SSH keys updates", "os": "changes to OS"}
+
+
+def go_aggregate(messages: Sequence[str]) -> str:
+    """The text of Kubernetes' errors.NewAggregate: one message as it is, else `[a, b]` (repeats dropped)."""
+    unique = list(dict.fromkeys(messages))
+    return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
+
+
+def rollback_error(what: str, error: str, cause: str) -> str:
+    """A failed undo wrapping the error it was undoing for, as upstream's deferred rollbacks do."""
+    return f"error rolling back {ROLLBACK_NAMES.get(what, what)}: {go_aggregate([error, cause])}"
+
+
 def _roll_back(
-    host: Host, old_ign: IgnitionConfig, undo: list[tuple[str, Callable[[], None]]], *, failed: str
+    host: Host,
+    old_ign: IgnitionConfig,
+    undo: list[tuple[str, Callable[[], None]]],
+    *,
+    failed: str,
+    cause: str,
 ) -> None:
     owed = state.pending_reboot(host.root)
     if owed is not None and owed.config == failed:
@@ -339,15 +360,15 @@ def _roll_back(
             # the record stays in phase "apply": a restart re-runs the update, which converges
             # just the same; the undo below must run whatever happened to this marker
             LOG.warning("%s", exc)
-    errors: list[str] = []
+    message, failures = cause, 0
     for what, fn in reversed(undo):
         try:
             fn()
-        except Exception as exc:  # every undo runs; the failures are reported together
-            errors.append(f"{what}: {exc}")
-    if errors:
+        except Exception as exc:  # every undo runs; each failure wraps the error so far
+            message, failures = rollback_error(what, str(exc), message), failures + 1
+    if failures:
         # the record stays: a restart re-runs the transaction and converges
-        raise UpdateError("error rolling back changes: " + "; ".join(errors))
+        raise UpdateError(message)
     state.finish(host.root)
     host.files.originals.collect_restored(None, old_ign)
 

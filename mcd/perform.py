@@ -22,6 +22,7 @@ from mcd.host import atomicfs, state
 from mcd.host.errors import StepError, os_error_text
 from mcd.host.originals import noorig_path, orig_path
 from mcd.host.root import PathEscapeError
+from mcd.host.runner import CommandError
 from mcd.host.ssh import KEYS_DIR, KEYS_PATH, SSH_DIR
 from mcd.host.systemd import SystemdError
 from mcd.host.wiring import Host
@@ -54,8 +55,18 @@ class Ran:
 class StepRunner:
     """Carries out one plan's steps in order, registering each phase's undo before its first step."""
 
-    def __init__(self, host: Host, old_ign: IgnitionConfig, new_ign: IgnitionConfig, drain: Drainer | None):
+    def __init__(
+        self,
+        host: Host,
+        old_ign: IgnitionConfig,
+        new_ign: IgnitionConfig,
+        drain: Drainer | None,
+        *,
+        legacy: bool = False,
+    ):
         self.host, self.old_ign, self.new_ign, self.drain = host, old_ign, new_ign, drain
+        # the legacy actions word a failed crio restart as a reload (upstream's text)
+        self.legacy = legacy
         self.undo: list[tuple[str, Callable[[], None]]] = []
         self.ran: list[Ran] = []
         self._files = {f.path: f for f in new_ign.files}
@@ -195,13 +206,15 @@ class StepRunner:
             return
         match step:
             case st.ReloadService(unit=unit):
-                host.systemd.reload(unit)
+                _act(lambda: host.systemd.reload(unit), reload_failed(unit))
             case st.RestartService(unit=unit):
-                _restart(host, unit)
+                what = reload_failed(unit) if self.legacy else restart_failed(unit)
+                _act(lambda: _restart(host, unit), what)
             case st.DaemonReload():
-                host.systemd.daemon_reload()
+                _act(host.systemd.daemon_reload, reload_failed("daemon-reload"))
             case st.UpdateCaTrust():
-                host.runner.run(["update-ca-trust"], check=False)
+                # upstream stops the legacy `restart crio` when the trust store cannot be rebuilt
+                update_ca_trust(host)
         self.ran.append(Ran(step))
         failpoints.hit("post-config action done")
 
@@ -298,6 +311,37 @@ def _remove_empty_dirs(host: Host, dirs: Sequence[str]) -> None:
 CA_TRUST_SERVICE = "coreos-update-ca-trust.service"
 
 
+class ActionError(RuntimeError):
+    """A post-config action failed: the update rolls back (upstream's message)."""
+
+
+def reload_failed(unit: str) -> str:
+    """Upstream's prefix for a failed reload (and for the legacy crio restart)."""
+    return f"could not apply update: reloading {unit} configuration failed. Error: "
+
+
+def restart_failed(unit: str) -> str:
+    """Upstream's prefix for a failed restart."""
+    return f"could not apply update: restarting {unit} service failed. Error: "
+
+
+def _act(call: Callable[[], None], prefix: str) -> None:
+    try:
+        call()
+    except ActionError:
+        raise  # already worded (update-ca-trust run in place of its unit)
+    except (SystemdError, CommandError) as e:
+        raise ActionError(f"{prefix}{e}") from e
+
+
+def update_ca_trust(host: Host) -> None:
+    """Run `update-ca-trust`; a failure raises with its stderr, as upstream words it."""
+    result = host.runner.run(["update-ca-trust"], check=False)
+    if result.returncode != 0:
+        # Go's exec error text for a non-zero exit; stderr is quoted raw, as upstream does
+        raise ActionError(f"error running update-ca-trust: {result.stderr}: exit status {result.returncode}")
+
+
 def _restart(host: Host, service: str) -> None:
     try:
         host.systemd.restart(service)
@@ -306,4 +350,4 @@ def _restart(host: Host, service: str) -> None:
             raise
         # the unit may be missing on older images: run what it runs (upstream's fallback)
         LOG.warning("restarting %s failed; running update-ca-trust directly", service)
-        host.runner.run(["update-ca-trust"])
+        update_ca_trust(host)

@@ -350,7 +350,7 @@ def _os_step(old: MachineConfig, new: MachineConfig, d: ConfigDiff, facts: Facts
     Discard any pending deployment; undo a realtime/64k kernel swap the booted deployment
     carries; rebase (unless the node already boots the target image, OCPBUGS-2757); kernel
     arguments; put the realtime/64k kernel in; bring the extension packages to the new set,
-    counted against the booted deployment's requests; then check the staged deployment.
+    counted against the booted deployment's requests; then, if that ran, check the staged deployment.
     """
     new_type = canonical_kernel_type(new.kernel_type)
     if not facts.coreos or not (
@@ -386,6 +386,7 @@ def _os_step(old: MachineConfig, new: MachineConfig, d: ConfigDiff, facts: Facts
             if switch is not None:
                 out.append(st.OsCommand(st.OS_KERNEL_SWITCH, tuple(switch)))
     expected: tuple[str, ...] = ()
+    verify = False
     if (d.extensions or old.os_image_url != new.os_image_url) and (old.extensions or new.extensions):
         try:
             expected = tuple(ostables.extension_packages(list(new.extensions)))
@@ -399,9 +400,11 @@ def _os_step(old: MachineConfig, new: MachineConfig, d: ConfigDiff, facts: Facts
             cmd = rpmostree_args.extensions_command(list(installed), list(new.extensions))
             if cmd:
                 out.append(st.OsCommand(st.OS_EXTENSIONS, tuple(cmd)))
+                # upstream checks the staged deployment only after an extensions run
+                verify = bool(expected)
     if errors:
         return _OsStep(errors=tuple(errors))
-    if expected:
+    if verify:
         out.append(st.VerifyExtensions(expected))
     return _OsStep(tuple(out), expected)
 

@@ -197,7 +197,7 @@ class DaemonReload:
 
 @dataclass(frozen=True)
 class UpdateCaTrust:
-    """Run `update-ca-trust` before crio restarts (legacy `restart crio`; a failure is ignored)."""
+    """Run `update-ca-trust` before crio restarts (legacy `restart crio`; a failure fails the update)."""
 
     kind: ClassVar[str] = "update-ca-trust"
 

@@ -31,6 +31,9 @@ CLIENT_ID = "machine-config-operator"
 # Upstream's rebase backoff (10s doubling, capped at 60s, 7 attempts): the waits between attempts.
 REBASE_RETRY_DELAYS: tuple[float, ...] = (10, 20, 40, 60, 60, 60)
 PIVOT_PREFIX = "pivot://"
+NO_STAGED_DEPLOYMENT = "no staged deployment found after applying extensions"
+# the text of the error Kubernetes' wait.ExponentialBackoff returns when its steps run out
+WAIT_TIMEOUT = "timed out waiting for the condition"
 
 
 class RpmOstreeError(RuntimeError):
@@ -342,9 +345,9 @@ class RpmOstree:
                     delay = self._retry_delays[attempt]
                     log.warning("rebase to %s failed, retrying in %gs: %s", url, delay, e)
                     self._sleep(delay)
-        raise RpmOstreeError(
-            f"failed to update OS to {url} after retries: {last}", last.result if last else None
-        ) from last
+        # upstream wraps the last failure and then its backoff's own give-up error
+        message = f"failed to update OS to {url} after retries: {last}: {WAIT_TIMEOUT}"
+        raise RpmOstreeError(message, last.result if last else None) from last
 
     def run_planned(self, argv: Sequence[str]) -> None:
         """Run an rpm-ostree command line the planner built (a rebase goes through `rebase`)."""
@@ -355,16 +358,17 @@ class RpmOstree:
         return self._run(["rpm-ostree", "kargs"], "failed to read kernel arguments").stdout
 
     def verify_extensions(self, expected: Sequence[str]) -> None:
-        """Check that the next boot requests every `expected` extension package (spec §5.6).
+        """Check that the staged deployment requests every `expected` extension package (spec §5.6).
 
-        The next boot is the staged deployment, or the booted one when nothing is staged (every
-        change was a no-op). RpmOstreeError with upstream's message naming the missing packages.
+        Runs after an extensions command, which always stages a deployment: none staged is an
+        error, as upstream. RpmOstreeError with upstream's message naming what is missing.
         """
         if not expected:
             return
-        status = self.status()
-        deployment = status.staged or status.booted
-        missing = missing_extension_packages(deployment.requested_packages, expected)
+        staged = self.status().staged
+        if staged is None:
+            raise RpmOstreeError(NO_STAGED_DEPLOYMENT)
+        missing = missing_extension_packages(staged.requested_packages, expected)
         if missing:
             raise RpmOstreeError(missing_extensions_error(missing))
 

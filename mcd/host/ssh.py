@@ -46,6 +46,14 @@ def _failing_as(what: str) -> Iterator[None]:
         raise HostError(f"{what}: {exc}") from exc
 
 
+def reset_password_error(user: str, exc: Exception) -> str:
+    """Upstream's text for a failed `usermod -p`: the command's output, then Go's exec error."""
+    if isinstance(exc, CommandError):
+        r = exc.result
+        return f"failed to reset password for {user}: {r.stdout}{r.stderr}:exit status {r.returncode}"
+    return f"failed to reset password for {user}: :{exc}"
+
+
 class SshKeyWriter:
     """Writes SSH keys for core and sets password hashes, under one root."""
 
@@ -139,7 +147,7 @@ class SshKeyWriter:
         try:
             self._usermod(password_hash or NO_PASSWORD, user)
         except (CommandError, OSError) as exc:
-            raise HostError(f"Failed to reset password for {user}: {exc}") from exc
+            raise HostError(reset_password_error(user, exc)) from exc
         log.info("password of %s has been configured", user)
 
     def clear_password(self, user: str) -> None:
@@ -184,7 +192,7 @@ class SshKeyWriter:
             try:
                 self._usermod(wanted, user.name)
             except (CommandError, OSError) as exc:
-                raise HostError(f"Failed to reset password for {user.name}: {exc}") from exc
+                raise HostError(reset_password_error(user.name, exc)) from exc
             log.info("password of %s has been configured", user.name)
             changed = True
         return changed

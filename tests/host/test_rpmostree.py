@@ -323,12 +323,12 @@ def test_verify_extensions_reads_the_staged_deployment() -> None:
     assert runner.commands == [("rpm-ostree", "status", "--json")] * 2
 
 
-def test_verify_extensions_without_a_staged_deployment_reads_the_booted_one() -> None:
+def test_verify_extensions_without_a_staged_deployment_is_upstreams_error() -> None:
     booted = {"booted": True, "requested-packages": ["usbguard"]}
     runner = RecordingRunner().expect(["rpm-ostree", "status", "--json"], stdout=status_json(booted))
-    client(runner).verify_extensions(["usbguard"])
-    with pytest.raises(RpmOstreeError, match=r"missing from the staged deployment: \[sysstat\]$"):
-        client(runner).verify_extensions(["sysstat", "usbguard"])
+    with pytest.raises(RpmOstreeError) as info:
+        client(runner).verify_extensions(["usbguard"])
+    assert str(info.value) == "no staged deployment found after applying extensions"
 
 
 def test_verify_extensions_with_nothing_expected_runs_nothing() -> None:
@@ -394,7 +394,8 @@ def test_rebase_gives_up_after_seven_attempts() -> None:
     assert sleeps.calls == [10, 20, 40, 60, 60, 60]
     assert str(info.value) == (
         "failed to update OS to q.io/os@sha256:1 after retries: command failed: rpm-ostree rebase "
-        "--experimental ostree-unverified-registry:q.io/os@sha256:1 (exit 1): error: manifest unknown"
+        "--experimental ostree-unverified-registry:q.io/os@sha256:1 (exit 1): error: manifest unknown: "
+        "timed out waiting for the condition"
     )
     assert isinstance(info.value.__cause__, RpmOstreeError)
 

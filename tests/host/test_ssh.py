@@ -236,11 +236,19 @@ def test_removed_user_cleared_even_without_core(tmp_path: Path) -> None:
     assert runner.commands == [usermod(base, "-p", "", "other")]
 
 
-def test_failed_usermod_for_a_new_user_is_an_error(tmp_path: Path) -> None:
+@pytest.mark.parametrize("through", ["set_password_hashes", "set_password"])
+def test_failed_usermod_for_a_new_user_is_an_error_in_upstreams_words(tmp_path: Path, through: str) -> None:
     base = make_base(tmp_path)
     runner = RecordingRunner().expect(["usermod"], 1, stderr="usermod: cannot lock /etc/shadow\n")
-    with pytest.raises(HostError, match=r"^Failed to reset password for core: .*cannot lock /etc/shadow"):
-        keys_writer(base, runner).set_password_hashes([], [User("core", password_hash="$6$x")])
+    w = keys_writer(base, runner)
+    with pytest.raises(HostError) as info:
+        if through == "set_password":
+            w.set_password("core", "$6$x")
+        else:
+            w.set_password_hashes([], [User("core", password_hash="$6$x")])
+    # upstream: "failed to reset password for %s: %s:%w" with usermod's combined output
+    expected = "failed to reset password for core: usermod: cannot lock /etc/shadow\n:exit status 1"
+    assert str(info.value) == expected
 
 
 def test_live_root_runs_usermod_without_root_option() -> None:

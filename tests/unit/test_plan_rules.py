@@ -412,3 +412,23 @@ def test_the_change_of_a_layered_image_names_the_layered_image() -> None:
     assert p.changes[0] == PlannedChange(
         "osImageURL", "quay.io/ocl@sha256:2", "modified", (REBOOT,), "osImageURL change requires a reboot"
     )
+
+
+@pytest.mark.parametrize(
+    ("installed", "verified"),
+    [
+        # the booted deployment already requests them: no extensions run, so nothing to check
+        (("usbguard",), False),
+        # an extensions run stages a deployment: upstream checks it (spec §5.6)
+        ((), True),
+    ],
+)
+def test_the_staged_deployment_is_checked_only_after_an_extensions_run(
+    installed: tuple[str, ...], verified: bool
+) -> None:
+    old = mc("old", osImageURL="quay.io/a", extensions=["usbguard"])
+    new = mc("new", osImageURL="quay.io/b", extensions=["usbguard"])
+    p = plan(old, new, Facts(requested_packages=installed))
+    kinds = [type(s).__name__ for s in p.steps]
+    assert ("VerifyExtensions" in kinds) is verified
+    assert ("OsCommand" in kinds and any(getattr(s, "role", "") == "extensions" for s in p.steps)) is verified

@@ -179,11 +179,16 @@ class RecordingRebooter:
         self.recorder.ops.append(("reboot", rationale))
 
 
-def _status(image: str, packages: Sequence[str]) -> str:
+def _status(image: str, packages: Sequence[str], staged: Sequence[str] | None = None) -> str:
     booted: dict[str, Any] = {"id": "fedora-coreos-0", "booted": True, "requested-packages": list(packages)}
     if image:
         booted["container-image-reference"] = f"ostree-unverified-registry:{image}"
-    return json.dumps({"deployments": [booted]})
+    if staged is None:
+        return json.dumps({"deployments": [booted]})
+    # what the OS step staged (read by the extensions check)
+    pending = {**booted, "id": "fedora-coreos-1", "booted": False, "staged": True}
+    pending["requested-packages"] = list(staged)
+    return json.dumps({"deployments": [pending, booted]})
 
 
 def _packages(mc: MachineConfig) -> list[str]:
@@ -215,7 +220,7 @@ def recording_host(
     runner.recorder = recorder
     status = ["rpm-ostree", "status", "--json"]
     runner.expect(status, stdout=_status(booted.os_image_url, _packages(booted)), times=2)
-    runner.expect(status, stdout=_status(booted.os_image_url, _packages(staged)))
+    runner.expect(status, stdout=_status(booted.os_image_url, _packages(booted), _packages(staged)))
     runner.expect(["rpm-ostree"])
     runner.expect(["update-ca-trust"])
     host = Host.for_root(HostRoot(root), runner, coreos=True)
