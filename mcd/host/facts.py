@@ -73,7 +73,7 @@ def probe(
     }
     # units declared as in the applied config: a re-run repairs whatever of them drifted
     kept = () if forcefile else tuple(u for u in new_ign.units if u.name not in changed)
-    matching |= _matching_unit_paths(host, kept)
+    matching |= ondisk.units_as_declared(host.root, kept)
     new_names = {u.name for u in new_ign.units}
     stale_units = [u.name for u in old_ign.units if u.name not in new_names]
     # every path a step may drop: dropped files, the old config's unit paths
@@ -115,19 +115,6 @@ def probe(
         cmdline=cmdline or "",
         el=host.coreos and _os_id(host) in EL_IDS,
     )
-
-
-def _matching_unit_paths(host: Host, units: Sequence[Unit]) -> set[str]:
-    """The unit files, masks and dropins of `units` that are as declared (an empty dropin: absent)."""
-    out: set[str] = set()
-    for u in units:
-        for dr in u.dropins:
-            path = dropin_path(u.name, dr.name)
-            if ondisk.check_dropin(host.root, path, dr.contents) is None:
-                out.add(path)
-        if ondisk.check_unit(host.root, u) is None:
-            out.add(unit_path(u.name))
-    return out
 
 
 def _enablement_matches(host: Host, units: Sequence[Unit]) -> frozenset[str]:

@@ -190,9 +190,29 @@ def check_dropin(root: HostRoot, path: str, contents: str | None) -> str | None:
     return _check_dropin(_Resolver(root), path, contents)
 
 
+def units_as_declared(root: HostRoot, units: Sequence[Unit]) -> set[str]:
+    """The unit files, masks and dropins of `units` that are as declared (an empty dropin: absent).
+
+    One resolver for them all: the dropin directories share /etc/systemd/system, resolved once.
+    """
+    resolver = _Resolver(root)
+    out: set[str] = set()
+    for u in units:
+        for dr in u.dropins:
+            path = dropin_path(u.name, dr.name)
+            if _check_dropin(resolver, path, dr.contents) is None:
+                out.add(path)
+        if _check_unit(resolver, u) is None:
+            out.add(unit_path(u.name))
+    return out
+
+
 def check_unit(root: HostRoot, unit: Unit, is_enabled: IsEnabled | None = None) -> str | None:
     """Drift of one unit's file, mask or enablement (not its dropins), as `iter_errors` checks it."""
-    resolver = _Resolver(root)
+    return _check_unit(_Resolver(root), unit, is_enabled)
+
+
+def _check_unit(resolver: _Resolver, unit: Unit, is_enabled: IsEnabled | None = None) -> str | None:
     path = unit_path(unit.name)
     if unit.mask:
         return _check_mask(resolver, path)
