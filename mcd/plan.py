@@ -374,8 +374,9 @@ def _os_step(old: MachineConfig, new: MachineConfig, d: ConfigDiff, facts: Facts
         cmd = kargs_mod.kargs_command(list(old.kernel_arguments), list(new.kernel_arguments))
         if cmd:
             out.append(st.OsCommand(st.OS_KARGS, tuple(cmd)))
-    if d.ocl_enabled:
-        # a layered image carries its kernel and extensions itself
+    if d.ocl_enabled or facts.el is False:
+        # a layered image carries its kernel and extensions itself; and upstream changes the
+        # kernel type and extensions on RHCOS/SCOS only (Fedora CoreOS: skipped without error)
         return _OsStep(tuple(out))
     if kernel_swap:
         try:
@@ -410,7 +411,7 @@ def _tuning_steps(facts: Facts) -> list[Step]:
     """The legacy tuning file's kernel arguments: upstream applies them on every CoreOS update."""
     if not facts.coreos or facts.tuning_file is None:
         return []
-    argvs = kargs_mod.tuning_commands(facts.tuning_file, facts.cmdline, facts.el)
+    argvs = kargs_mod.tuning_commands(facts.tuning_file, facts.cmdline, facts.el is True)
     return [st.OsCommand(st.OS_TUNING, tuple(argv)) for argv in argvs]
 
 

@@ -10,6 +10,7 @@ from builders import ign_file, load, mc, mc_object, reboot_argv
 from mcd import policy
 from mcd import steps as st
 from mcd.config.machineconfig import MachineConfig, empty_machineconfig
+from mcd.nodefacts import is_el
 from mcd.plan import Facts, Plan, plan, reboot_command
 from mcd.reconcile import FIPS_MESSAGE
 
@@ -757,3 +758,33 @@ def test_the_legacy_tuning_file_adds_kargs_on_every_coreos_update() -> None:
         ("rpm-ostree", "kargs", "--delete=quiet"),
     ]
     assert tuning(Facts(tuning_file=text, coreos=False)) == []
+
+
+@pytest.mark.parametrize(
+    ("os_release", "el"),
+    [
+        ('ID="rhcos"\nVARIANT_ID=coreos\n', True),
+        ("ID=scos\n", True),
+        ("ID=rhel\nVARIANT_ID=coreos\n", True),
+        ("ID=centos\nVARIANT_ID=coreos\n", True),
+        ("ID=rhel\n", False),
+        ("ID=fedora\nVARIANT_ID=coreos\n", False),
+        ("", False),
+    ],
+)
+def test_is_el_follows_upstream_osrelease(os_release: str, el: bool) -> None:
+    assert is_el(os_release) is el
+
+
+@pytest.mark.parametrize(("el", "switched"), [(None, True), (True, True), (False, False)])
+def test_kernel_type_and_extensions_only_on_el(el: bool | None, switched: bool) -> None:
+    p = plan(
+        mc("old"),
+        mc("new", kernelType="realtime", extensions=["usbguard"], kernelArguments=["a=1"]),
+        Facts(el=el),
+    )
+    roles = [s.role for s in p.steps if isinstance(s, st.OsCommand)]
+    # the kernel arguments change everywhere; the kernel and extensions on RHCOS/SCOS only
+    want = [st.OS_CLEANUP, st.OS_KARGS] + ([st.OS_KERNEL_SWITCH, st.OS_EXTENSIONS] if switched else [])
+    assert roles == want
+    assert any(isinstance(s, st.VerifyExtensions) for s in p.steps) is switched

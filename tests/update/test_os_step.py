@@ -267,3 +267,29 @@ def test_extension_package_missing_from_the_staged_deployment_rolls_back(
     after = walk(node.root)
     assert after == before, _diff(after, before)
     assert node.deployments() == deployments
+
+
+# ---------------------------------------------------------------- Fedora CoreOS (not EL)
+
+
+def test_fedora_coreos_skips_the_kernel_type_and_extensions(node: Node) -> None:
+    """Upstream switches kernels and installs extensions on RHCOS/SCOS only; FCOS skips both."""
+    (node.root / "etc/os-release").write_text('NAME="Fedora Linux"\nID=fedora\nVARIANT_ID=coreos\n')
+    node.apply(config("rendered-a"))
+    seen = len(node.calls())
+    rt = config("rendered-rt", "b", kernelType="realtime", extensions=["usbguard"], kernelArguments=["a=1"])
+    node.apply(rt)
+    # the pending deployment is discarded and the kernel arguments still change: nothing else
+    assert changes(node.calls()[seen:]) == [CLEANUP, ["kargs", "--append=a=1"]]
+    staged = node.staged()
+    assert staged is not None and staged.get("requested-packages", []) == []
+    assert (node.root / "etc/os-step.conf").read_text() == "b\n"
+
+
+def test_a_coreos_sandbox_is_rhcos(node: Node) -> None:
+    """`mcd sandbox --coreos` roots say RHCOS, so the kernel type is switched there."""
+    assert 'ID="rhcos"' in (node.root / "usr/lib/os-release").read_text()
+    node.apply(config("rendered-a"))
+    seen = len(node.calls())
+    node.apply(config("rendered-rt", text="b", kernelType="realtime"))
+    assert changes(node.calls()[seen:]) == [CLEANUP, RT_REMOVE]

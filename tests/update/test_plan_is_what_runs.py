@@ -386,6 +386,8 @@ def test_the_tuning_file_is_applied_as_planned(tmp_path: Path) -> None:
         (root / "etc/pivot/kernel-args").write_text("ADD nosmt\nDELETE quiet\n")
         (root / "proc").mkdir(exist_ok=True)
         (root / "proc/cmdline").write_text("root=UUID=1 quiet\n")
+        # Fedora CoreOS: every tuning argument counts (RHCOS allowlists nosmt only)
+        (root / "etc/os-release").write_text("ID=fedora\nVARIANT_ID=coreos\n")
 
     old, new = ndp_configs({"files": ["/etc/a"]})
     steps = check_plan_is_what_runs(tmp_path, old, new, legacy=False, prepare=tuning)
