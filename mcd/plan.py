@@ -399,11 +399,11 @@ def _os_step(old: MachineConfig, new: MachineConfig, d: ConfigDiff, facts: Facts
                 installed = tuple(ostables.extension_packages(known))
             cmd = rpmostree_args.extensions_command(list(installed), list(new.extensions))
             if cmd:
+                # upstream checks the staged deployment right after its `update`, and only then
                 out.append(st.OsCommand(st.OS_EXTENSIONS, tuple(cmd)))
+                out.append(st.VerifyExtensions(tuple(rpmostree_args.staged_check_packages(new.extensions))))
     if errors:
         return _OsStep(errors=tuple(errors))
-    if expected:
-        out.append(st.VerifyExtensions(expected))
     return _OsStep(tuple(out), expected)
 
 

@@ -18,6 +18,7 @@ import yaml
 
 from mcd.host.runner import CommandError, CommandResult, Runner
 from mcd.rpmostree_args import (
+    NO_STAGED_DEPLOYMENT,
     cleanup_pending_command,
     cleanup_rollback_command,
     missing_extension_packages,
@@ -355,16 +356,20 @@ class RpmOstree:
         return self._run(["rpm-ostree", "kargs"], "failed to read kernel arguments").stdout
 
     def verify_extensions(self, expected: Sequence[str]) -> None:
-        """Check that the next boot requests every `expected` extension package (spec §5.6).
+        """Check that the staged deployment requests every `expected` extension package (spec §5.6).
 
-        The next boot is the staged deployment, or the booted one when nothing is staged (every
-        change was a no-op). RpmOstreeError with upstream's message naming the missing packages.
+        Run right after the `rpm-ostree update` installing them, as upstream: no staged
+        deployment then is an error too. RpmOstreeError with upstream's messages.
         """
         if not expected:
             return
-        status = self.status()
-        deployment = status.staged or status.booted
-        missing = missing_extension_packages(deployment.requested_packages, expected)
+        try:
+            status = self.status()
+        except RpmOstreeError as e:
+            raise RpmOstreeError(f"failed to get staged deployment: {e}", e.result) from e
+        if status.staged is None:
+            raise RpmOstreeError(NO_STAGED_DEPLOYMENT)
+        missing = missing_extension_packages(status.staged.requested_packages, expected)
         if missing:
             raise RpmOstreeError(missing_extensions_error(missing))
 

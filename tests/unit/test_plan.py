@@ -258,10 +258,21 @@ def test_extensions_counted_against_the_booted_requests() -> None:
     assert p.extension_packages == ("krb5-workstation", "libkadm5", "sysstat")
 
 
-def test_extensions_already_requested_need_no_command_but_are_still_checked() -> None:
+def test_extensions_already_requested_need_no_command_and_no_check() -> None:
     p = plan(mc("old"), mc("new", extensions=["usbguard"]), Facts(requested_packages=("usbguard",)))
     assert p.commands == (CLEANUP, reboot_argv())
     assert p.extension_packages == ("usbguard",)
+    # upstream checks the staged deployment only after an `rpm-ostree update` ran
+    assert not any(isinstance(s, st.VerifyExtensions) for s in p.steps)
+
+
+def test_the_staged_check_follows_the_update_in_upstream_order() -> None:
+    p = plan(mc("old"), mc("new", extensions=["usbguard", "kerberos"]), Facts(requested_packages=()))
+    kinds = [s.kind for s in p.steps]
+    assert kinds[kinds.index("verify-extensions") - 1] == "rpm-ostree"
+    assert [s for s in p.steps if isinstance(s, st.VerifyExtensions)] == [
+        st.VerifyExtensions(("usbguard", "krb5-workstation", "libkadm5"))
+    ]
 
 
 def test_extension_step_skipped_when_extensions_and_image_are_unchanged() -> None:

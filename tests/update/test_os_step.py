@@ -293,3 +293,13 @@ def test_a_coreos_sandbox_is_rhcos(node: Node) -> None:
     seen = len(node.calls())
     node.apply(config("rendered-rt", text="b", kernelType="realtime"))
     assert changes(node.calls()[seen:]) == [CLEANUP, RT_REMOVE]
+
+
+def test_every_rpm_ostree_call_names_the_client(node: Node) -> None:
+    """Upstream's daemon exports RPMOSTREE_CLIENT_ID=machine-config-operator for all it runs."""
+    node.apply(config("rendered-a"))
+    node.apply(config("rendered-b", "b", osImageURL=IMAGE_A, kernelType="realtime", extensions=["usbguard"]))
+    state: dict[str, Any] = json.loads(node.state.read_text())
+    calls = state["standin"]["calls"]
+    assert {c["argv"][0] for c in calls} >= {"status", "cleanup", "rebase", "override", "update"}
+    assert {c["client-id"] for c in calls} == {"machine-config-operator"}

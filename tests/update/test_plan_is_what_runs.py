@@ -179,11 +179,14 @@ class RecordingRebooter:
         self.recorder.ops.append(("reboot", rationale))
 
 
-def _status(image: str, packages: Sequence[str]) -> str:
+def _status(image: str, packages: Sequence[str], staged: Sequence[str] | None = None) -> str:
     booted: dict[str, Any] = {"id": "fedora-coreos-0", "booted": True, "requested-packages": list(packages)}
     if image:
         booted["container-image-reference"] = f"ostree-unverified-registry:{image}"
-    return json.dumps({"deployments": [booted]})
+    deployments = [booted]
+    if staged is not None:
+        deployments.insert(0, {"id": "fedora-coreos-1", "staged": True, "requested-packages": list(staged)})
+    return json.dumps({"deployments": deployments})
 
 
 def _packages(mc: MachineConfig) -> list[str]:
@@ -208,14 +211,14 @@ def recording_host(
     """A CoreOS host on `root` whose services record each operation.
 
     rpm-ostree says `booted` runs (to the two probes: `mcd plan --root-mount`'s and the update's)
-    and, after that, that the next boot requests the extension packages of `staged`.
+    and, after that, that a staged deployment requests the extension packages of `staged`.
     """
     recorder = systemd.recorder
     runner = CaTrustRecordingRunner()
     runner.recorder = recorder
     status = ["rpm-ostree", "status", "--json"]
     runner.expect(status, stdout=_status(booted.os_image_url, _packages(booted)), times=2)
-    runner.expect(status, stdout=_status(booted.os_image_url, _packages(staged)))
+    runner.expect(status, stdout=_status(booted.os_image_url, _packages(booted), _packages(staged)))
     runner.expect(["rpm-ostree"])
     runner.expect(["update-ca-trust"])
     host = Host.for_root(HostRoot(root), runner, coreos=True)
