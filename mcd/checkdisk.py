@@ -20,6 +20,8 @@ from mcd.oncefrom import read_source
 class DiskCheck:
     config_name: str
     errors: tuple[str, ...]
+    # the on-cluster-layering image the config carries ("" without): upstream's reason names it
+    ocl_image: str = ""
 
     @property
     def clean(self) -> bool:
@@ -27,7 +29,8 @@ class DiskCheck:
 
     def reason(self) -> str:
         """The Degraded reason upstream writes for the first problem."""
-        return f"unexpected on-disk state validating against {self.config_name}: {self.errors[0]}"
+        against = self.ocl_image or self.config_name
+        return f"unexpected on-disk state validating against {against}: {self.errors[0]}"
 
 
 def check_disk(host: Host, config_file: str | None = None) -> DiskCheck:
@@ -46,10 +49,10 @@ def check_disk(host: Host, config_file: str | None = None) -> DiskCheck:
     if host.rpmostree is not None:
         booted = host.rpmostree.booted_image()
         want = mc.ocl_image or mc.os_image_url
-        if want and booted != want:
+        if booted != want:  # an empty osImageURL too: upstream compares the strings
             errors.append(f'expected target osImageURL "{want}", have "{booted}"')
         missing = kargs_mod.missing_kargs_error(host.rpmostree.kargs_output(), list(mc.kernel_arguments))
         if missing:
             errors.append(missing)
     errors += ondisk.check_config(host.root, mc.config, host.systemd.is_enabled)
-    return DiskCheck(mc.name, tuple(errors))
+    return DiskCheck(mc.name, tuple(errors), mc.ocl_image)

@@ -18,6 +18,7 @@ import pytest
 from builders import data_url, mc_object
 from trees import Tree, walk
 
+from mcd.checkdisk import DiskCheck, check_disk
 from mcd.config.findings import InputError
 from mcd.config.ostables import DEFAULT_KERNEL_PACKAGES, REALTIME_KERNEL_PACKAGES
 from mcd.execute import Host, Outcome, UpdateError
@@ -303,3 +304,33 @@ def test_every_rpm_ostree_call_names_the_client(node: Node) -> None:
     calls = state["standin"]["calls"]
     assert {c["argv"][0] for c in calls} >= {"status", "cleanup", "rebase", "override", "update"}
     assert {c["client-id"] for c in calls} == {"machine-config-operator"}
+
+
+# ---------------------------------------------------------------- on-disk check of the OS image
+
+
+def _check(node: Node, obj: dict[str, Any]) -> DiskCheck:
+    path = node.tmp / f"check-{obj['metadata']['name']}.json"
+    path.write_text(json.dumps(obj))
+    return check_disk(Host.for_root(HostRoot(node.root), SubprocessRunner()), str(path))
+
+
+def test_an_empty_os_image_url_is_compared_on_coreos(node: Node) -> None:
+    """Upstream compares the strings: an empty osImageURL never matches a booted image."""
+    node.apply(config("rendered-a"))
+    result = _check(node, config("rendered-a"))
+    assert result.reason() == (
+        "unexpected on-disk state validating against rendered-a: "
+        f'expected target osImageURL "", have "{BOOTED}"'
+    )
+    assert _check(node, config("rendered-a", osImageURL=BOOTED)).clean
+
+
+def test_the_on_disk_reason_names_the_layered_image(node: Node) -> None:
+    node.apply(config("rendered-a"))
+    obj = config("rendered-a", osImageURL=BOOTED)
+    obj["metadata"]["annotations"] = {"machineconfiguration.openshift.io/ocl-osimageurl": IMAGE_A}
+    assert _check(node, obj).reason() == (
+        f"unexpected on-disk state validating against {IMAGE_A}: "
+        f'expected target osImageURL "{IMAGE_A}", have "{BOOTED}"'
+    )
