@@ -168,14 +168,14 @@ def plan(
     steps: list[Step] = []
     notes: list[str] = []
     repairs: list[str] = []
+    if facts.forcefile:
+        steps.append(st.ConsumeForcefile())
+    if drain:
+        steps.append(st.Drain())
+    steps += disk_steps(old_ign, new_ign, d, facts, notes, repaired=repairs)
+    steps += os_step.steps
     if not os_step.errors:
-        # an update the node would refuse runs nothing
-        if facts.forcefile:
-            steps.append(st.ConsumeForcefile())
-        if drain:
-            steps.append(st.Drain())
-        steps += disk_steps(old_ign, new_ign, d, facts, notes, repaired=repairs)
-        steps += os_step.steps
+        # an OS step that fails ends the update there (its last step is the OsFailure)
         steps += _tuning_steps(facts)
         steps += _action_steps(actions, new.name, facts.coreos)
         if facts.owed_reboot is not None and not any(isinstance(s, st.Reboot) for s in steps):
@@ -361,7 +361,6 @@ def _os_step(old: MachineConfig, new: MachineConfig, d: ConfigDiff, facts: Facts
     os_update = d.os_update and not (facts.booted_image is not None and facts.booted_image == target)
     kernel_swap = not d.ocl_enabled and (os_update or d.kernel_type)
     out: list[Step] = [st.OsCommand(st.OS_CLEANUP, tuple(rpmostree_args.cleanup_pending_command()))]
-    errors: list[str] = []
     if kernel_swap:
         revert = rpmostree_args.kernel_swap_revert_command(
             old.kernel_type, facts.requested_base_removals, facts.requested_packages
@@ -382,7 +381,8 @@ def _os_step(old: MachineConfig, new: MachineConfig, d: ConfigDiff, facts: Facts
         try:
             switch = rpmostree_args.kernel_switch_command(new_type, facts.arch)
         except rpmostree_args.KernelTypeError as exc:
-            errors.append(str(exc))
+            # upstream has run the commands so far when it fails here (then rolls back)
+            return _OsStep((*out, st.OsFailure(str(exc))), errors=(str(exc),))
         else:
             if switch is not None:
                 out.append(st.OsCommand(st.OS_KERNEL_SWITCH, tuple(switch)))
@@ -391,7 +391,7 @@ def _os_step(old: MachineConfig, new: MachineConfig, d: ConfigDiff, facts: Facts
         try:
             expected = tuple(ostables.extension_packages(list(new.extensions)))
         except ostables.ExtensionError as exc:
-            errors.append(str(exc))
+            return _OsStep((*out, st.OsFailure(str(exc))), errors=(str(exc),))
         else:
             installed = facts.requested_packages
             if installed is None:
@@ -402,8 +402,6 @@ def _os_step(old: MachineConfig, new: MachineConfig, d: ConfigDiff, facts: Facts
                 # upstream checks the staged deployment right after its `update`, and only then
                 out.append(st.OsCommand(st.OS_EXTENSIONS, tuple(cmd)))
                 out.append(st.VerifyExtensions(tuple(rpmostree_args.staged_check_packages(new.extensions))))
-    if errors:
-        return _OsStep(errors=tuple(errors))
     return _OsStep(tuple(out), expected)
 
 

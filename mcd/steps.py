@@ -173,6 +173,18 @@ class VerifyExtensions:
 
 
 @dataclass(frozen=True)
+class OsFailure:
+    """Where the OS step fails on this node (e.g. 64k-pages off aarch64): the update stops here.
+
+    Upstream runs the rpm-ostree commands before it, then fails and rolls back (`cleanup -p`,
+    the old files); the plan shows the same, and the executor does the same.
+    """
+
+    kind: ClassVar[str] = "os-failure"
+    message: str
+
+
+@dataclass(frozen=True)
 class ReloadService:
     """`systemctl reload` a service (a post-config action)."""
 
@@ -232,6 +244,7 @@ Step = (
     | OsCommand
     | Rebase
     | VerifyExtensions
+    | OsFailure
     | ReloadService
     | RestartService
     | DaemonReload
@@ -311,6 +324,8 @@ def step_text(step: Step) -> str:
             return "drain the node"
         case VerifyExtensions(packages=packages):
             return f"check the staged deployment requests {_names(packages)}"
+        case OsFailure(message=message):
+            return f"fail: {message} (the update is rolled back)"
         case Disable(units=units, reason=reason) if reason != "config":
             return f"{shlex.join(('systemctl', 'disable', *units))}  ({reason})"
         case Reboot(reason=reason, owed=owed):

@@ -289,7 +289,7 @@ def test_unknown_old_extensions_are_ignored_without_booted_requests() -> None:
     assert p.os_errors == ()
 
 
-def test_bad_os_fields_are_os_errors_with_no_commands() -> None:
+def test_a_bad_os_field_ends_the_plan_where_the_update_fails() -> None:
     p = plan(
         mc("old", files=[ign_file("/etc/a", "1")]),
         mc("new", files=[ign_file("/etc/a", "2")], extensions=["bogus"]),
@@ -297,16 +297,25 @@ def test_bad_os_fields_are_os_errors_with_no_commands() -> None:
     assert p.reconcilable
     assert p.os_errors == ("invalid extensions found: [bogus]",)
     assert p.warnings == ("the update would fail on the node: invalid extensions found: [bogus]",)
-    assert p.commands == ()
+    # drained, files written, pending deployment discarded, then it fails: no reboot
+    assert [s.kind for s in p.steps] == ["drain", "write-files", "rpm-ostree", "os-failure"]
+    assert p.steps[-1] == st.OsFailure("invalid extensions found: [bogus]")
+    assert p.commands == (CLEANUP,)
     assert p.to_json()["osErrors"] == ["invalid extensions found: [bogus]"]
 
 
-def test_every_bad_os_field_is_reported() -> None:
-    p = plan(mc("old"), mc("new", kernelType="64k-pages", extensions=["zsh"]), Facts(arch="x86_64"))
-    assert p.os_errors == (
-        "64k-pages is only supported for aarch64 architecture",
-        "invalid extensions found: [zsh]",
+def test_64k_pages_off_aarch64_keeps_the_commands_before_the_kernel_switch() -> None:
+    old = mc("old", osImageURL="quay.io/a", kernelArguments=["x"])
+    new = mc("new", osImageURL="quay.io/b", kernelArguments=["y"], kernelType="64k-pages", extensions=["zsh"])
+    p = plan(old, new, Facts(arch="x86_64"))
+    # upstream stops at the first failure: the extensions are never looked at
+    assert p.os_errors == ("64k-pages is only supported for aarch64 architecture",)
+    assert p.commands == (
+        CLEANUP,
+        ("rpm-ostree", "rebase", "--experimental", "ostree-unverified-registry:quay.io/b"),
+        ("rpm-ostree", "kargs", "--delete-if-present=x", "--append=y"),
     )
+    assert p.steps[-1] == st.OsFailure("64k-pages is only supported for aarch64 architecture")
     p = plan(mc("old"), mc("new", kernelType="64k-pages"), Facts(arch="aarch64"))
     assert p.os_errors == ()
     assert any("kernel-64k-core" in c for c in p.commands)

@@ -237,13 +237,25 @@ def test_unknown_extension_is_refused_and_nothing_is_written(node: Node) -> None
 
 
 @pytest.mark.skipif(os.uname().machine in ("aarch64", "arm64"), reason="64k-pages is valid on aarch64")
-def test_64k_pages_off_aarch64_is_refused(node: Node) -> None:
+def test_64k_pages_off_aarch64_fails_after_the_kernel_arguments_and_rolls_back(node: Node) -> None:
+    """Upstream runs the OS commands up to the kernel switch, fails there and rolls back."""
     node.apply(config("rendered-a"))
-    before, seen = walk(node.root), len(node.calls())
-    with pytest.raises(UpdateError, match=r"64k-pages is only supported for aarch64 architecture"):
-        node.apply(config("rendered-64k", text="b", kernelType="64k-pages"))
-    assert walk(node.root) == before
-    assert changes(node.calls()[seen:]) == []
+    node.reboot()
+    before, deployments, seen = walk(node.root), node.deployments(), len(node.calls())
+    with pytest.raises(UpdateError) as info:
+        node.apply(config("rendered-64k", text="b", kernelType="64k-pages", kernelArguments=["a=1"]))
+    assert str(info.value) == (
+        "update to rendered-64k failed and was rolled back: "
+        "64k-pages is only supported for aarch64 architecture"
+    )
+    assert changes(node.calls()[seen:]) == [
+        CLEANUP,
+        ["kargs", "--append=a=1"],
+        CLEANUP,  # the rollback discards what was staged
+    ]
+    after = walk(node.root)
+    assert after == before, _diff(after, before)
+    assert node.deployments() == deployments
 
 
 def test_extension_package_missing_from_the_staged_deployment_rolls_back(
