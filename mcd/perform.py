@@ -116,13 +116,23 @@ class StepRunner:
             case st.OsFailure(message=message):
                 # the commands before it ran; the executor's rollback discards what they staged
                 raise OsStepError(message)
-            case st.OsCommand() | st.Rebase() | st.VerifyExtensions():
+            case (
+                st.OsCommand()
+                | st.CheckRpmOstree()
+                | st.LinkPullSecret()
+                | st.Rebase()
+                | st.VerifyExtensions()
+            ):
                 rpm = host.rpmostree
                 if rpm is None:
                     skipped = "not an rpm-ostree system"
                 else:
                     self._phase("os", rpm.cleanup_pending)
                     match step:
+                        case st.CheckRpmOstree(feature=feature):
+                            rpm.require_feature(feature)
+                        case st.LinkPullSecret():
+                            rpm.link_pull_secret()
                         case st.Rebase(image=image):
                             rpm.rebase(image)
                         case st.OsCommand(argv=argv):

@@ -368,6 +368,8 @@ def _os_step(old: MachineConfig, new: MachineConfig, d: ConfigDiff, facts: Facts
         if revert is not None:
             out.append(st.OsCommand(st.OS_OVERRIDE_RESET, tuple(revert)))
     if os_update and target:
+        # upstream's updateLayeredOS: rpm-ostree must pull images itself, and gets the pull secret
+        out += [st.CheckRpmOstree(), st.LinkPullSecret()]
         out.append(st.Rebase(target, tuple(rpmostree_args.rebase_command(target))))
     if d.kargs:
         cmd = kargs_mod.kargs_command(list(old.kernel_arguments), list(new.kernel_arguments))

@@ -16,6 +16,8 @@ from typing import Any
 
 import yaml
 
+from mcd.host.pullsecret import link_pull_secret
+from mcd.host.root import HostRoot
 from mcd.host.runner import CommandError, CommandResult, Runner
 from mcd.rpmostree_args import (
     NO_STAGED_DEPLOYMENT,
@@ -296,8 +298,11 @@ class RpmOstree:
         retry_delays: Sequence[float] = REBASE_RETRY_DELAYS,
         sleep: Callable[[float], None] = time.sleep,
         binary: str = "rpm-ostree",
+        root: HostRoot | None = None,
     ) -> None:
         self._runner = runner
+        # the node root the pull secret link is made in (None: a client that rebases nothing)
+        self._root = root
         self._retry_delays = tuple(retry_delays)
         self._sleep = sleep
         self._binary = binary
@@ -321,6 +326,21 @@ class RpmOstree:
     def version(self) -> RpmOstreeVersion:
         """`rpm-ostree --version`."""
         return parse_version(self._run(["rpm-ostree", "--version"]).stdout)
+
+    def require_feature(self, feature: str) -> None:
+        """Fail unless `rpm-ostree --version` lists `feature` (`container`: rebasing onto images)."""
+        version = self.version()
+        if feature not in version.features:
+            raise RpmOstreeError(
+                f"rpm-ostree {version.version} lacks the {feature} feature: "
+                "updating the OS through a container is not supported by mcd"
+            )
+
+    def link_pull_secret(self) -> str:
+        """Link `/run/ostree/auth.json` to the pull secret (`mcd.host.pullsecret`); the target."""
+        if self._root is None:
+            raise ValueError("this rpm-ostree client has no node root to link the pull secret in")
+        return link_pull_secret(self._root)
 
     def rebase(self, url: str, before_attempt: Callable[[], None] | None = None) -> None:
         """Stage `url` pulled from its registry, retrying with backoff: registries do fail transiently.

@@ -35,6 +35,7 @@ BOOTED = "quay.io/fedora/fedora-coreos:stable"  # the stand-in's first booted im
 IMAGE_A = "quay.io/openshift/os@sha256:" + "a" * 64
 STATUS = ["status", "--json"]
 CLEANUP = ["cleanup", "-p"]
+VERSION = ["--version"]
 RT_REMOVE = [
     "override",
     "remove",
@@ -163,6 +164,7 @@ def test_realtime_os_update_resets_before_the_rebase_and_swaps_after_kargs(node:
     assert changes(node.calls()[seen:]) == [
         CLEANUP,
         RT_RESET,
+        VERSION,
         ["rebase", "--experimental", f"ostree-unverified-registry:{IMAGE_A}"],
         ["kargs", "--append=a=1"],
         RT_REMOVE,
@@ -194,8 +196,11 @@ def test_rebase_runs_when_the_booted_image_differs(node: Node) -> None:
     node.apply(config("rendered-a", osImageURL=IMAGE_A))
     assert changes(node.calls()) == [
         CLEANUP,
+        VERSION,  # upstream checks rpm-ostree can rebase onto an image itself
         ["rebase", "--experimental", f"ostree-unverified-registry:{IMAGE_A}"],
     ]
+    # and gives it the pull secret first (the kubelet's: no merged secret on this node)
+    assert os.readlink(node.root / "run/ostree/auth.json") == "/var/lib/kubelet/config.json"
 
 
 # ---------------------------------------------------------------- extensions

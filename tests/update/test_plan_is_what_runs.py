@@ -124,6 +124,14 @@ class RecordingSsh(SshKeyWriter):
 class RecordingRpmOstree(RpmOstree):
     recorder: Recorder
 
+    def require_feature(self, feature: str) -> None:
+        self.recorder.ops.append(("check-rpm-ostree",))
+        super().require_feature(feature)
+
+    def link_pull_secret(self) -> str:
+        self.recorder.ops.append(("link-pull-secret",))
+        return super().link_pull_secret()
+
     def rebase(self, url: str, before_attempt: Callable[[], None] | None = None) -> None:
         self.recorder.ops.append(("rebase", url))
         super().rebase(url, before_attempt)
@@ -219,6 +227,8 @@ def recording_host(
     status = ["rpm-ostree", "status", "--json"]
     runner.expect(status, stdout=_status(booted.os_image_url, _packages(booted)), times=2)
     runner.expect(status, stdout=_status(booted.os_image_url, _packages(booted), _packages(staged)))
+    version = "rpm-ostree:\n Version: '2025.1'\n Features:\n  - container\n"
+    runner.expect(["rpm-ostree", "--version"], stdout=version)
     runner.expect(["rpm-ostree"])
     runner.expect(["update-ca-trust"])
     host = Host.for_root(HostRoot(root), runner, coreos=True)
@@ -226,7 +236,7 @@ def recording_host(
     files.originals = RecordingOriginals(host.root, True, files.matches)
     unit_files = RecordingUnitFiles(files.originals)
     ssh = RecordingSsh(host.root, host.accounts, runner)
-    rpm = RecordingRpmOstree(runner, retry_delays=())
+    rpm = RecordingRpmOstree(runner, retry_delays=(), root=host.root)
     for service in (files, files.originals, unit_files, ssh, rpm):
         service.recorder = recorder
     host = dataclasses.replace(
