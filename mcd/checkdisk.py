@@ -22,6 +22,8 @@ from mcd.oncefrom import read_source
 class DiskCheck:
     config_name: str
     errors: tuple[str, ...]
+    # the on-cluster-layering image the config carries ("" without): upstream's reason names it
+    ocl_image: str = ""
 
     @property
     def clean(self) -> bool:
@@ -29,7 +31,8 @@ class DiskCheck:
 
     def reason(self) -> str:
         """The Degraded reason upstream writes for the first problem."""
-        return f"unexpected on-disk state validating against {self.config_name}: {self.errors[0]}"
+        against = self.ocl_image or self.config_name
+        return f"unexpected on-disk state validating against {against}: {self.errors[0]}"
 
 
 def check_disk(
@@ -60,7 +63,7 @@ def _check_disk(host: Host, config_file: str | None, max_file_size: int) -> Disk
     if host.rpmostree is not None:
         booted = host.rpmostree.booted_image()
         want = mc.ocl_image or mc.os_image_url
-        if want and booted != want:
+        if booted != want:  # an empty osImageURL too: upstream compares the strings
             errors.append(f'expected target osImageURL "{want}", have "{booted}"')
         missing = kargs_mod.missing_kargs_error(host.rpmostree.kargs_output(), list(mc.kernel_arguments))
         if missing:
@@ -68,4 +71,4 @@ def _check_disk(host: Host, config_file: str | None, max_file_size: int) -> Disk
     # a systemd directory leading out of the root: the links systemd reads are not the root's
     errors += unitdirs.escapes(host.root)
     errors += ondisk.check_config(host.root, mc.config, host.systemd.is_enabled)
-    return DiskCheck(mc.name, tuple(errors))
+    return DiskCheck(mc.name, tuple(errors), mc.ocl_image)

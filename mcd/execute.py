@@ -174,8 +174,6 @@ def _apply(
     _sweep_temp_files(host, old_ign, new_ign)
     if not p.reconcilable:
         raise Unreconcilable(p)
-    if p.os_errors:
-        raise UpdateError(f"update to {p.new_name} refused: {'; '.join(p.os_errors)}")
     if p.diff.is_empty and not facts.forcefile and state.pending(host.root) is None:
         drift = ondisk.first_error(host.root, new_ign, host.systemd.is_enabled)
         if drift is None and not p.repairs and state.read_current_config(host.root) == mc_json(new):

@@ -55,11 +55,29 @@ class Facts:
     password_matches: frozenset[str] | None = None
     # the reason of a reboot an earlier update recorded and the node has not done yet
     owed_reboot: str | None = None
-    # the legacy tuning file /etc/pivot/kernel-args (None: absent or unknown), the running
-    # kernel command line, and whether the OS is RHEL-based (only allowlisted arguments count)
+    # the legacy tuning file /etc/pivot/kernel-args (None: absent or unknown) and the running
+    # kernel command line
     tuning_file: str | None = None
     cmdline: str = ""
-    el: bool = False
+    # RHEL CoreOS or CentOS Stream CoreOS (`is_el`): only there does upstream switch the kernel
+    # type, install extensions or allowlist tuning arguments. None: unknown (`mcd plan` without a
+    # node), planned as the OpenShift default, RHCOS
+    el: bool | None = None
+
+
+def is_el(os_release: str) -> bool:
+    """Whether an os-release text names an Enterprise Linux CoreOS, as upstream's osrelease.IsEL.
+
+    `ID` rhcos or scos, or rhel/centos with `VARIANT_ID=coreos` (the layered 4.19+ images);
+    Fedora CoreOS (`ID=fedora`, `VARIANT_ID=coreos`) is not.
+    """
+    fields: dict[str, str] = {}
+    for line in os_release.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            fields[key.strip()] = value.strip().strip("\"'")
+    os_id, variant = fields.get("ID", ""), fields.get("VARIANT_ID", "")
+    return os_id in ("rhcos", "scos") or (os_id in ("rhel", "centos") and variant == "coreos")
 
 
 # a node about which nothing is known (`mcd plan OLD NEW`)

@@ -38,6 +38,10 @@ SSH_PATHS = (KEYS_PATH, KEYS_DIR, SSH_DIR)
 Drainer = Callable[[], None]
 
 
+class OsStepError(RuntimeError):
+    """The OS step failed where the plan said it would (an `OsFailure` step)."""
+
+
 @dataclass(frozen=True)
 class Ran:
     """A step the update carried out, or `skipped` saying why it could not here."""
@@ -135,13 +139,26 @@ class StepRunner:
                     created = _absent(host, SSH_PATHS)
                     self._phase("ssh keys", lambda: _undo_passwd(host, self.new_ign, self.old_ign, created))
                 self._passwd(step)
-            case st.OsCommand() | st.Rebase() | st.VerifyExtensions():
+            case st.OsFailure(message=message):
+                # the commands before it ran; the executor's rollback discards what they staged
+                raise OsStepError(message)
+            case (
+                st.OsCommand()
+                | st.CheckRpmOstree()
+                | st.LinkPullSecret()
+                | st.Rebase()
+                | st.VerifyExtensions()
+            ):
                 rpm = host.rpmostree
                 if rpm is None:
                     skipped = "not an rpm-ostree system"
                 else:
                     self._phase("os", rpm.cleanup_pending)
                     match step:
+                        case st.CheckRpmOstree(feature=feature):
+                            rpm.require_feature(feature)
+                        case st.LinkPullSecret():
+                            rpm.link_pull_secret()
                         case st.Rebase(image=image):
                             rpm.rebase(image)
                         case st.OsCommand(argv=argv):

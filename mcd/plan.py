@@ -168,14 +168,14 @@ def plan(
     steps: list[Step] = []
     notes: list[str] = _os_skipped_note(d, facts)
     repairs: list[str] = []
+    if facts.forcefile:
+        steps.append(st.ConsumeForcefile())
+    if drain:
+        steps.append(st.Drain())
+    steps += disk_steps(old_ign, new_ign, d, facts, notes, repaired=repairs)
+    steps += os_step.steps
     if not os_step.errors:
-        # an update the node would refuse runs nothing
-        if facts.forcefile:
-            steps.append(st.ConsumeForcefile())
-        if drain:
-            steps.append(st.Drain())
-        steps += disk_steps(old_ign, new_ign, d, facts, notes, repaired=repairs)
-        steps += os_step.steps
+        # an OS step that fails ends the update there (its last step is the OsFailure)
         steps += _tuning_steps(facts)
         steps += _action_steps(actions, new.name, facts.coreos)
         if facts.owed_reboot is not None and not any(isinstance(s, st.Reboot) for s in steps):
@@ -361,7 +361,6 @@ def _os_step(old: MachineConfig, new: MachineConfig, d: ConfigDiff, facts: Facts
     os_update = d.os_update and not (facts.booted_image is not None and facts.booted_image == target)
     kernel_swap = not d.ocl_enabled and (os_update or d.kernel_type)
     out: list[Step] = [st.OsCommand(st.OS_CLEANUP, tuple(rpmostree_args.cleanup_pending_command()))]
-    errors: list[str] = []
     if kernel_swap:
         revert = rpmostree_args.kernel_swap_revert_command(
             old.kernel_type, facts.requested_base_removals, facts.requested_packages
@@ -369,29 +368,32 @@ def _os_step(old: MachineConfig, new: MachineConfig, d: ConfigDiff, facts: Facts
         if revert is not None:
             out.append(st.OsCommand(st.OS_OVERRIDE_RESET, tuple(revert)))
     if os_update and target:
+        # upstream's updateLayeredOS: rpm-ostree must pull images itself, and gets the pull secret
+        out += [st.CheckRpmOstree(), st.LinkPullSecret()]
         out.append(st.Rebase(target, tuple(rpmostree_args.rebase_command(target))))
     if d.kargs:
         cmd = kargs_mod.kargs_command(list(old.kernel_arguments), list(new.kernel_arguments))
         if cmd:
             out.append(st.OsCommand(st.OS_KARGS, tuple(cmd)))
-    if d.ocl_enabled:
-        # a layered image carries its kernel and extensions itself
+    if d.ocl_enabled or facts.el is False:
+        # a layered image carries its kernel and extensions itself; and upstream changes the
+        # kernel type and extensions on RHCOS/SCOS only (Fedora CoreOS: skipped without error)
         return _OsStep(tuple(out))
     if kernel_swap:
         try:
             switch = rpmostree_args.kernel_switch_command(new_type, facts.arch)
         except rpmostree_args.KernelTypeError as exc:
-            errors.append(str(exc))
+            # upstream has run the commands so far when it fails here (then rolls back)
+            return _OsStep((*out, st.OsFailure(str(exc))), errors=(str(exc),))
         else:
             if switch is not None:
                 out.append(st.OsCommand(st.OS_KERNEL_SWITCH, tuple(switch)))
     expected: tuple[str, ...] = ()
-    verify = False
     if (d.extensions or old.os_image_url != new.os_image_url) and (old.extensions or new.extensions):
         try:
             expected = tuple(ostables.extension_packages(list(new.extensions)))
         except ostables.ExtensionError as exc:
-            errors.append(str(exc))
+            return _OsStep((*out, st.OsFailure(str(exc))), errors=(str(exc),))
         else:
             installed = facts.requested_packages
             if installed is None:
@@ -399,13 +401,9 @@ def _os_step(old: MachineConfig, new: MachineConfig, d: ConfigDiff, facts: Facts
                 installed = tuple(ostables.extension_packages(known))
             cmd = rpmostree_args.extensions_command(list(installed), list(new.extensions))
             if cmd:
+                # upstream checks the staged deployment right after its `update`, and only then
                 out.append(st.OsCommand(st.OS_EXTENSIONS, tuple(cmd)))
-                # upstream checks the staged deployment only after an extensions run
-                verify = bool(expected)
-    if errors:
-        return _OsStep(errors=tuple(errors))
-    if verify:
-        out.append(st.VerifyExtensions(expected))
+                out.append(st.VerifyExtensions(tuple(rpmostree_args.staged_check_packages(new.extensions))))
     return _OsStep(tuple(out), expected)
 
 
@@ -429,7 +427,7 @@ def _tuning_steps(facts: Facts) -> list[Step]:
     """The legacy tuning file's kernel arguments: upstream applies them on every CoreOS update."""
     if not facts.coreos or facts.tuning_file is None:
         return []
-    argvs = kargs_mod.tuning_commands(facts.tuning_file, facts.cmdline, facts.el)
+    argvs = kargs_mod.tuning_commands(facts.tuning_file, facts.cmdline, facts.el is True)
     return [st.OsCommand(st.OS_TUNING, tuple(argv)) for argv in argvs]
 
 

@@ -103,10 +103,19 @@ def kernel_switch_command(new_type: str, arch: str = "x86_64") -> list[str] | No
     return switch
 
 
+def staged_check_packages(extensions: Sequence[str]) -> list[str]:
+    """The packages the staged deployment must request, in upstream's order: by extension, then
+    as the extension table lists them (the order its error names the missing ones in)."""
+    return [p for e in extensions for p in SUPPORTED_EXTENSIONS[e]]
+
+
 def missing_extension_packages(requested_packages: Sequence[str], expected: Sequence[str]) -> list[str]:
-    """The `expected` extension packages a deployment's `requested-packages` lack, sorted."""
+    """The `expected` extension packages a deployment's `requested-packages` lack, in `expected` order."""
     requested = set(requested_packages)
-    return sorted({p for p in expected if p not in requested})
+    return [p for p in expected if p not in requested]
+
+
+NO_STAGED_DEPLOYMENT = "no staged deployment found after applying extensions"
 
 
 def missing_extensions_error(missing: Sequence[str]) -> str:

@@ -156,6 +156,25 @@ OS_TUNING = "tuning"  # a kernel argument the legacy /etc/pivot/kernel-args file
 
 
 @dataclass(frozen=True)
+class CheckRpmOstree:
+    """`rpm-ostree --version` must list the `container` feature a rebase onto an image needs.
+
+    Upstream then updates through a privileged container instead (spec §5.3); mcd fails the
+    update (docs/upstream-differences.md).
+    """
+
+    kind: ClassVar[str] = "check-rpm-ostree"
+    feature: str = "container"
+
+
+@dataclass(frozen=True)
+class LinkPullSecret:
+    """Link `/run/ostree/auth.json` to the pull secret before a rebase, as upstream (spec §5.2)."""
+
+    kind: ClassVar[str] = "link-pull-secret"
+
+
+@dataclass(frozen=True)
 class Rebase:
     """Stage the new OS image (`rpm-ostree rebase`, retried: registries fail transiently)."""
 
@@ -170,6 +189,18 @@ class VerifyExtensions:
 
     kind: ClassVar[str] = "verify-extensions"
     packages: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class OsFailure:
+    """Where the OS step fails on this node (e.g. 64k-pages off aarch64): the update stops here.
+
+    Upstream runs the rpm-ostree commands before it, then fails and rolls back (`cleanup -p`,
+    the old files); the plan shows the same, and the executor does the same.
+    """
+
+    kind: ClassVar[str] = "os-failure"
+    message: str
 
 
 @dataclass(frozen=True)
@@ -230,8 +261,11 @@ Step = (
     | SetPassword
     | ClearPassword
     | OsCommand
+    | CheckRpmOstree
+    | LinkPullSecret
     | Rebase
     | VerifyExtensions
+    | OsFailure
     | ReloadService
     | RestartService
     | DaemonReload
@@ -311,6 +345,12 @@ def step_text(step: Step) -> str:
             return "drain the node"
         case VerifyExtensions(packages=packages):
             return f"check the staged deployment requests {_names(packages)}"
+        case CheckRpmOstree(feature=feature):
+            return f"rpm-ostree --version  (needs the {feature} feature)"
+        case LinkPullSecret():
+            return "link /run/ostree/auth.json to the pull secret"
+        case OsFailure(message=message):
+            return f"fail: {message} (the update is rolled back)"
         case Disable(units=units, reason=reason) if reason != "config":
             return f"{shlex.join(('systemctl', 'disable', *units))}  ({reason})"
         case Reboot(reason=reason, owed=owed):

@@ -158,7 +158,8 @@ class Syncer:
         mc = self._disk_or_cluster(config)
         error = self.applier.check(mc)
         if error is not None:
-            reason = f"unexpected on-disk state validating against {config}: {error}"
+            # upstream names the on-cluster-layering image the node should run, when there is one
+            reason = f"unexpected on-disk state validating against {mc.ocl_image or config}: {error}"
             self.events.warning(event_reason, reason)
             raise McdError(reason)
         return mc

@@ -181,7 +181,7 @@ class NodeApplier:
             if host.rpmostree is not None:
                 booted = host.rpmostree.booted_image()
                 want = mc.ocl_image or mc.os_image_url
-                if want and booted != want:
+                if booted != want:  # an empty osImageURL too: upstream compares the strings
                     return f'expected target osImageURL "{want}", have "{booted}"'
                 missing = kargs_mod.missing_kargs_error(
                     host.rpmostree.kargs_output(), list(mc.kernel_arguments)

@@ -25,14 +25,13 @@ from mcd.host.ssh import CORE_USER, NO_PASSWORD, SHADOW
 from mcd.host.systemd import enabled_among
 from mcd.host.wiring import Host
 from mcd.kargs import TUNING_FILE
-from mcd.nodefacts import Facts
+from mcd.nodefacts import Facts, is_el
 from mcd.paths import KUBECONFIG, LEAKED_SYMLINKS, dropin_path, unit_path
 from mcd.rpmostree_args import node_arch
 
 CMDLINE = "/proc/cmdline"
-OS_RELEASE = "/etc/os-release"
-# the RHEL-based CoreOS variants: only allowlisted tuning arguments apply there (upstream)
-EL_IDS = frozenset({"rhcos", "scos"})
+# upstream reads /etc/os-release, falling back to /usr/lib/os-release
+OS_RELEASE_PATHS = ("/etc/os-release", "/usr/lib/os-release")
 
 
 class ProbeError(HostError):
@@ -113,7 +112,7 @@ def probe(
         owed_reboot=owed.reason if (owed := state.pending_reboot(host.root)) is not None else None,
         tuning_file=tuning_file,
         cmdline=cmdline or "",
-        el=host.coreos and _os_id(host) in EL_IDS,
+        el=host.coreos and is_el(_os_release(host)),
     )
 
 
@@ -147,12 +146,12 @@ def _text(host: Host, path: str) -> str | None:
     return None if data is None else data.decode("utf-8", errors="replace")
 
 
-def _os_id(host: Host) -> str:
-    """`ID` of the root's os-release (`rhcos`, `scos`, `fedora` …)."""
-    for line in (_text(host, OS_RELEASE) or "").splitlines():
-        key, _, value = line.partition("=")
-        if key.strip() == "ID":
-            return value.strip().strip("\"'")
+def _os_release(host: Host) -> str:
+    """The root's os-release text ("" when it has none: not an EL CoreOS)."""
+    for path in OS_RELEASE_PATHS:
+        text = _text(host, path)
+        if text is not None:
+            return text
     return ""
 
 

@@ -16,8 +16,11 @@ from typing import Any
 
 import yaml
 
+from mcd.host.pullsecret import link_pull_secret
+from mcd.host.root import HostRoot
 from mcd.host.runner import CommandError, CommandResult, Runner
 from mcd.rpmostree_args import (
+    NO_STAGED_DEPLOYMENT,
     cleanup_pending_command,
     cleanup_rollback_command,
     missing_extension_packages,
@@ -31,7 +34,6 @@ CLIENT_ID = "machine-config-operator"
 # Upstream's rebase backoff (10s doubling, capped at 60s, 7 attempts): the waits between attempts.
 REBASE_RETRY_DELAYS: tuple[float, ...] = (10, 20, 40, 60, 60, 60)
 PIVOT_PREFIX = "pivot://"
-NO_STAGED_DEPLOYMENT = "no staged deployment found after applying extensions"
 # the text of the error Kubernetes' wait.ExponentialBackoff returns when its steps run out
 WAIT_TIMEOUT = "timed out waiting for the condition"
 
@@ -298,8 +300,11 @@ class RpmOstree:
         retry_delays: Sequence[float] = REBASE_RETRY_DELAYS,
         sleep: Callable[[float], None] = time.sleep,
         binary: str = "rpm-ostree",
+        root: HostRoot | None = None,
     ) -> None:
         self._runner = runner
+        # the node root the pull secret link is made in (None: a client that rebases nothing)
+        self._root = root
         self._retry_delays = tuple(retry_delays)
         self._sleep = sleep
         self._binary = binary
@@ -323,6 +328,21 @@ class RpmOstree:
     def version(self) -> RpmOstreeVersion:
         """`rpm-ostree --version`."""
         return parse_version(self._run(["rpm-ostree", "--version"]).stdout)
+
+    def require_feature(self, feature: str) -> None:
+        """Fail unless `rpm-ostree --version` lists `feature` (`container`: rebasing onto images)."""
+        version = self.version()
+        if feature not in version.features:
+            raise RpmOstreeError(
+                f"rpm-ostree {version.version} lacks the {feature} feature: "
+                "updating the OS through a container is not supported by mcd"
+            )
+
+    def link_pull_secret(self) -> str:
+        """Link `/run/ostree/auth.json` to the pull secret (`mcd.host.pullsecret`); the target."""
+        if self._root is None:
+            raise ValueError("this rpm-ostree client has no node root to link the pull secret in")
+        return link_pull_secret(self._root)
 
     def rebase(self, url: str, before_attempt: Callable[[], None] | None = None) -> None:
         """Stage `url` pulled from its registry, retrying with backoff: registries do fail transiently.
@@ -360,15 +380,18 @@ class RpmOstree:
     def verify_extensions(self, expected: Sequence[str]) -> None:
         """Check that the staged deployment requests every `expected` extension package (spec §5.6).
 
-        Runs after an extensions command, which always stages a deployment: none staged is an
-        error, as upstream. RpmOstreeError with upstream's message naming what is missing.
+        Run right after the `rpm-ostree update` installing them, as upstream: no staged
+        deployment then is an error too. RpmOstreeError with upstream's messages.
         """
         if not expected:
             return
-        staged = self.status().staged
-        if staged is None:
+        try:
+            status = self.status()
+        except RpmOstreeError as e:
+            raise RpmOstreeError(f"failed to get staged deployment: {e}", e.result) from e
+        if status.staged is None:
             raise RpmOstreeError(NO_STAGED_DEPLOYMENT)
-        missing = missing_extension_packages(staged.requested_packages, expected)
+        missing = missing_extension_packages(status.staged.requested_packages, expected)
         if missing:
             raise RpmOstreeError(missing_extensions_error(missing))
 

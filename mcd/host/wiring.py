@@ -71,7 +71,7 @@ class Host:
             systemd=systemd,
             units=units,
             ssh=SshKeyWriter(root, accounts, runner),
-            rpmostree=RpmOstree(host_runner, binary=rpmostree_binary) if coreos else None,
+            rpmostree=RpmOstree(host_runner, binary=rpmostree_binary, root=root) if coreos else None,
             rebooter=Rebooter(host_runner, coreos=coreos),
             live=live,
         )

@@ -11,6 +11,11 @@ CORE_UID = CORE_GID = 1000
 
 PASSWD = "root:x:0:0:root:/root:/bin/bash\ncore:x:1000:1000:CoreOS Admin:/home/core:/bin/bash\n"
 GROUP = "root:x:0:\nwheel:x:10:core\ncore:x:1000:\n"
+# a --coreos sandbox is an RHCOS node (OpenShift's default), so kernel types and extensions apply;
+# replace it with ID=fedora to try a Fedora CoreOS node, where upstream skips them
+RHCOS_OS_RELEASE = (
+    'NAME="Red Hat Enterprise Linux CoreOS"\nID="rhcos"\nID_LIKE="rhel fedora"\nVARIANT_ID=coreos\n'
+)
 
 # no cluster behind it: only there because an rpm-ostree node always has one
 KUBECONFIG = "apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n"
@@ -24,8 +29,9 @@ def make_sandbox_root(path: str | os.PathLike[str], *, coreos: bool = False) -> 
     """Create (or complete) a sandbox root: /etc/passwd and /etc/group with `core`, /home/core.
 
     With `coreos`, `/run/ostree-booted` marks it as an rpm-ostree system (the OS layer then runs
-    rpm-ostree, which tests point at their stand-in) and it gets a placeholder kubelet kubeconfig
-    (`/etc/kubernetes/kubeconfig`, which every update of such a node needs).
+    rpm-ostree, which tests point at their stand-in), it gets a placeholder kubelet kubeconfig
+    (`/etc/kubernetes/kubeconfig`, which every update of such a node needs), and an RHCOS
+    os-release is written under /usr/lib unless the root has one.
     """
     root = Path(path)
     for parent in (root, *root.parents):
@@ -56,4 +62,8 @@ def make_sandbox_root(path: str | os.PathLike[str], *, coreos: bool = False) -> 
         if not kubeconfig.exists():
             kubeconfig.write_text(KUBECONFIG)
             kubeconfig.chmod(0o600)
+        lib_release = root / "usr" / "lib" / "os-release"
+        if not (root / "etc" / "os-release").exists() and not lib_release.exists():
+            lib_release.parent.mkdir(parents=True, exist_ok=True)
+            lib_release.write_text(RHCOS_OS_RELEASE)
     return root

@@ -323,7 +323,8 @@ def test_verify_extensions_reads_the_staged_deployment() -> None:
     assert runner.commands == [("rpm-ostree", "status", "--json")] * 2
 
 
-def test_verify_extensions_without_a_staged_deployment_is_upstreams_error() -> None:
+def test_verify_extensions_without_a_staged_deployment_fails() -> None:
+    # it runs right after an `rpm-ostree update`: nothing staged means the update staged nothing
     booted = {"booted": True, "requested-packages": ["usbguard"]}
     runner = RecordingRunner().expect(["rpm-ostree", "status", "--json"], stdout=status_json(booted))
     with pytest.raises(RpmOstreeError) as info:
@@ -687,3 +688,21 @@ def test_standin_requires_its_state_path(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.delenv("RPMOSTREE_STANDIN_STATE", raising=False)
     with pytest.raises(CommandError, match="RPMOSTREE_STANDIN_STATE is not set"):
         run_standin("status", "--json")
+
+
+def test_require_feature_fails_without_the_container_feature() -> None:
+    old = "rpm-ostree:\n Version: '2022.2'\n Features:\n  - rust\n"
+    runner = RecordingRunner().expect(["rpm-ostree", "--version"], stdout=old)
+    with pytest.raises(RpmOstreeError) as info:
+        client(runner).require_feature("container")
+    assert str(info.value) == (
+        "rpm-ostree 2022.2 lacks the container feature: "
+        "updating the OS through a container is not supported by mcd"
+    )
+    new = "rpm-ostree:\n Version: '2025.1'\n Features:\n  - rust\n  - container\n"
+    client(RecordingRunner().expect(["rpm-ostree", "--version"], stdout=new)).require_feature("container")
+
+
+def test_link_pull_secret_needs_a_root() -> None:
+    with pytest.raises(ValueError, match="no node root"):
+        client(RecordingRunner()).link_pull_secret()

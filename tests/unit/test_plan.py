@@ -10,6 +10,7 @@ from builders import ign_file, load, mc, mc_object, reboot_argv
 from mcd import policy
 from mcd import steps as st
 from mcd.config.machineconfig import MachineConfig, empty_machineconfig
+from mcd.nodefacts import is_el
 from mcd.plan import Facts, Plan, plan, reboot_command
 from mcd.reconcile import FIPS_MESSAGE
 
@@ -257,10 +258,21 @@ def test_extensions_counted_against_the_booted_requests() -> None:
     assert p.extension_packages == ("krb5-workstation", "libkadm5", "sysstat")
 
 
-def test_extensions_already_requested_need_no_command_but_are_still_checked() -> None:
+def test_extensions_already_requested_need_no_command_and_no_check() -> None:
     p = plan(mc("old"), mc("new", extensions=["usbguard"]), Facts(requested_packages=("usbguard",)))
     assert p.commands == (CLEANUP, reboot_argv())
     assert p.extension_packages == ("usbguard",)
+    # upstream checks the staged deployment only after an `rpm-ostree update` ran
+    assert not any(isinstance(s, st.VerifyExtensions) for s in p.steps)
+
+
+def test_the_staged_check_follows_the_update_in_upstream_order() -> None:
+    p = plan(mc("old"), mc("new", extensions=["usbguard", "kerberos"]), Facts(requested_packages=()))
+    kinds = [s.kind for s in p.steps]
+    assert kinds[kinds.index("verify-extensions") - 1] == "rpm-ostree"
+    assert [s for s in p.steps if isinstance(s, st.VerifyExtensions)] == [
+        st.VerifyExtensions(("usbguard", "krb5-workstation", "libkadm5"))
+    ]
 
 
 def test_extension_step_skipped_when_extensions_and_image_are_unchanged() -> None:
@@ -277,7 +289,7 @@ def test_unknown_old_extensions_are_ignored_without_booted_requests() -> None:
     assert p.os_errors == ()
 
 
-def test_bad_os_fields_are_os_errors_with_no_commands() -> None:
+def test_a_bad_os_field_ends_the_plan_where_the_update_fails() -> None:
     p = plan(
         mc("old", files=[ign_file("/etc/a", "1")]),
         mc("new", files=[ign_file("/etc/a", "2")], extensions=["bogus"]),
@@ -285,16 +297,25 @@ def test_bad_os_fields_are_os_errors_with_no_commands() -> None:
     assert p.reconcilable
     assert p.os_errors == ("invalid extensions found: [bogus]",)
     assert p.warnings == ("the update would fail on the node: invalid extensions found: [bogus]",)
-    assert p.commands == ()
+    # drained, files written, pending deployment discarded, then it fails: no reboot
+    assert [s.kind for s in p.steps] == ["drain", "write-files", "rpm-ostree", "os-failure"]
+    assert p.steps[-1] == st.OsFailure("invalid extensions found: [bogus]")
+    assert p.commands == (CLEANUP,)
     assert p.to_json()["osErrors"] == ["invalid extensions found: [bogus]"]
 
 
-def test_every_bad_os_field_is_reported() -> None:
-    p = plan(mc("old"), mc("new", kernelType="64k-pages", extensions=["zsh"]), Facts(arch="x86_64"))
-    assert p.os_errors == (
-        "64k-pages is only supported for aarch64 architecture",
-        "invalid extensions found: [zsh]",
+def test_64k_pages_off_aarch64_keeps_the_commands_before_the_kernel_switch() -> None:
+    old = mc("old", osImageURL="quay.io/a", kernelArguments=["x"])
+    new = mc("new", osImageURL="quay.io/b", kernelArguments=["y"], kernelType="64k-pages", extensions=["zsh"])
+    p = plan(old, new, Facts(arch="x86_64"))
+    # upstream stops at the first failure: the extensions are never looked at
+    assert p.os_errors == ("64k-pages is only supported for aarch64 architecture",)
+    assert p.commands == (
+        CLEANUP,
+        ("rpm-ostree", "rebase", "--experimental", "ostree-unverified-registry:quay.io/b"),
+        ("rpm-ostree", "kargs", "--delete-if-present=x", "--append=y"),
     )
+    assert p.steps[-1] == st.OsFailure("64k-pages is only supported for aarch64 architecture")
     p = plan(mc("old"), mc("new", kernelType="64k-pages"), Facts(arch="aarch64"))
     assert p.os_errors == ()
     assert any("kernel-64k-core" in c for c in p.commands)
@@ -757,3 +778,33 @@ def test_the_legacy_tuning_file_adds_kargs_on_every_coreos_update() -> None:
         ("rpm-ostree", "kargs", "--delete=quiet"),
     ]
     assert tuning(Facts(tuning_file=text, coreos=False)) == []
+
+
+@pytest.mark.parametrize(
+    ("os_release", "el"),
+    [
+        ('ID="rhcos"\nVARIANT_ID=coreos\n', True),
+        ("ID=scos\n", True),
+        ("ID=rhel\nVARIANT_ID=coreos\n", True),
+        ("ID=centos\nVARIANT_ID=coreos\n", True),
+        ("ID=rhel\n", False),
+        ("ID=fedora\nVARIANT_ID=coreos\n", False),
+        ("", False),
+    ],
+)
+def test_is_el_follows_upstream_osrelease(os_release: str, el: bool) -> None:
+    assert is_el(os_release) is el
+
+
+@pytest.mark.parametrize(("el", "switched"), [(None, True), (True, True), (False, False)])
+def test_kernel_type_and_extensions_only_on_el(el: bool | None, switched: bool) -> None:
+    p = plan(
+        mc("old"),
+        mc("new", kernelType="realtime", extensions=["usbguard"], kernelArguments=["a=1"]),
+        Facts(el=el),
+    )
+    roles = [s.role for s in p.steps if isinstance(s, st.OsCommand)]
+    # the kernel arguments change everywhere; the kernel and extensions on RHCOS/SCOS only
+    want = [st.OS_CLEANUP, st.OS_KARGS] + ([st.OS_KERNEL_SWITCH, st.OS_EXTENSIONS] if switched else [])
+    assert roles == want
+    assert any(isinstance(s, st.VerifyExtensions) for s in p.steps) is switched

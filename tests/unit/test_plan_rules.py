@@ -326,6 +326,8 @@ def test_each_os_run_is_a_step_with_its_role() -> None:
     assert roles == [
         ("OsCommand", "cleanup"),
         ("OsCommand", "override-reset"),
+        ("CheckRpmOstree", None),
+        ("LinkPullSecret", None),
         ("Rebase", None),
         ("OsCommand", "kargs"),
         ("OsCommand", "kernel-switch"),
@@ -333,7 +335,7 @@ def test_each_os_run_is_a_step_with_its_role() -> None:
         ("VerifyExtensions", None),
         ("Reboot", None),
     ]
-    rebase, verify, reboot = p.steps[3], p.steps[-2], p.steps[-1]
+    rebase, verify, reboot = p.steps[5], p.steps[-2], p.steps[-1]
     assert rebase == st.Rebase(
         "quay.io/b", ("rpm-ostree", "rebase", "--experimental", "ostree-unverified-registry:quay.io/b")
     )

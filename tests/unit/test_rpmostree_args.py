@@ -22,6 +22,7 @@ from mcd.rpmostree_args import (
     missing_extensions_error,
     node_arch,
     rebase_command,
+    staged_check_packages,
 )
 
 RT_SWITCH = [
@@ -159,10 +160,17 @@ def test_revert_without_a_booted_deployment_is_what_the_old_type_implies() -> No
 
 def test_missing_extension_packages() -> None:
     assert missing_extension_packages(["usbguard", "htop"], ["usbguard"]) == []
+    # upstream names them in the order it expects them, each time it expects one
     assert missing_extension_packages(["usbguard"], ["sysstat", "libkadm5", "usbguard", "sysstat"]) == [
+        "sysstat",
         "libkadm5",
         "sysstat",
     ]
+
+
+def test_staged_check_packages_follow_the_extensions_then_the_table() -> None:
+    assert staged_check_packages(["usbguard", "kerberos"]) == ["usbguard", "krb5-workstation", "libkadm5"]
+    assert staged_check_packages(["kernel-devel", "sysstat"]) == ["kernel-devel", "kernel-headers", "sysstat"]
     assert missing_extensions_error(["libkadm5", "sysstat"]) == (
         "the following extension packages are missing from the staged deployment: [libkadm5 sysstat]"
     )

@@ -573,12 +573,17 @@ def test_firstboot_stages_the_image_and_kargs(
         == "ostree-unverified-registry:quay.io/fedora/fedora-coreos:stable"
     )
 
-    # the encapsulated config became .bak; the only other change is the daemon's record
+    # the encapsulated config became .bak; the only other changes are the daemon's record and
+    # rpm-ostree's pull secret link, made before the rebase
     tree = walk(root)
     bak = ENCAPSULATED + ".bak"
     assert tree[bak] == base[ENCAPSULATED]
     own, state = split_state(tree)
-    assert own == {p: e for p, e in base.items() if p != ENCAPSULATED} | {bak: base[ENCAPSULATED]}
+    link = {
+        "/run/ostree": ("dir", 0o755, 0, 0),
+        "/run/ostree/auth.json": ("link", "/var/lib/kubelet/config.json"),
+    }
+    assert own == {p: e for p, e in base.items() if p != ENCAPSULATED} | {bak: base[ENCAPSULATED]} | link
     assert with_config_parsed(state) == {
         STATE_DIR: d(),
         f"{STATE_DIR}/currentconfig": ("json", encapsulated()),

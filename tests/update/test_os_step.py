@@ -18,6 +18,7 @@ import pytest
 from builders import data_url, mc_object
 from trees import Tree, walk
 
+from mcd.checkdisk import DiskCheck, check_disk
 from mcd.config.findings import InputError
 from mcd.config.ostables import DEFAULT_KERNEL_PACKAGES, REALTIME_KERNEL_PACKAGES
 from mcd.execute import Host, Outcome, UpdateError
@@ -34,6 +35,7 @@ BOOTED = "quay.io/fedora/fedora-coreos:stable"  # the stand-in's first booted im
 IMAGE_A = "quay.io/openshift/os@sha256:" + "a" * 64
 STATUS = ["status", "--json"]
 CLEANUP = ["cleanup", "-p"]
+VERSION = ["--version"]
 RT_REMOVE = [
     "override",
     "remove",
@@ -162,6 +164,7 @@ def test_realtime_os_update_resets_before_the_rebase_and_swaps_after_kargs(node:
     assert changes(node.calls()[seen:]) == [
         CLEANUP,
         RT_RESET,
+        VERSION,
         ["rebase", "--experimental", f"ostree-unverified-registry:{IMAGE_A}"],
         ["kargs", "--append=a=1"],
         RT_REMOVE,
@@ -193,8 +196,11 @@ def test_rebase_runs_when_the_booted_image_differs(node: Node) -> None:
     node.apply(config("rendered-a", osImageURL=IMAGE_A))
     assert changes(node.calls()) == [
         CLEANUP,
+        VERSION,  # upstream checks rpm-ostree can rebase onto an image itself
         ["rebase", "--experimental", f"ostree-unverified-registry:{IMAGE_A}"],
     ]
+    # and gives it the pull secret first (the kubelet's: no merged secret on this node)
+    assert os.readlink(node.root / "run/ostree/auth.json") == "/var/lib/kubelet/config.json"
 
 
 # ---------------------------------------------------------------- extensions
@@ -236,13 +242,25 @@ def test_unknown_extension_is_refused_and_nothing_is_written(node: Node) -> None
 
 
 @pytest.mark.skipif(os.uname().machine in ("aarch64", "arm64"), reason="64k-pages is valid on aarch64")
-def test_64k_pages_off_aarch64_is_refused(node: Node) -> None:
+def test_64k_pages_off_aarch64_fails_after_the_kernel_arguments_and_rolls_back(node: Node) -> None:
+    """Upstream runs the OS commands up to the kernel switch, fails there and rolls back."""
     node.apply(config("rendered-a"))
-    before, seen = walk(node.root), len(node.calls())
-    with pytest.raises(UpdateError, match=r"64k-pages is only supported for aarch64 architecture"):
-        node.apply(config("rendered-64k", text="b", kernelType="64k-pages"))
-    assert walk(node.root) == before
-    assert changes(node.calls()[seen:]) == []
+    node.reboot()
+    before, deployments, seen = walk(node.root), node.deployments(), len(node.calls())
+    with pytest.raises(UpdateError) as info:
+        node.apply(config("rendered-64k", text="b", kernelType="64k-pages", kernelArguments=["a=1"]))
+    assert str(info.value) == (
+        "update to rendered-64k failed and was rolled back: "
+        "64k-pages is only supported for aarch64 architecture"
+    )
+    assert changes(node.calls()[seen:]) == [
+        CLEANUP,
+        ["kargs", "--append=a=1"],
+        CLEANUP,  # the rollback discards what was staged
+    ]
+    after = walk(node.root)
+    assert after == before, _diff(after, before)
+    assert node.deployments() == deployments
 
 
 def test_extension_package_missing_from_the_staged_deployment_rolls_back(
@@ -267,3 +285,69 @@ def test_extension_package_missing_from_the_staged_deployment_rolls_back(
     after = walk(node.root)
     assert after == before, _diff(after, before)
     assert node.deployments() == deployments
+
+
+# ---------------------------------------------------------------- Fedora CoreOS (not EL)
+
+
+def test_fedora_coreos_skips_the_kernel_type_and_extensions(node: Node) -> None:
+    """Upstream switches kernels and installs extensions on RHCOS/SCOS only; FCOS skips both."""
+    (node.root / "etc/os-release").write_text('NAME="Fedora Linux"\nID=fedora\nVARIANT_ID=coreos\n')
+    node.apply(config("rendered-a"))
+    seen = len(node.calls())
+    rt = config("rendered-rt", "b", kernelType="realtime", extensions=["usbguard"], kernelArguments=["a=1"])
+    node.apply(rt)
+    # the pending deployment is discarded and the kernel arguments still change: nothing else
+    assert changes(node.calls()[seen:]) == [CLEANUP, ["kargs", "--append=a=1"]]
+    staged = node.staged()
+    assert staged is not None and staged.get("requested-packages", []) == []
+    assert (node.root / "etc/os-step.conf").read_text() == "b\n"
+
+
+def test_a_coreos_sandbox_is_rhcos(node: Node) -> None:
+    """`mcd sandbox --coreos` roots say RHCOS, so the kernel type is switched there."""
+    assert 'ID="rhcos"' in (node.root / "usr/lib/os-release").read_text()
+    node.apply(config("rendered-a"))
+    seen = len(node.calls())
+    node.apply(config("rendered-rt", text="b", kernelType="realtime"))
+    assert changes(node.calls()[seen:]) == [CLEANUP, RT_REMOVE]
+
+
+def test_every_rpm_ostree_call_names_the_client(node: Node) -> None:
+    """Upstream's daemon exports RPMOSTREE_CLIENT_ID=machine-config-operator for all it runs."""
+    node.apply(config("rendered-a"))
+    node.apply(config("rendered-b", "b", osImageURL=IMAGE_A, kernelType="realtime", extensions=["usbguard"]))
+    state: dict[str, Any] = json.loads(node.state.read_text())
+    calls = state["standin"]["calls"]
+    assert {c["argv"][0] for c in calls} >= {"status", "cleanup", "rebase", "override", "update"}
+    assert {c["client-id"] for c in calls} == {"machine-config-operator"}
+
+
+# ---------------------------------------------------------------- on-disk check of the OS image
+
+
+def _check(node: Node, obj: dict[str, Any]) -> DiskCheck:
+    path = node.tmp / f"check-{obj['metadata']['name']}.json"
+    path.write_text(json.dumps(obj))
+    return check_disk(Host.for_root(HostRoot(node.root), SubprocessRunner()), str(path))
+
+
+def test_an_empty_os_image_url_is_compared_on_coreos(node: Node) -> None:
+    """Upstream compares the strings: an empty osImageURL never matches a booted image."""
+    node.apply(config("rendered-a"))
+    result = _check(node, config("rendered-a"))
+    assert result.reason() == (
+        "unexpected on-disk state validating against rendered-a: "
+        f'expected target osImageURL "", have "{BOOTED}"'
+    )
+    assert _check(node, config("rendered-a", osImageURL=BOOTED)).clean
+
+
+def test_the_on_disk_reason_names_the_layered_image(node: Node) -> None:
+    node.apply(config("rendered-a"))
+    obj = config("rendered-a", osImageURL=BOOTED)
+    obj["metadata"]["annotations"] = {"machineconfiguration.openshift.io/ocl-osimageurl": IMAGE_A}
+    assert _check(node, obj).reason() == (
+        f"unexpected on-disk state validating against {IMAGE_A}: "
+        f'expected target osImageURL "{IMAGE_A}", have "{BOOTED}"'
+    )

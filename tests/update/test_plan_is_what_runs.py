@@ -124,6 +124,14 @@ class RecordingSsh(SshKeyWriter):
 class RecordingRpmOstree(RpmOstree):
     recorder: Recorder
 
+    def require_feature(self, feature: str) -> None:
+        self.recorder.ops.append(("check-rpm-ostree",))
+        super().require_feature(feature)
+
+    def link_pull_secret(self) -> str:
+        self.recorder.ops.append(("link-pull-secret",))
+        return super().link_pull_secret()
+
     def rebase(self, url: str, before_attempt: Callable[[], None] | None = None) -> None:
         self.recorder.ops.append(("rebase", url))
         super().rebase(url, before_attempt)
@@ -213,7 +221,7 @@ def recording_host(
     """A CoreOS host on `root` whose services record each operation.
 
     rpm-ostree says `booted` runs (to the two probes: `mcd plan --root-mount`'s and the update's)
-    and, after that, that the next boot requests the extension packages of `staged`.
+    and, after that, that a staged deployment requests the extension packages of `staged`.
     """
     recorder = systemd.recorder
     runner = CaTrustRecordingRunner()
@@ -221,6 +229,8 @@ def recording_host(
     status = ["rpm-ostree", "status", "--json"]
     runner.expect(status, stdout=_status(booted.os_image_url, _packages(booted)), times=2)
     runner.expect(status, stdout=_status(booted.os_image_url, _packages(booted), _packages(staged)))
+    version = "rpm-ostree:\n Version: '2025.1'\n Features:\n  - container\n"
+    runner.expect(["rpm-ostree", "--version"], stdout=version)
     runner.expect(["rpm-ostree"])
     runner.expect(["update-ca-trust"])
     host = Host.for_root(HostRoot(root), runner, coreos=True)
@@ -228,7 +238,7 @@ def recording_host(
     files.originals = RecordingOriginals(host.root, True, files.matches)
     unit_files = RecordingUnitFiles(files.originals)
     ssh = RecordingSsh(host.root, host.accounts, runner)
-    rpm = RecordingRpmOstree(runner, retry_delays=())
+    rpm = RecordingRpmOstree(runner, retry_delays=(), root=host.root)
     for service in (files, files.originals, unit_files, ssh, rpm):
         service.recorder = recorder
     host = dataclasses.replace(
@@ -292,11 +302,12 @@ def check_plan_is_what_runs(
         assert recorder.ops == []
         return []
     except UpdateError:
-        # refused before any change (an OS field this node cannot apply): the plan has no steps
+        # an OS field this node cannot apply: the plan runs up to its failure step, then rolls back
         assert planned.os_errors
-        assert planned.steps == ()
-        assert recorder.ops == []
-        return []
+        assert isinstance(planned.steps[-1], st.OsFailure)
+        ran = [op_of(s) for s in planned.steps[:-1] if not isinstance(s, st.ConsumeForcefile)]
+        assert recorder.ops[: len(ran)] == ran
+        return list(planned.steps)
     assert outcome.plan.steps == planned.steps
     assert [r.step for r in outcome.ran] == list(planned.steps)
     # the forcefile's removal is checked on disk by its test; every other step is an operation
@@ -391,6 +402,8 @@ def test_the_tuning_file_is_applied_as_planned(tmp_path: Path) -> None:
         (root / "etc/pivot/kernel-args").write_text("ADD nosmt\nDELETE quiet\n")
         (root / "proc").mkdir(exist_ok=True)
         (root / "proc/cmdline").write_text("root=UUID=1 quiet\n")
+        # Fedora CoreOS: every tuning argument counts (RHCOS allowlists nosmt only)
+        (root / "etc/os-release").write_text("ID=fedora\nVARIANT_ID=coreos\n")
 
     old, new = ndp_configs({"files": ["/etc/a"]})
     steps = check_plan_is_what_runs(tmp_path, old, new, legacy=False, prepare=tuning)

@@ -197,6 +197,7 @@ def test_failed_rebase_rolls_everything_back(node_in_a: Node, monkeypatch: pytes
     assert node.calls()[calls:] == [
         ["status", "--json"],
         ["cleanup", "-p"],
+        ["--version"],
         *[rebase_argv] * 3,
         ["cleanup", "-p"],
     ]
