@@ -78,8 +78,10 @@ def probe(
     # every path a step may drop: dropped files, the old config's unit paths
     dropped = [c.name for c in d.file_changes if c.change == REMOVED]
     if d.units:
+        # only a removed or changed unit can drop a path; the unchanged ones keep all of theirs
         for u in old_ign.units:
-            dropped += [unit_path(u.name), *(dropin_path(u.name, dr.name) for dr in u.dropins)]
+            if u.name in changed or u.name not in new_names:
+                dropped += [unit_path(u.name), *(dropin_path(u.name, dr.name) for dr in u.dropins)]
     rewriting = [u for u in written if not u.mask and u.contents and host.units.install_may_change(u)]
     enabled = enabled_among(host.systemd, [u.name for u in rewriting]) if rewriting else frozenset()
     contentless = [u.name for u in written if u.enabled is not None and not u.contents]
