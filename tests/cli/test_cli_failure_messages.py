@@ -15,25 +15,14 @@ from pathlib import Path
 
 import pytest
 from builders import data_url
+from clirun import Run
 from trees import Tree, walk
 
 from mcd import failpoints
-from mcd.cli import main
 from mcd.sim.sandbox import make_sandbox_root
 
-Run = Callable[..., tuple[int, str, str]]
 STANDIN = Path(__file__).resolve().parents[1] / "standins" / "rpm-ostree"
 STATE = "/etc/machine-config-daemon"
-
-
-@pytest.fixture
-def run(capsys: pytest.CaptureFixture[str]) -> Run:
-    def go(*argv: str) -> tuple[int, str, str]:
-        code = main(list(argv))
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return go
 
 
 @pytest.fixture

@@ -4,25 +4,13 @@ from __future__ import annotations
 
 import errno
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from clirun import Run
 
 from mcd.cli import _describe_error, main
 from mcd.config.findings import Finding
-
-Run = Callable[..., tuple[int, str, str]]
-
-
-@pytest.fixture
-def run(capsys: pytest.CaptureFixture[str]) -> Run:
-    def go(*argv: str) -> tuple[int, str, str]:
-        code = main(list(argv))
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return go
 
 
 def test_a_finding_about_the_whole_document_has_no_path_marker() -> None:

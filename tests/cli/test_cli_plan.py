@@ -4,29 +4,18 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from builders import ign_file, mc_object
+from clirun import Run
 
 from mcd.cli import main
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-Run = Callable[..., tuple[int, str, str]]
 FIPS_MESSAGE = "detected change to FIPS flag; refusing to modify FIPS on a running cluster"
-
-
-@pytest.fixture
-def run(capsys: pytest.CaptureFixture[str]) -> Run:
-    def go(*argv: str) -> tuple[int, str, str]:
-        code = main(list(argv))
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return go
 
 
 @pytest.fixture

@@ -16,23 +16,11 @@ from typing import Any
 
 import pytest
 import yaml
+from clirun import Run
 
 from mcd.cli import main
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-Run = Callable[..., tuple[int, str, str]]
-
-
-@pytest.fixture
-def run(capsys: pytest.CaptureFixture[str]) -> Run:
-    """Run `mcd ARGS...` in-process; returns (exit code, stdout, stderr)."""
-
-    def go(*argv: str) -> tuple[int, str, str]:
-        code = main(list(argv))
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return go
 
 
 @pytest.fixture
