@@ -310,14 +310,15 @@ def owned_fill(data: Data, mode: int, uid: int, gid: int) -> Callable[[int], Non
 
 def atomic_write(
     path: Path,
-    data: bytes,
+    data: Data,
     mode: int = 0o644,
     *,
     uid: int = -1,
     gid: int = -1,
     dir_mode: int = 0o755,
 ) -> bool:
-    """Atomically make `path` a regular file with `data`, exactly `mode`, owned by uid:gid.
+    """Atomically make `path` a regular file with `data` (bytes, or a `Stream` written piece by
+    piece), exactly `mode`, owned by uid:gid.
 
     Returns False, writing nothing, when the file already is exactly that (no inotify event, no
     mtime change); True after a write. uid/gid -1 leave ownership to the process. Missing parent

@@ -18,6 +18,7 @@ from typing import Any
 
 from mcd import policy
 from mcd.host import atomicfs
+from mcd.host.streamdata import contents
 from mcd.paths import UNIT_DIR
 from mcd.policy import ActionKind, PostConfigAction
 from mcd.watch.drift import Managed
@@ -101,7 +102,9 @@ class Healer:
         root = host.root
         if m.file is not None:
             uid, gid = host.files.owner_of(m.file)
-            atomicfs.atomic_write(root.join(m.path), m.file.data, m.file.effective_mode, uid=uid, gid=gid)
+            # a large file is written as it is decoded, never held whole (as the update writes it)
+            data, mode = contents(m.file), m.file.effective_mode
+            atomicfs.atomic_write(root.join(m.path), data, mode, uid=uid, gid=gid)
         elif m.unit is not None:
             if m.unit.mask:
                 atomicfs.atomic_symlink(root.join(m.path), "/dev/null")

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import base64
+import gzip
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
 from builders import ign_file, mc_object
 from drifttools import laid_down
 
+from mcd.config.ignition import KEEP_DATA_UP_TO, File
 from mcd.host.accounts import Accounts
 from mcd.host.files import FileWriter
 from mcd.host.root import HostRoot
@@ -93,3 +97,33 @@ def test_no_more_than_max_per_window_heals(tmp_path: Path) -> None:
     _, host, managed = _setup(tmp_path)
     healer = Healer(lambda: host, max_per_window=0)
     assert not healer.heal(managed[POLICY_JSON], "x")
+
+
+def test_a_large_file_is_healed_as_it_is_decoded_never_held_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    size = KEEP_DATA_UP_TO + (1 << 20)  # above what the parser keeps: decoded on demand
+    blob = base64.b64encode(gzip.compress(bytes(size))).decode()
+    big = {
+        "path": POLICY_JSON,
+        "mode": 420,
+        "contents": {"source": f"data:;base64,{blob}", "compression": "gzip"},
+    }
+    root, mc = laid_down(tmp_path, mc_object("rendered-big", files=[big]))
+    assert mc.config is not None
+    hr = HostRoot(root)
+    host = FakeHost(hr, FileWriter(hr, Accounts.load(hr)), FakeSystemd())
+    whole = File.data
+
+    def refuse_whole(self: File) -> bytes:
+        assert self.kept, f"{self.path} decoded whole"
+        return whole.fget(self)  # type: ignore[attr-defined,no-any-return]
+
+    monkeypatch.setattr(File, "data", property(refuse_whole))
+    on_disk = root / POLICY_JSON.lstrip("/")
+    on_disk.write_text("changed")
+    assert Healer(lambda: host).heal(dict(managed_paths(mc.config))[POLICY_JSON], "content mismatch")
+    assert on_disk.stat().st_size == size
+    with on_disk.open("rb") as f:
+        assert f.read(1 << 16) == bytes(1 << 16)
+    assert host.systemd.calls == [("reload", "crio.service")]
