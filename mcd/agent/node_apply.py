@@ -22,7 +22,7 @@ from mcd.config.ignition import IgnitionConfig
 from mcd.config.machineconfig import MachineConfig, machineconfig_from_object
 from mcd.errors import HostCommandError, McdError
 from mcd.execute import Host, Unreconcilable, UpdateError, facts_for, load_mc, recover, request_reboot, update
-from mcd.host import atomicfs, ondisk, state
+from mcd.host import atomicfs, ondisk, state, unitdirs
 from mcd.host.reboot import RebootError
 from mcd.host.root import HostRoot
 from mcd.host.rootlock import DEFAULT_TIMEOUT as DEFAULT_LOCK_TIMEOUT
@@ -192,6 +192,11 @@ class NodeApplier:
             raise HostCommandError(str(exc)) from None
         if mc.config is None:
             return None
+        # a systemd directory leading out of the root: the links systemd reads are not the root's
+        # (check-disk and every update refuse it too)
+        escapes = unitdirs.escapes(self.root) if mc.config.units else []
+        if escapes:
+            return escapes[0]
         is_enabled = host.systemd.is_enabled
         if isinstance(host.systemd, OfflineSystemctl):
             is_enabled = partial(_settled_enablement, self.root, mc.config, host.systemd.is_enabled)

@@ -38,6 +38,23 @@ def test_recorded_config_is_parsed_once_per_version(tmp_path: Path) -> None:
     assert changed is not None and changed.name == "rendered-worker-z"
 
 
+@pytest.mark.allow_commands
+def test_check_reports_a_wants_directory_leading_out_of_the_root(tmp_path: Path) -> None:
+    unit = "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"
+    obj = mc_object("rendered-worker-a", units=[{"name": "hello.service", "enabled": True, "contents": unit}])
+    root = make_root(tmp_path / "node", obj, SubprocessRunner())
+    applier = NodeApplier(HostRoot(root), RecordingRunner())
+    mc = applier.disk_config()
+    assert mc is not None and applier.check(mc) is None
+    wants = root / "etc/systemd/system/multi-user.target.wants"
+    outside = tmp_path / "outside"
+    wants.rename(outside)
+    wants.symlink_to(outside)
+    problem = applier.check(mc)
+    assert problem is not None
+    assert problem.startswith("refusing /etc/systemd/system/multi-user.target.wants")
+
+
 def test_check_reports_the_first_difference_with_upstreams_text(tmp_path: Path) -> None:
     root = make_root(tmp_path, config_a())
     applier = NodeApplier(HostRoot(root), RecordingRunner())
