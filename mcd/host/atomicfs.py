@@ -24,6 +24,9 @@ from pathlib import Path
 from mcd import failpoints
 from mcd.host.streamdata import Data, Stream, data_size, holds_stream, pieces
 
+# a host path as the readers take it: hot loops pass plain strings (HostRoot.join_str)
+AnyPath = str | os.PathLike[str]
+
 _CHUNK = 1 << 20
 
 
@@ -51,7 +54,7 @@ def pool() -> ThreadPoolExecutor:
     return _Pool.executor
 
 
-def lstat_or_none(path: Path) -> os.stat_result | None:
+def lstat_or_none(path: AnyPath) -> os.stat_result | None:
     """lstat `path`, or None when it does not exist."""
     try:
         return os.lstat(path)
@@ -115,7 +118,7 @@ def _sync_dirs(directories: list[Path]) -> None:
     list(pool().map(_sync_dir_if_present, directories))
 
 
-def read_bytes_nofollow(path: Path) -> bytes | None:
+def read_bytes_nofollow(path: AnyPath) -> bytes | None:
     """Return the bytes of regular file `path`, None when absent; refuse symlinks and other types.
 
     O_NONBLOCK keeps the open from hanging on a FIFO; the type check then refuses it.
@@ -139,7 +142,7 @@ def read_bytes_nofollow(path: Path) -> bytes | None:
         os.close(fd)
 
 
-def holds_bytes(path: Path, st: os.stat_result, data: Data) -> bool:
+def holds_bytes(path: AnyPath, st: os.stat_result, data: Data) -> bool:
     """Whether regular file `path`, whose lstat is `st`, holds exactly `data` (one read when it does).
 
     Refuses (False) anything that is no longer that regular file by the time it is opened.

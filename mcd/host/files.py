@@ -175,8 +175,8 @@ class FileWriter:
     def _on_disk(self, f: File, uid: int, gid: int) -> bool:
         """Whether `f` is exactly on disk already (type, mode, owner, bytes)."""
         try:
-            host = self._join(f.path)
-        except HostError:
+            host = self.root.join_str(f.path)
+        except PathEscapeError:
             return False  # let the full path report it
         st = atomicfs.lstat_or_none(host)
         if st is None or not stat.S_ISREG(st.st_mode) or st.st_size != f.size:

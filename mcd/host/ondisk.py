@@ -18,7 +18,7 @@ from pathlib import Path
 from mcd.config.ignition import File, IgnitionConfig, Unit
 from mcd.host.atomicfs import holds_bytes, read_bytes_nofollow
 from mcd.host.originals import UNIT_FILE_MODE
-from mcd.host.root import HostRoot, PathEscapeError
+from mcd.host.root import DirCache, HostRoot, PathEscapeError
 from mcd.host.streamdata import Data, Stream, contents, data_size
 from mcd.paths import dropin_path, unit_path
 
@@ -98,19 +98,14 @@ def _reason(exc: OSError | PathEscapeError) -> str:
 
 
 class _Resolver:
-    """Maps config paths to host paths, resolving each parent directory once per check run."""
+    """Maps config paths to host paths, resolving each directory once per check run."""
 
     def __init__(self, root: HostRoot) -> None:
         self.root = root
-        self._parents: dict[str, Path] = {}
+        self._dirs: DirCache = {}
 
-    def host(self, path: str) -> Path:
-        parent, _, name = path.rpartition("/")
-        resolved = self._parents.get(parent)
-        if resolved is None:
-            resolved = self.root.join(parent or "/", follow_final=True)
-            self._parents[parent] = resolved
-        return resolved / name if name else resolved
+    def host(self, path: str) -> str:
+        return self.root.join_str(path, self._dirs)
 
 
 def _check_contents_and_mode(resolver: _Resolver, path: str, expected: Data, mode: int) -> str | None:

@@ -21,6 +21,10 @@ from pathlib import Path, PurePosixPath
 MAX_SYMLINKS = 40
 
 
+# config directory -> its host path, every link in it followed (see HostRoot.caching_dirs)
+DirCache = dict[str, Path]
+
+
 class PathEscapeError(ValueError):
     """A config path was refused: not absolute, had `..`, looped, or resolved outside the root."""
 
@@ -36,7 +40,7 @@ class HostRoot:
         # Resolved once, so symlinks in the prefix itself (e.g. /tmp on some systems) are not
         # mistaken for links inside the root.
         self.prefix = Path(prefix).resolve()
-        self._dir_cache: dict[str, Path] | None = None
+        self._dir_cache: DirCache | None = None
 
     @contextlib.contextmanager
     def caching_dirs(self) -> Iterator[None]:
@@ -91,22 +95,45 @@ class HostRoot:
         Components that do not exist are joined literally. Raises PathEscapeError when `path` is
         not absolute, contains `..`, loops, or would resolve above the root.
         """
-        cache = self._dir_cache
-        if cache is not None and not follow_final:
-            parent, _, name = path.rpartition("/")
-            if parent and name not in ("", ".", "..") and "\0" not in name:
-                host_parent = cache.get(parent)
-                if host_parent is None:
-                    # the parent with every link followed, then the final component literally:
-                    # the same result as the walk below
-                    try:
-                        host_parent = self._cached_dir(parent, cache)
-                    except PathEscapeError:
-                        return self._join(path, follow_final=False)  # refused: name the full path
+        if not follow_final:
+            host_parent, name = self._cached_parent(path)
+            if host_parent is not None:
                 return host_parent / name
         return self._join(path, follow_final=follow_final)
 
-    def _cached_dir(self, directory: str, cache: dict[str, Path]) -> Path:
+    def join_str(self, path: str, dirs: DirCache | None = None) -> str:
+        """`join(path)` as a string: for loops over thousands of paths, where building a Path
+        object per path costs more than the system calls made with it.
+
+        `dirs`: a directory cache of the caller's own (a drift check resolving each directory
+        once), used when no `caching_dirs` block is active.
+        """
+        host_parent, name = self._cached_parent(path, dirs)
+        if host_parent is not None:
+            return f"{host_parent}/{name}"
+        return str(self._join(path, follow_final=False))
+
+    def _cached_parent(self, path: str, dirs: DirCache | None = None) -> tuple[Path | None, str]:
+        """The resolved parent of `path` and its final name, from the directory cache; None
+        outside `caching_dirs`, for a final component the walk treats specially, and for a
+        refused parent (the full walk then names the whole path)."""
+        cache = self._dir_cache if self._dir_cache is not None else dirs
+        if cache is None:
+            return None, ""
+        parent, _, name = path.rpartition("/")
+        if not parent or name in ("", ".", "..") or "\0" in name:
+            return None, ""
+        host_parent = cache.get(parent)
+        if host_parent is None:
+            # the parent with every link followed, then the final component literally: the
+            # same result as the walk
+            try:
+                host_parent = self._cached_dir(parent, cache)
+            except PathEscapeError:
+                return None, ""
+        return host_parent, name
+
+    def _cached_dir(self, directory: str, cache: DirCache) -> Path:
         """`_join(directory, follow_final=True)`, remembered in `cache`, from the resolved parent
         (itself from the cache): a directory whose parent is known costs one lstat instead of a
         walk from the root (an update's unit dropin directories: hundreds of misses, each with
