@@ -71,6 +71,26 @@ class ConfigDiff:
         return tuple(c.name for c in self.file_changes)
 
 
+_IgnitionChanges = tuple[tuple[Change, ...], tuple[Change, ...], tuple[Change, ...]]
+# The last comparison, by identity of the (immutable) configs: an update diffs the same pair
+# twice (the host probe, then the planner), and comparing thousands of files is the cost.
+# One slot, replaced whole (one assignment: safe for concurrent callers).
+_last: list[tuple[IgnitionConfig, IgnitionConfig, _IgnitionChanges]] = []
+
+
+def _ignition_changes(old_ign: IgnitionConfig, new_ign: IgnitionConfig) -> _IgnitionChanges:
+    for old_seen, new_seen, changes in _last[-1:]:
+        if old_seen is old_ign and new_seen is new_ign:
+            return changes
+    changes = (
+        _file_changes(old_ign, new_ign),
+        _unit_changes(old_ign, new_ign),
+        _passwd_changes(old_ign, new_ign),
+    )
+    _last[:] = [(old_ign, new_ign, changes)]
+    return changes
+
+
 def diff(old: MachineConfig, new: MachineConfig, forcefile: bool = False) -> ConfigDiff:
     """Compare two configs whose Ignition parsed (an unparsable side counts as empty)."""
     old_ign = old.config or old.ignition.partial or EMPTY_IGNITION
@@ -83,9 +103,7 @@ def diff(old: MachineConfig, new: MachineConfig, forcefile: bool = False) -> Con
     )
     extensions = bool(old.extensions or new.extensions) and old.extensions != new.extensions
     kernel_type = canonical_kernel_type(old.kernel_type) != canonical_kernel_type(new.kernel_type)
-    file_changes = _file_changes(old_ign, new_ign)
-    unit_changes = _unit_changes(old_ign, new_ign)
-    passwd_changes = _passwd_changes(old_ign, new_ign)
+    file_changes, unit_changes, passwd_changes = _ignition_changes(old_ign, new_ign)
     spec_changes: list[Change] = []
     if os_update or forcefile:
         detail = ("forcefile present: OS re-applied",) if forcefile and not os_update else ()

@@ -31,7 +31,7 @@ from mcd.host.root import PathEscapeError
 from mcd.host.wiring import OSTREE_BOOTED, Host
 from mcd.nodefacts import Facts
 from mcd.paths import KUBECONFIG, KUBELET_CA, UNIT_DIR, dropin_path, unit_path
-from mcd.perform import Drainer, Ran, StepRunner, unchanged_paths
+from mcd.perform import Drainer, Ran, StepRunner
 from mcd.plan import Plan, plan
 
 __all__ = ["Host", "Outcome", "Ran", "Unreconcilable", "UpdateError", "recover", "request_reboot", "update"]
@@ -278,7 +278,8 @@ def _check(host: Host, old_ign: IgnitionConfig, new_ign: IgnitionConfig, p: Plan
             new_ign.files,
             units,
             skip=(KUBELET_CA,) if facts.skip_certificate_write else (),
-            unchanged=unchanged_paths(old_ign, new_ign) - repairs,
+            # declared as in the applied config: every new path the diff does not name
+            unchanged={f.path for f in new_ign.files}.difference(p.diff.changed_paths, repairs),
         )
         # pruning touches the old config's units that go away
         host.files.check((), [u for u in old_ign.units if u.name in changed_units])

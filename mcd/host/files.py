@@ -9,6 +9,7 @@ originals are durable before the first file is replaced.
 from __future__ import annotations
 
 import logging
+import posixpath
 import stat
 from collections.abc import Collection, Sequence
 from functools import partial
@@ -61,18 +62,23 @@ class FileWriter:
 
     def _check_target(self, path: str, batch: Collection[str]) -> None:
         """Refuse a path where a directory sits, or under a non-directory, before anything is written."""
-        host = self._join(path)
+        try:
+            host = self.root.join_str(path)  # a string: checked for thousands of paths
+        except PathEscapeError as exc:
+            raise HostError(f'cannot use path "{path}": {exc}') from exc
         st = atomicfs.lstat_or_none(host)
         if st is not None and stat.S_ISDIR(st.st_mode):
             raise HostError(f'cannot write file "{path}": it is a directory')
-        for parent in host.parents:
-            if parent == self.root.prefix:
-                break
+        prefix = str(self.root.prefix)
+        parent = posixpath.dirname(host)
+        # the nearest existing ancestor decides (joined paths lie under the prefix)
+        while parent not in (prefix, "/"):
             pst = atomicfs.lstat_or_none(parent)
             if pst is None:
+                parent = posixpath.dirname(parent)
                 continue
             if not stat.S_ISDIR(pst.st_mode):
-                where = self.root.relative(parent)
+                where = self.root.relative(Path(parent))
                 raise HostError(f'cannot write file "{path}": {where} is not a directory')
             break
         ancestor = path.rpartition("/")[0]

@@ -13,7 +13,6 @@ import logging
 import os
 import stat
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from pathlib import Path
 
 from mcd.config.ignition import File, IgnitionConfig, Unit
 from mcd.host.atomicfs import holds_bytes, read_bytes_nofollow

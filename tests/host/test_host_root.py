@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcd.host.root import MAX_SYMLINKS, HostRoot, PathEscapeError
+from mcd.host.root import MAX_SYMLINKS, DirCache, HostRoot, PathEscapeError
 
 
 @pytest.fixture
@@ -287,9 +287,21 @@ def test_caching_dirs_gives_the_same_answers(tmp_path: Path) -> None:
         except PathEscapeError as exc:
             return type(exc)
 
+    def as_str(p: str, dirs: DirCache | None = None) -> object:
+        try:
+            return root.join_str(p, dirs)
+        except PathEscapeError as exc:
+            return type(exc)
+
     plain = {(p, f): outcome(p, f) for p, f in itertools.product(paths, (False, True))}
+    # join_str: the same answer as a string, with no cache, its own cache or caching_dirs'
+    strings = {p: str(r) if isinstance(r, Path) else r for (p, f), r in plain.items() if not f}
+    own: DirCache = {}
+    assert {p: as_str(p) for p in paths} == strings
+    assert {p: as_str(p, own) for p in paths * 2} == strings
     with root.caching_dirs():
         cached = {(p, f): outcome(p, f) for p, f in itertools.product(paths * 2, (False, True))}
+        assert {p: as_str(p) for p in paths} == strings
     assert cached == plain
 
 
@@ -325,6 +337,16 @@ def test_caching_dirs_gives_the_same_answers_whatever_the_links(
             except PathEscapeError as exc:
                 return str(exc)
 
+        def as_str(query: str, dirs: DirCache) -> object:
+            try:
+                return root.join_str(query, dirs)
+            except PathEscapeError as exc:
+                return str(exc)
+
         plain = [outcome(q, f) for q, f in queries]
+        pairs = zip(plain, queries, strict=True)
+        unfollowed = [str(r) if isinstance(r, Path) else r for r, (_, f) in pairs if not f]
+        own: DirCache = {}
+        assert [as_str(q, own) for q, f in queries if not f] == unfollowed
         with root.caching_dirs():
             assert [outcome(q, f) for q, f in queries] == plain

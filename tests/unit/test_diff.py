@@ -298,3 +298,16 @@ def test_removed_kernel_arguments_are_named() -> None:
     assert diff(mc("a", kernelArguments=["nosmt"]), mc("b")).spec_changes == (
         Change("kernelArguments", "nosmt", REMOVED),
     )
+
+
+def test_a_repeated_diff_answers_for_the_configs_given_not_the_last_pair() -> None:
+    """An update diffs the same pair twice and the comparison is remembered: by identity of
+    both configs, so another pair (even one sharing a side) is compared afresh."""
+    old = mc("a", files=[ign_file("/etc/a", "x")])
+    first = mc("b", files=[ign_file("/etc/a", "y")])
+    second = mc("c", files=[ign_file("/etc/a", "x"), ign_file("/etc/b", "z")])
+    assert diff(old, first).file_changes == diff(old, first).file_changes
+    assert [(c.name, c.change) for c in diff(old, first).file_changes] == [("/etc/a", MODIFIED)]
+    assert [(c.name, c.change) for c in diff(old, second).file_changes] == [("/etc/b", ADDED)]
+    assert [(c.name, c.change) for c in diff(second, old).file_changes] == [("/etc/b", REMOVED)]
+    assert diff(old, mc("d", files=[ign_file("/etc/a", "x")])).is_empty
