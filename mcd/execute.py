@@ -186,7 +186,7 @@ def _apply(
             # applied, but the reboot it needs failed, was skipped or was cut short: ask again
             return _reboot(host, p, owed.reason, skip_reboot=skip_reboot, notes=("reboot still pending",))
     _check(host, old_ign, new_ign, p, facts)
-    run = StepRunner(host, old_ign, new_ign, drain, legacy=p.legacy)
+    run = StepRunner(host, old_ign, new_ign, drain, legacy=p.legacy, steps=p.steps)
     # The forcefile's removal and the drain lead the plan and change nothing a rollback could
     # undo: they run before the write-ahead record. A process killed while draining then
     # starts the whole sync again (drain included) instead of replaying the update without it,

@@ -67,8 +67,11 @@ class StepRunner:
         drain: Drainer | None,
         *,
         legacy: bool = False,
+        steps: Sequence[Step] = (),
     ):
         self.host, self.old_ign, self.new_ign, self.drain = host, old_ign, new_ign, drain
+        # the plan the steps come from: where it writes is where it may create directories
+        self.steps = steps
         # the legacy actions word a failed crio restart as a reload (upstream's text)
         self.legacy = legacy
         self.undo: list[tuple[str, Callable[[], None]]] = []
@@ -129,7 +132,7 @@ class StepRunner:
                 # files, units and stale data are undone together by applying the old config back;
                 # the directories the update creates go too (found before its first write)
                 if not self._registered("files and units"):
-                    dirs = _absent(host, _parent_dirs(self.new_ign))
+                    dirs = _absent(host, _parent_dirs(_written_paths(self.steps)))
                     self._phase(
                         "files and units", lambda: _undo_files_units(host, self.new_ign, self.old_ign, dirs)
                     )
@@ -289,15 +292,25 @@ def _undo_passwd(
     host.ssh.set_password_hashes(new_ign.users, old_ign.users)
 
 
-def _parent_dirs(ign: IgnitionConfig) -> set[str]:
-    """Every directory above the config's paths and above their backups and stamps."""
-    paths = [f.path for f in ign.files]
-    for u in ign.units:
-        paths += [unit_path(u.name), *(dropin_path(u.name, d.name) for d in u.dropins)]
+def _written_paths(steps: Sequence[Step]) -> list[str]:
+    """The paths the steps write (files, unit files, dropins, masks)."""
+    paths: list[str] = []
+    for step in steps:
+        match step:
+            case st.WriteFiles(paths=written) | st.WriteUnitFiles(paths=written):
+                paths += written
+            case st.Mask(unit=unit):
+                paths.append(unit_path(unit))
+    return paths
+
+
+def _parent_dirs(paths: Iterable[str]) -> set[str]:
+    """Every directory above `paths` and above their backups and stamps."""
     dirs: set[str] = set()
-    for path in paths:
-        for p in (path, orig_path(path), noorig_path(path)):
-            d = posixpath.dirname(p)
+    # paths of one directory have their backups and stamps in one directory each: one will do
+    for path in {posixpath.dirname(p): p for p in paths}.values():
+        for kept in (path, orig_path(path), noorig_path(path)):
+            d = posixpath.dirname(kept)
             while d not in dirs and d != "/":
                 dirs.add(d)
                 d = posixpath.dirname(d)
@@ -309,7 +322,7 @@ def _absent(host: Host, paths: Iterable[str]) -> list[str]:
     out: list[str] = []
     for p in paths:
         try:
-            if atomicfs.lstat_or_none(host.root.join(p)) is None:
+            if atomicfs.lstat_or_none(host.root.join_str(p)) is None:
                 out.append(p)
         except PathEscapeError:  # nothing can be created there either
             continue
