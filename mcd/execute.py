@@ -198,7 +198,10 @@ def _apply(
     old_json, new_json = mc_json(old), mc_json(new)
     try:
         state.begin(
-            host.root, state.Transaction(old_json, new_json, "apply", "legacy" if p.legacy else "policy")
+            host.root,
+            state.Transaction(
+                old_json, new_json, "apply", "legacy" if p.legacy else "policy", new_text=new.source_text
+            ),
         )
     except HostError as exc:
         # no record, no change: a half-written record must not make the next run replay this update

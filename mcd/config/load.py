@@ -6,6 +6,7 @@ Accepted shapes: a MachineConfig object, a `List`/`MachineConfigList` (or an Ope
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import posixpath
@@ -73,6 +74,7 @@ def parse_documents(data: bytes, source: str) -> list[tuple[JsonPath, object]]:
 
 
 MAX_DEPTH = 100
+UTF8_BOM = b"\xef\xbb\xbf"
 _JSON = json.JSONDecoder(parse_constant=_reject_constant)
 _BLANK = re.compile(r"[ \t\r\n]*")  # JSON's white space
 
@@ -211,14 +213,19 @@ def load_machineconfigs(
     data: bytes, source: str, *, options: ParseOptions = DEFAULT_PARSE
 ) -> list[MachineConfig]:
     """Every MachineConfig in a document; raises InputError when there is none or one is malformed."""
-    configs = [
-        machineconfig_at(path, obj, source, options=options)
-        for root, doc in parse_documents(data, source)
-        for path, obj in _items(doc, root, source)
-    ]
+    return _load(data, source, options)[0]
+
+
+def _load(data: bytes, source: str, options: ParseOptions) -> tuple[list[MachineConfig], bool]:
+    """The configs of a document, and whether the document is one JSON object that is them."""
+    docs = parse_documents(data, source)
+    items = [item for root, doc in docs for item in _items(doc, root, source)]
+    configs = [machineconfig_at(path, obj, source, options=options) for path, obj in items]
     if not configs:
         raise InputError(source, [Finding((), "no MachineConfig found")])
-    return configs
+    # parse_documents reads a document that starts with "{" as JSON
+    whole_json = len(items) == 1 and items[0][0] == () and data.removeprefix(UTF8_BOM).lstrip()[:1] == b"{"
+    return configs, whole_json
 
 
 def machineconfig_at(
@@ -240,10 +247,14 @@ def machineconfig_at(
 
 def load_machineconfig(data: bytes, source: str, *, options: ParseOptions = DEFAULT_PARSE) -> MachineConfig:
     """Exactly one MachineConfig (rendered configs are single objects)."""
-    configs = load_machineconfigs(data, source, options=options)
+    configs, whole_json = _load(data, source, options)
     if len(configs) != 1:
         raise InputError(source, [Finding((), f"expected one MachineConfig, found {len(configs)}")])
-    return configs[0]
+    mc = configs[0]
+    if whole_json and mc.raw.get("kind") == "MachineConfig":
+        # (a bare Ignition config is recorded wrapped in a MachineConfig: no text of it is kept)
+        return dataclasses.replace(mc, raw_text=(mc.raw, data.removeprefix(UTF8_BOM)))
+    return mc
 
 
 def load_objects(data: bytes, source: str) -> list[tuple[JsonPath, Mapping[str, Any]]]:

@@ -45,12 +45,23 @@ class MachineConfig:
     # where the Ignition config sits in the source document, to locate findings
     ignition_path: JsonPath = ("spec", "config")
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    # `raw` and the JSON text it was decoded from, when that text is a whole source document:
+    # the update record is then that text, not `raw` encoded again (megabytes for a rendered
+    # config). Kept beside `raw` so a config given another `raw` is not written with this text.
+    raw_text: tuple[Mapping[str, Any], bytes] | None = field(default=None, compare=False, repr=False)
     # findings about spec fields other than the Ignition config (warnings), located already
     spec_findings: tuple[Finding, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def config(self) -> IgnitionConfig | None:
         return self.ignition.config
+
+    @property
+    def source_text(self) -> bytes | None:
+        """The JSON text of `raw` as read (see `raw_text`), or None."""
+        if self.raw_text is not None and self.raw_text[0] is self.raw:
+            return self.raw_text[1]
+        return None
 
     @property
     def ocl_image(self) -> str:

@@ -15,7 +15,7 @@ import json
 import logging
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mcd import failpoints
@@ -56,6 +56,8 @@ class Transaction:
     new: Mapping[str, Any]
     phase: str  # "apply" | "rollback"
     mode: str  # "legacy" | "policy"
+    # `new` as JSON text when the caller has it (the config as read): written without encoding
+    new_text: bytes | None = field(default=None, compare=False, repr=False)
 
 
 def _dump(obj: Any) -> bytes:
@@ -89,7 +91,8 @@ def begin(root: HostRoot, txn: Transaction) -> None:
     does not change before the commit. A rollback only rewrites `txn.json`.
     """
     if txn.phase == "apply":
-        _write_record(root, "writing the update record", PENDING_CONFIG, _dump(txn.new), 0o644)
+        text = txn.new_text if txn.new_text is not None else _dump(txn.new)
+        _write_record(root, "writing the update record", PENDING_CONFIG, text, 0o644)
     record = {"phase": txn.phase, "mode": txn.mode, "version": 2}
     _write_record(root, "writing the update record", TRANSACTION, _dump(record), 0o600)
 

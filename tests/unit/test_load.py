@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -349,3 +350,33 @@ def test_empty_machineconfig() -> None:
     assert mc.name == EMPTY_MC_NAME == "mco-empty-mc"
     assert mc.config is not None
     assert mc.config.files == ()
+
+
+# ---------------------------------------------------------------- the text kept for the update record
+
+
+def test_a_json_machineconfig_keeps_its_text_as_read() -> None:
+    """The update record is written from the text read (no second encoding of megabytes): only
+    for one JSON document that is the MachineConfig itself, the byte-order mark left out."""
+    text = json.dumps(mc_object("a", files=[ign_file("/etc/a", "x")]), indent=3).encode()
+    mc = load_machineconfig(b"\xef\xbb\xbf  " + text, "a.json")
+    assert mc.source_text == b"  " + text
+    assert json.loads(mc.source_text) == mc.raw
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        pytest.param(b"kind: MachineConfig\nmetadata: {name: a}\nspec: {}\n", id="yaml"),
+        pytest.param(as_json({"kind": "List", "items": [mc_object("a")]}), id="list"),
+        pytest.param(as_json({"ignition": {"version": "3.2.0"}}), id="bare-ignition"),
+    ],
+)
+def test_no_text_is_kept_unless_the_document_is_the_json_machineconfig(document: bytes) -> None:
+    assert load_machineconfig(document, "a.json").source_text is None
+
+
+def test_a_config_given_another_raw_object_has_no_text() -> None:
+    mc = load_machineconfig(as_json(mc_object("a")), "a.json")
+    assert mc.source_text is not None
+    assert dataclasses.replace(mc, raw={"kind": "MachineConfig"}).source_text is None

@@ -272,6 +272,22 @@ def test_second_identical_run_writes_nothing(
 
 
 @commands
+def test_the_recorded_config_is_the_json_text_read_and_a_rerun_sees_it_applied(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A JSON MachineConfig is recorded as the text it was read as (any layout): the next run
+    reads that record back as the same config."""
+    text = json.dumps(config_a(), indent=2, sort_keys=True).encode()
+    config = tmp_path / "a.json"
+    config.write_bytes(b"\xef\xbb\xbf" + text)
+    apply(capsys, root, str(config))
+    assert (root / STATE_DIR.lstrip("/") / "currentconfig").read_bytes() == text
+    before = stamps(root)
+    assert apply(capsys, root, str(config))["changes"] == 0
+    assert stamps(root) == before
+
+
+@commands
 def test_once_from_an_http_url(root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     body = json.dumps(config_b()).encode()
 
