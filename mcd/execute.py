@@ -419,6 +419,8 @@ def _recover(host: Host, *, skip_reboot: bool) -> Outcome | None:
     LOG.warning("found an interrupted update (phase %s): re-running it", txn.phase)
     old = load_mc(txn.old, state.TRANSACTION)
     new = load_mc(txn.new, state.TRANSACTION)
+    # re-run as recorded: the record's text becomes currentconfig, as it would have
+    new = replace(new, raw_text=(new.raw, txn.new_text)) if txn.new_text is not None else new
     try:
         return update(
             host,

@@ -213,19 +213,14 @@ def load_machineconfigs(
     data: bytes, source: str, *, options: ParseOptions = DEFAULT_PARSE
 ) -> list[MachineConfig]:
     """Every MachineConfig in a document; raises InputError when there is none or one is malformed."""
-    return _load(data, source, options)[0]
-
-
-def _load(data: bytes, source: str, options: ParseOptions) -> tuple[list[MachineConfig], bool]:
-    """The configs of a document, and whether the document is one JSON object that is them."""
-    docs = parse_documents(data, source)
-    items = [item for root, doc in docs for item in _items(doc, root, source)]
-    configs = [machineconfig_at(path, obj, source, options=options) for path, obj in items]
+    configs = [
+        machineconfig_at(path, obj, source, options=options)
+        for root, doc in parse_documents(data, source)
+        for path, obj in _items(doc, root, source)
+    ]
     if not configs:
         raise InputError(source, [Finding((), "no MachineConfig found")])
-    # parse_documents reads a document that starts with "{" as JSON
-    whole_json = len(items) == 1 and items[0][0] == () and data.removeprefix(UTF8_BOM).lstrip()[:1] == b"{"
-    return configs, whole_json
+    return configs
 
 
 def machineconfig_at(
@@ -247,13 +242,20 @@ def machineconfig_at(
 
 def load_machineconfig(data: bytes, source: str, *, options: ParseOptions = DEFAULT_PARSE) -> MachineConfig:
     """Exactly one MachineConfig (rendered configs are single objects)."""
-    configs, whole_json = _load(data, source, options)
+    configs = load_machineconfigs(data, source, options=options)
     if len(configs) != 1:
         raise InputError(source, [Finding((), f"expected one MachineConfig, found {len(configs)}")])
     mc = configs[0]
-    if whole_json and mc.raw.get("kind") == "MachineConfig":
-        # (a bare Ignition config is recorded wrapped in a MachineConfig: no text of it is kept)
-        return dataclasses.replace(mc, raw_text=(mc.raw, data.removeprefix(UTF8_BOM)))
+    text = data.removeprefix(UTF8_BOM)
+    # JSON (parse_documents reads a document starting with "{" as JSON) whose root object is the
+    # MachineConfig: its Ignition config sits at the root's spec (not in a list's items, not in
+    # a stream's documents). A bare Ignition config is recorded wrapped: no text of it is kept.
+    if (
+        text.lstrip()[:1] == b"{"
+        and mc.raw.get("kind") == "MachineConfig"
+        and mc.ignition_path == MachineConfig.ignition_path
+    ):
+        return dataclasses.replace(mc, raw_text=(mc.raw, text))
     return mc
 
 

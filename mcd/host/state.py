@@ -66,11 +66,16 @@ def _dump(obj: Any) -> bytes:
 
 
 def _load_json(root: HostRoot, path: str) -> Any:
+    return _read_json(root, path)[0]
+
+
+def _read_json(root: HostRoot, path: str) -> tuple[Any, bytes]:
+    """A record's JSON value and text (None and b"" when there is no record)."""
     data = atomicfs.read_bytes_nofollow(root.join(path))
     if data is None:
-        return None
+        return None, b""
     try:
-        return json.loads(data)
+        return json.loads(data), data
     except ValueError as exc:
         raise StateError(f"cannot parse {path}: {exc}") from None
 
@@ -104,7 +109,7 @@ def pending(root: HostRoot) -> Transaction | None:
         return None
     if not isinstance(obj, Mapping):
         raise StateError(f"{TRANSACTION} is not a valid transaction record")
-    new = _load_json(root, PENDING_CONFIG)
+    new, text = _read_json(root, PENDING_CONFIG)
     if new is None:
         # killed between the commit's rename and the removal of the record: it is done
         atomicfs.remove(root.join(TRANSACTION))
@@ -116,6 +121,7 @@ def pending(root: HostRoot) -> Transaction | None:
         new=new,
         phase=str(obj.get("phase", "apply")),
         mode=str(obj.get("mode", "legacy")),
+        new_text=text,
     )
 
 
