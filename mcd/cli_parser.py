@@ -11,6 +11,7 @@ from typing import NoReturn
 
 from mcd import __version__
 from mcd.config.contents import DEFAULT_MAX_FILE_SIZE, parse_size
+from mcd.host.rootlock import DEFAULT_TIMEOUT as DEFAULT_LOCK_TIMEOUT
 from mcd.nodefacts import TOPOLOGIES
 from mcd.watch.flags import add_watcher_flags
 
@@ -64,10 +65,10 @@ def _lock_timeout_flag(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument(
         "--lock-timeout",
         type=float,
-        default=600.0,
+        default=DEFAULT_LOCK_TIMEOUT,
         metavar="SECONDS",
         help=f"how long to wait for another mcd holding the root's lock ({what}; 0: fail at once; "
-        "default 600)",
+        f"default {DEFAULT_LOCK_TIMEOUT:g})",
     )
 
 

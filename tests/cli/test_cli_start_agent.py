@@ -64,3 +64,18 @@ def test_start_with_an_unreadable_kubeconfig_is_a_clear_error(
     assert code == 1
     err = capsys.readouterr().err
     assert "cannot load API credentials from" in err and "nope" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["start"],
+        ["plan", "new.yaml"],
+        ["firstboot-complete-machineconfig"],
+    ],
+)
+def test_every_lock_timeout_defaults_to_the_lock_modules(argv: list[str]) -> None:
+    """One default for how long a run waits for the root's lock, whatever the command."""
+    from mcd.host.rootlock import DEFAULT_TIMEOUT
+
+    assert build_parser().parse_args(argv).lock_timeout == DEFAULT_TIMEOUT
