@@ -17,7 +17,7 @@ test: setup
 	echo "== lint-imports"; out=$$($(BIN)/lint-imports --no-logo --no-cache 2>&1) && echo "$$out" | grep KEPT \
 		|| { echo "$$out"; failed="$$failed lint-imports"; }; \
 	echo "== vulture (dead code)"; $(BIN)/vulture mcd scripts/vulture_whitelist.py --exclude mcd/sim || failed="$$failed vulture"; \
-	echo "== pytest -q"; $(BIN)/python -m pytest -q || failed="$$failed pytest"; \
+	echo "== pytest -q -n auto"; $(BIN)/python -m pytest -q -n auto || failed="$$failed pytest"; \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
 	echo "make test: ruff, mypy, lint-imports, vulture and pytest passed"
 

@@ -108,9 +108,12 @@ def test_a_full_disk_while_writing_files_names_the_step_and_rolls_back(
 
 def test_a_path_too_long_for_the_kernel_is_clipped_and_changes_nothing(run: Run, tmp_path: Path) -> None:
     # a real ENAMETOOLONG: the root alone is close to PATH_MAX, the config's path takes it over
+    # (an exact length, whatever tmp_path's: the sandbox's own paths must still fit)
     deep = tmp_path
-    while len(str(deep)) < 3900:
+    while len(str(deep)) < 3950 - 201:
         deep = deep / ("d" * 200)
+    deep = deep / ("d" * (3950 - len(str(deep)) - 1))
+    assert len(str(deep)) == 3950
     root = make_sandbox_root(deep)
     before = walk(root)
     code, out, err = run(
