@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 from builders import ign_file, mc_object
-from harness import NODE, Agent, config_a, done_on, make_root
+from harness import NODE, Agent, config_a, done_on, in_state, make_root
 from simcluster import Cluster
 
+from mcd.config.machineconfig import OCL_IMAGE_ANNOTATION
 from mcd.kube import annotations as ann
 
 pytestmark = pytest.mark.allow_commands
@@ -216,3 +217,30 @@ def test_sigterm_while_waiting_for_the_controller_exits_cleanly_and_reports_no_e
     cluster.wait_event("GotSigtermDuringUpdate")
     assert cluster.annotations()[ann.STATE] == "Done"
     assert cluster.state_history() == ["Done"]
+
+
+def test_a_hand_edit_under_a_layered_image_names_the_image_in_the_reason(
+    cluster: Cluster, start_agent: Callable[..., Agent], tmp_path: Path
+) -> None:
+    """On-cluster layering: the preflight check's reason names the image the node should run
+    (upstream's wording), not the rendered config's name."""
+    image = "quay.io/example/layered@sha256:" + "ab" * 32
+    a = config_a()
+    a["metadata"]["annotations"] = {OCL_IMAGE_ANNOTATION: image}
+    b = mc_object("rendered-worker-b", files=[ign_file("/etc/mcd-test/a.conf", "a=1\n")])
+    b["metadata"]["annotations"] = {OCL_IMAGE_ANNOTATION: image}
+    root = make_root(tmp_path, a)
+    cluster.add_mc(a)
+    cluster.add_mc(b)
+    cluster.answer_drains()
+    _boot_node(cluster, "rendered-worker-a")
+    start_agent(cluster, root)
+    _wait_started(cluster, "rendered-worker-a")
+    (root / "etc/mcd-test/a.conf").write_text("a=2\n")
+    cluster.patch_node(NODE, {"metadata": {"annotations": {ann.DESIRED_CONFIG: "rendered-worker-b"}}})
+    node = cluster.wait_node(NODE, in_state("Degraded"))
+    assert node["metadata"]["annotations"][ann.REASON] == (
+        f"unexpected on-disk state validating against {image}: "
+        'content mismatch for file "/etc/mcd-test/a.conf"'
+    )
+    cluster.wait_event("PreflightConfigDriftCheckFailed")
