@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import logging
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from mcd.config.contents import DEFAULT_MAX_FILE_SIZE
 from mcd.config.findings import Finding, InputError
@@ -90,7 +92,28 @@ def _files_and_units_only(new: MachineConfig, old: MachineConfig) -> MachineConf
     if ign is None:
         return new
     users = before.users if before is not None else ()
-    return replace(new, ignition=replace(new.ignition, config=replace(ign, users=users)))
+    # the record says what the node has: the users as recorded before, not the file's
+    raw = {key: value for key, value in new.raw.items() if key != "passwd"}
+    passwd = _recorded_passwd(old, new)
+    if passwd is not None:
+        raw["passwd"] = passwd
+    return replace(new, ignition=replace(new.ignition, config=replace(ign, users=users)), raw=raw)
+
+
+def _recorded_passwd(old: MachineConfig, new: MachineConfig) -> object:
+    """The `passwd` section of the recorded config `old`, when it can stand in `new`'s Ignition
+    config: same spec major version (a 2.x section is not valid 3.x, and back)."""
+    spec = old.raw.get("spec")
+    config = spec.get("config") if isinstance(spec, Mapping) else None
+    if not isinstance(config, Mapping):
+        return None
+    return config.get("passwd") if _spec_major(config) == _spec_major(new.raw) else None
+
+
+def _spec_major(ign: Mapping[str, Any]) -> str:
+    meta = ign.get("ignition")
+    version = meta.get("version") if isinstance(meta, Mapping) else None
+    return str(version).split(".", 1)[0]
 
 
 def plan_once_from(host: Host, src: str) -> Plan:

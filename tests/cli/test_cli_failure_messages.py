@@ -253,3 +253,31 @@ def test_an_rpm_ostree_node_without_the_kubelet_kubeconfig_fails_before_any_writ
     assert (code, out) == (1, "")
     assert err == "mcd: cannot stat /etc/kubernetes/kubeconfig: no such regular file; nothing was changed\n"
     assert _outside_state(walk(root)) == _outside_state(before)
+
+
+def test_a_bare_ignition_once_from_records_the_users_the_node_kept(run: Run, tmp_path: Path) -> None:
+    """The users of a bare Ignition config are not applied: the recorded config keeps those of
+    the config before it, so the next update compares against what the node really has."""
+    root = make_sandbox_root(tmp_path / "root")
+    first = tmp_path / "first.json"
+    first.write_text(
+        json.dumps(
+            {
+                "apiVersion": "machineconfiguration.openshift.io/v1",
+                "kind": "MachineConfig",
+                "metadata": {"name": "first"},
+                "spec": {"config": {"ignition": {"version": "3.2.0"}, "passwd": {"users": [
+                    {"name": "core", "sshAuthorizedKeys": ["ssh-ed25519 BBBB b@example"]}
+                ]}}},
+            }
+        )
+    )
+    for src in (first, _with_users(tmp_path / "x.ign", mc=False)):
+        code, _, err = run("start", "--once-from", str(src), "--root-mount", str(root), "--skip-reboot")
+        assert code == 0, err
+    recorded = json.loads((root / "etc/machine-config-daemon/currentconfig").read_text())
+    assert recorded["spec"]["config"]["passwd"] == {
+        "users": [{"name": "core", "sshAuthorizedKeys": ["ssh-ed25519 BBBB b@example"]}]
+    }
+    assert recorded["spec"]["config"]["storage"]["files"][0]["path"] == "/etc/hello"
+    assert (root / SSH_KEYS.lstrip("/")).read_text() == "ssh-ed25519 BBBB b@example\n"
