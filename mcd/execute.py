@@ -31,7 +31,7 @@ from mcd.host.root import PathEscapeError
 from mcd.host.wiring import OSTREE_BOOTED, Host
 from mcd.nodefacts import Facts
 from mcd.paths import KUBECONFIG, KUBELET_CA, UNIT_DIR, dropin_path, unit_path
-from mcd.perform import Drainer, Ran, StepRunner
+from mcd.perform import Drainer, Ran, StepRunner, created_paths
 from mcd.plan import Plan, plan
 
 __all__ = ["Host", "Outcome", "Ran", "Unreconcilable", "UpdateError", "recover", "request_reboot", "update"]
@@ -142,13 +142,15 @@ def update(
     facts: Facts | None = None,
     drain: Drainer | None = None,
     storage_overrides: Sequence[str] = (),
+    earlier_created: Sequence[str] = (),
 ) -> Outcome:
     """Apply `new` over `old` on the host; on failure roll back and raise UpdateError.
 
     The host is probed (unless `facts` are given), the pure planner turns the facts into steps,
     and exactly those steps run, in order. `drain` is the cluster agent's drain (without one a
     planned drain is reported skipped); `storage_overrides` are the MachineConfiguration's
-    irreconcilableValidationOverrides.storage.
+    irreconcilableValidationOverrides.storage; `earlier_created` what an interrupted run of this
+    update had found absent (its record's `created`), for a rollback to remove as well.
     """
     # one update per root at a time; an update joins thousands of paths in a few directories:
     # resolve each directory once
@@ -156,7 +158,9 @@ def update(
         if facts is None:
             facts = facts_for(host, old, new, skip_certificate_write=skip_certificate_write)
         p = plan(old, new, facts, policies, legacy=legacy, storage_overrides=storage_overrides)
-        return _apply(host, old, new, p, facts, skip_reboot=skip_reboot, drain=drain)
+        return _apply(
+            host, old, new, p, facts, skip_reboot=skip_reboot, drain=drain, earlier=earlier_created
+        )
 
 
 def _apply(
@@ -168,6 +172,7 @@ def _apply(
     *,
     skip_reboot: bool,
     drain: Drainer | None,
+    earlier: Sequence[str],
 ) -> Outcome:
     old_ign = old.config or EMPTY_IGNITION
     new_ign = new.config or EMPTY_IGNITION
@@ -186,7 +191,9 @@ def _apply(
             # applied, but the reboot it needs failed, was skipped or was cut short: ask again
             return _reboot(host, p, owed.reason, skip_reboot=skip_reboot, notes=("reboot still pending",))
     _check(host, old_ign, new_ign, p, facts)
-    run = StepRunner(host, old_ign, new_ign, drain, legacy=p.legacy, steps=p.steps)
+    # found before anything is written, recorded with the update (see perform.created_paths)
+    created = created_paths(host, p.steps, earlier)
+    run = StepRunner(host, old_ign, new_ign, drain, legacy=p.legacy, created=created)
     # The forcefile's removal and the drain lead the plan and change nothing a rollback could
     # undo: they run before the write-ahead record. A process killed while draining then
     # starts the whole sync again (drain included) instead of replaying the update without it,
@@ -200,7 +207,12 @@ def _apply(
         state.begin(
             host.root,
             state.Transaction(
-                old_json, new_json, "apply", "legacy" if p.legacy else "policy", new_text=new.source_text
+                old_json,
+                new_json,
+                "apply",
+                "legacy" if p.legacy else "policy",
+                new_text=new.source_text,
+                created=tuple(created),
             ),
         )
     except HostError as exc:
@@ -356,7 +368,10 @@ def _roll_back(
     if new_record is not None:
         try:
             state.begin(
-                host.root, state.Transaction(new_record.old, new_record.new, "rollback", new_record.mode)
+                host.root,
+                state.Transaction(
+                    new_record.old, new_record.new, "rollback", new_record.mode, created=new_record.created
+                ),
             )
         except HostError as exc:
             # the record stays in phase "apply": a restart re-runs the update, which converges
@@ -428,6 +443,8 @@ def _recover(host: Host, *, skip_reboot: bool) -> Outcome | None:
             new,
             legacy=txn.mode == "legacy",
             skip_reboot=skip_reboot,
+            # what the interrupted run found absent: it may have created some of it since
+            earlier_created=txn.created,
         )
     except HostError as exc:
         raise UpdateError(str(exc)) from exc

@@ -67,11 +67,12 @@ class StepRunner:
         drain: Drainer | None,
         *,
         legacy: bool = False,
-        steps: Sequence[Step] = (),
+        created: Sequence[str] = (),
     ):
         self.host, self.old_ign, self.new_ign, self.drain = host, old_ign, new_ign, drain
-        # the plan the steps come from: where it writes is where it may create directories
-        self.steps = steps
+        # what the update may create and was not there before it (`created_paths`, recorded
+        # with the update so a rollback after a restart knows them too)
+        self.created = created
         # the legacy actions word a failed crio restart as a reload (upstream's text)
         self.legacy = legacy
         self.undo: list[tuple[str, Callable[[], None]]] = []
@@ -130,16 +131,16 @@ class StepRunner:
                 | st.Chmod()
             ):
                 # files, units and stale data are undone together by applying the old config back;
-                # the directories the update creates go too (found before its first write)
+                # the directories the update created go too
                 if not self._registered("files and units"):
-                    dirs = _absent(host, _parent_dirs(_written_paths(self.steps)))
+                    dirs = self.created
                     self._phase(
                         "files and units", lambda: _undo_files_units(host, self.new_ign, self.old_ign, dirs)
                     )
                 self._disk(step)
             case st.WriteSshKeys() | st.SetPassword() | st.ClearPassword():
                 if not self._registered("ssh keys"):
-                    created = _absent(host, SSH_PATHS)
+                    created = self.created
                     self._phase("ssh keys", lambda: _undo_passwd(host, self.new_ign, self.old_ign, created))
                 self._passwd(step)
             case st.OsFailure(message=message):
@@ -292,6 +293,23 @@ def _undo_passwd(
     host.ssh.set_password_hashes(new_ign.users, old_ign.users)
 
 
+def created_paths(host: Host, steps: Sequence[Step], earlier: Iterable[str] = ()) -> list[str]:
+    """What the steps may create that is not on the root now, deepest first: the directories
+    above the paths they write (and above those paths' backups and stamps), the SSH key file
+    and its directories. `earlier`: those an interrupted run of the same update had found (it
+    may have created them since). A rollback removes the directories left empty, and the key
+    file."""
+    paths = _parent_dirs(_written_paths(steps))
+    if any(isinstance(s, st.WriteSshKeys | st.SetPassword | st.ClearPassword) for s in steps):
+        paths.update(SSH_PATHS)
+    found = _absent(host, paths)
+    return sorted({*found, *earlier}, key=_deepest_first)
+
+
+def _deepest_first(path: str) -> tuple[int, str]:
+    return (-path.count("/"), path)
+
+
 def _written_paths(steps: Sequence[Step]) -> list[str]:
     """The paths the steps write (files, unit files, dropins, masks)."""
     paths: list[str] = []
@@ -318,7 +336,7 @@ def _parent_dirs(paths: Iterable[str]) -> set[str]:
 
 
 def _absent(host: Host, paths: Iterable[str]) -> list[str]:
-    """The paths not on the root now, deepest first (the order they can be removed in)."""
+    """The paths not on the root now."""
     out: list[str] = []
     for p in paths:
         try:
@@ -326,7 +344,7 @@ def _absent(host: Host, paths: Iterable[str]) -> list[str]:
                 out.append(p)
         except PathEscapeError:  # nothing can be created there either
             continue
-    return sorted(out, key=lambda p: (-p.count("/"), p))
+    return out
 
 
 def _remove_empty_dirs(host: Host, dirs: Sequence[str]) -> None:

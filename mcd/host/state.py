@@ -58,6 +58,9 @@ class Transaction:
     mode: str  # "legacy" | "policy"
     # `new` as JSON text when the caller has it (the config as read): written without encoding
     new_text: bytes | None = field(default=None, compare=False, repr=False)
+    # what the update may create that was not there before it (deepest first): a rollback,
+    # also one after a restart, removes those directories it leaves empty
+    created: tuple[str, ...] = ()
 
 
 def _dump(obj: Any) -> bytes:
@@ -98,7 +101,7 @@ def begin(root: HostRoot, txn: Transaction) -> None:
     if txn.phase == "apply":
         text = txn.new_text if txn.new_text is not None else _dump(txn.new)
         _write_record(root, "writing the update record", PENDING_CONFIG, text, 0o644)
-    record = {"phase": txn.phase, "mode": txn.mode, "version": 2}
+    record = {"phase": txn.phase, "mode": txn.mode, "version": 2, "created": list(txn.created)}
     _write_record(root, "writing the update record", TRANSACTION, _dump(record), 0o600)
 
 
@@ -122,7 +125,15 @@ def pending(root: HostRoot) -> Transaction | None:
         phase=str(obj.get("phase", "apply")),
         mode=str(obj.get("mode", "legacy")),
         new_text=text,
+        created=_paths(obj.get("created")),
     )
+
+
+def _paths(value: object) -> tuple[str, ...]:
+    """A record's list of config paths; anything else (an older record) is no paths."""
+    if not isinstance(value, list):
+        return ()
+    return tuple(p for p in value if isinstance(p, str) and p.startswith("/"))
 
 
 def commit(root: HostRoot, image: str = "") -> None:

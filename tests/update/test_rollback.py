@@ -347,3 +347,47 @@ def test_a_rolled_back_rebase_leaves_the_root_exactly_as_before(
     after = walk(node.root)
     assert after == before, _diff(after, before)
     assert node.deployments() == deployments
+
+
+# --- a run killed mid-update, whose re-run fails and rolls back -------------------------------------
+
+
+def test_a_rollback_after_a_restart_removes_the_directories_the_killed_run_made(tmp_path: Path) -> None:
+    """The directories an update creates are recorded with it: the run killed after writing
+    into new ones, the restart re-runs the update, fails where the first would have, and the
+    rollback leaves the root exactly as before, those directories gone."""
+    from killing import in_child
+
+    from mcd import failpoints
+
+    root = make_sandbox_root(tmp_path / "root")
+    obj = mc_object(
+        "rendered-b",
+        files=[{"path": "/etc/new/deeper/b.conf", "contents": {"source": data_url("b\n")}}],
+        units=[{"name": "u.service", "enabled": True, "contents": service("u")}],
+    )
+    config = tmp_path / "b.json"
+    config.write_text(json.dumps(obj))
+    first = tmp_path / "a.json"
+    first.write_text(json.dumps(mc_object("rendered-a")))
+    run_once_from(Host.for_root(HostRoot(root), RecordingRunner()), str(first), skip_reboot=True)
+    before = walk(root)
+    flag = f"--root={root.resolve()}"
+
+    def killed_after_the_files() -> None:
+        def hook(name: str) -> None:
+            if name == "step write-files done":
+                os.kill(os.getpid(), 9)
+
+        failpoints.install(hook)
+        run_once_from(Host.for_root(HostRoot(root), RecordingRunner()), str(config), skip_reboot=True)
+
+    assert in_child(killed_after_the_files, None) == 9
+    assert (root / "etc/new/deeper/b.conf").exists() and (root / TXN.lstrip("/")).exists()
+    runner = RecordingRunner()
+    runner.expect(("systemctl", flag, "enable", "u.service"), 1, "", "Failed to enable unit: boom\n", times=1)
+    runner.expect(("systemctl", flag, "preset", "u.service"), times=1)
+    with pytest.raises(UpdateError, match="error enabling units"):
+        run_once_from(Host.for_root(HostRoot(root), runner), str(config), skip_reboot=True)
+    assert runner.pending() == []
+    assert walk(root) == before
