@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import urllib.parse
+from collections.abc import Iterable
 from typing import Any
 
 from mcd.config.findings import JsonPath
 from mcd.config.machineconfig import MachineConfig, machineconfig_from_object
-from mcd.policy import Action, PolicyError
+from mcd.plan import PlannedChange
+from mcd.policy import Action, PolicyError, PostConfigAction
 from mcd.policy.model import SPEC_ACTION_TYPES, STATUS_ACTION_TYPES
 from mcd.policy.parse import parse_action
 
@@ -83,3 +86,14 @@ def reboot_argv(name: str = "new") -> tuple[str, ...]:
         "-c",
         "systemctl reboot",
     )
+
+
+def spellings(actions: Iterable[PostConfigAction]) -> tuple[str | Action, ...]:
+    """Post-config actions in their table's terms (legacy words, or the API's `Action`): what
+    the upstream case tables and the tests' expectations are written in."""
+    return tuple(a.spelling() for a in actions)
+
+
+def spelled(changes: Iterable[PlannedChange]) -> tuple[PlannedChange, ...]:
+    """Planned changes with their actions in their table's terms (see `spellings`)."""
+    return tuple(dataclasses.replace(c, actions=spellings(c.actions)) for c in changes)

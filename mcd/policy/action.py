@@ -57,14 +57,13 @@ _TO_LEGACY = {kind: word for word, kind in _FROM_LEGACY.items()}
 _CRIO_KINDS = frozenset({ActionKind.RELOAD_CRIO, ActionKind.RESTART_CRIO_WITH_CA_TRUST})
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True)
 class PostConfigAction:
     """One post-config action. `service` is set exactly for RELOAD and RESTART.
 
     `legacy` records which table chose it, so the value prints in that table's spelling (the
-    `mcd plan -o json` contract) and compares equal to it: ``"reload crio"`` for a legacy one,
-    ``Action("Special")`` for a policy one. The upstream case tables are written in those
-    spellings and are checked against plans directly.
+    `mcd plan -o json` contract): ``"reload crio"`` for a legacy one, ``Action("Special")`` for
+    a policy one (`spelling`).
     """
 
     kind: ActionKind
@@ -106,23 +105,13 @@ class PostConfigAction:
             raise ValueError(f"legacy action {_TO_LEGACY[self.kind]!r} has no API form")
         return model.Action(_TO_API[self.kind], self.service)
 
-    def _spelling(self) -> str | model.Action:
+    def spelling(self) -> str | model.Action:
+        """The action in its table's own terms: the legacy word, or the API's `Action`."""
         return _TO_LEGACY[self.kind] if self.legacy else self._spelling_api()
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, PostConfigAction):
-            return (self.kind, self.service, self.legacy) == (other.kind, other.service, other.legacy)
-        if isinstance(other, str | model.Action):
-            return self._spelling() == other
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        # the spelling's hash, so a value and the spelling it equals hash alike
-        return hash(self._spelling())
 
     def __str__(self) -> str:
         """``reload crio`` (legacy), ``Reboot``, ``Reload crio.service`` (policy)."""
-        return str(self._spelling())
+        return str(self.spelling())
 
 
 def from_api(actions: Iterable[model.Action]) -> tuple[PostConfigAction, ...]:

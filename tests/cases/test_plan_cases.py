@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from builders import spellings
 from casebuilders import legacy_side_mc, ndp_configs, reconcile_side_mc
 from casefiles import case_params, load_cases
 
@@ -48,7 +49,7 @@ def test_legacy_post_config_action(case: dict[str, Any]) -> None:
     new = legacy_side_mc(case["input"]["new"])
     result = plan(old, new, legacy=True)
     assert result.reconcilable, result.errors
-    assert list(result.actions) == case["expected"]["actions"]
+    assert list(spellings(result.actions)) == case["expected"]["actions"]
 
 
 # ---------------------------------------------------------------- node_disruption_policy.json

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from builders import ign_file, load, mc, mc_object, reboot_argv
+from builders import ign_file, load, mc, mc_object, reboot_argv, spellings
 
 from mcd import policy
 from mcd import steps as st
@@ -41,7 +41,7 @@ def file_update(path: str, **kwargs: Any) -> Plan:
 def test_identical_configs() -> None:
     p = plan(mc("old", files=[ign_file("/etc/a")]), mc("new", files=[ign_file("/etc/a")]))
     assert p.reconcilable
-    assert p.actions == (NONE,)
+    assert spellings(p.actions) == (NONE,)
     assert p.action_rule == "no file, unit or SSH key change: none"
     assert not p.drain
     assert p.changes == ()
@@ -54,7 +54,7 @@ def test_identical_configs() -> None:
 
 def test_os_image_change_rebases_and_reboots() -> None:
     p = plan(mc("old", osImageURL="quay.io/os@sha256:1"), mc("new", osImageURL="quay.io/os@sha256:2"))
-    assert p.actions == (REBOOT,)
+    assert spellings(p.actions) == (REBOOT,)
     assert p.action_rule == "osImageURL changed: reboot"
     assert p.drain
     assert p.drain_rule == "a reboot or drain action drains the node"
@@ -64,7 +64,7 @@ def test_os_image_change_rebases_and_reboots() -> None:
         reboot_argv(),
     )
     [change] = p.changes
-    assert (change.kind, change.name, change.change, change.actions) == (
+    assert (change.kind, change.name, change.change, spellings(change.actions)) == (
         "osImageURL",
         "quay.io/os@sha256:2",
         "modified",
@@ -74,7 +74,7 @@ def test_os_image_change_rebases_and_reboots() -> None:
 
 def test_kargs_change_deletes_every_old_and_appends_every_new() -> None:
     p = plan(mc("old", kernelArguments=["a=1", "b"]), mc("new", kernelArguments=["b", "c=3 d"]))
-    assert p.actions == (REBOOT,)
+    assert spellings(p.actions) == (REBOOT,)
     assert p.action_rule == "kernelArguments changed: reboot"
     assert p.commands == (
         CLEANUP,
@@ -335,7 +335,7 @@ def test_realtime_kernel_is_reapplied_on_every_update() -> None:
         mc("old", kernelType="realtime", files=[ign_file("/var/lib/kubelet/config.json", "1")]),
         mc("new", kernelType="realtime", files=[ign_file("/var/lib/kubelet/config.json", "2")]),
     )
-    assert p.actions == (NONE,)
+    assert spellings(p.actions) == (NONE,)
     assert p.commands == (CLEANUP,)
 
 
@@ -384,7 +384,7 @@ def test_forcefile_reboots_and_reapplies_the_os() -> None:
     new = mc("new", osImageURL="quay.io/a", units=[{"name": "a.service", "enabled": True}])
     p = plan(old, new, Facts(forcefile=True))
     assert p.diff.os_update
-    assert p.actions == (REBOOT,)
+    assert spellings(p.actions) == (REBOOT,)
     assert p.action_rule == "forcefile /run/machine-config-daemon-force present: reboot"
     assert p.drain
     # every unit is re-enabled, the OS is rebased again
@@ -400,7 +400,7 @@ def test_single_replica_topology_never_drains() -> None:
     p = plan(
         mc("old", osImageURL="quay.io/a"), mc("new", osImageURL="quay.io/b"), Facts(topology="SingleReplica")
     )
-    assert p.actions == (REBOOT,)
+    assert spellings(p.actions) == (REBOOT,)
     assert not p.drain
     assert p.drain_rule == "single-node topology (SingleReplica): drain skipped"
 
@@ -423,7 +423,7 @@ def test_node_fips_differing_from_the_target_is_unreconcilable() -> None:
 def test_unreconcilable_plan_applies_nothing() -> None:
     p = plan(mc("old"), mc("new", fips=True, osImageURL="quay.io/b"))
     assert not p.reconcilable
-    assert p.actions == ()
+    assert spellings(p.actions) == ()
     assert not p.drain
     assert p.commands == ()
     assert p.diff.os_update
@@ -474,12 +474,12 @@ def test_rebootless_files(
     path: str, actions: tuple[policy.Action, ...], rule: str, commands: tuple[tuple[str, ...], ...]
 ) -> None:
     p = file_update(path)
-    assert p.actions == actions
+    assert spellings(p.actions) == actions
     assert not p.drain
     assert p.drain_rule == "no action needs a drain"
     assert p.commands == commands
     [change] = p.changes
-    assert (change.kind, change.name, change.change, change.actions, change.rule) == (
+    assert (change.kind, change.name, change.change, spellings(change.actions), change.rule) == (
         "file",
         path,
         "modified",
@@ -491,7 +491,7 @@ def test_rebootless_files(
 
 def test_file_without_policy_reboots() -> None:
     p = file_update("/etc/kubernetes/kubelet-ca.crt")
-    assert p.actions == (REBOOT,)
+    assert spellings(p.actions) == (REBOOT,)
     assert p.action_rule == "reboot required by /etc/kubernetes/kubelet-ca.crt"
     assert p.drain
     assert p.changes[0].rule == "no policy for /etc/kubernetes/kubelet-ca.crt: reboot"
@@ -511,7 +511,7 @@ def test_actions_are_combined_in_order_without_deduplication() -> None:
         "/etc/containers/registries.d/a.conf",
     ]
     p = plan(mc("old"), mc("new", files=[ign_file(x) for x in paths]))
-    assert p.actions == (reload("crio.service"), reload("crio.service"))
+    assert spellings(p.actions) == (reload("crio.service"), reload("crio.service"))
     assert p.action_rule == "combined node disruption policy actions of every change"
     assert p.commands == (("systemctl", "reload", "crio.service"), ("systemctl", "reload", "crio.service"))
 
@@ -530,7 +530,7 @@ def test_user_policy_makes_a_path_rebootless() -> None:
         ("spec", "nodeDisruptionPolicy"),
     )
     p = file_update("/etc/foo/bar.conf", policies=policies)
-    assert p.actions == (restart("foo.service"),)
+    assert spellings(p.actions) == (restart("foo.service"),)
     assert not p.drain
     assert p.changes[0].rule == "user policy /etc/foo"
     assert p.commands == (("systemctl", "restart", "foo.service"),)
@@ -539,7 +539,7 @@ def test_user_policy_makes_a_path_rebootless() -> None:
 def test_removed_file_follows_its_policy() -> None:
     p = plan(mc("old", files=[ign_file("/etc/containers/policy.json")]), mc("new"))
     [change] = p.changes
-    assert (change.change, change.actions) == ("removed", (reload("crio.service"),))
+    assert (change.change, spellings(change.actions)) == ("removed", (reload("crio.service"),))
 
 
 # ---------------------------------------------------------------- units and SSH keys
@@ -547,7 +547,7 @@ def test_removed_file_follows_its_policy() -> None:
 
 def test_unit_without_policy_reboots_and_is_enabled() -> None:
     p = plan(mc("old"), mc("new", units=[{"name": "a.service", "enabled": True, "contents": "[Unit]\n"}]))
-    assert p.actions == (REBOOT,)
+    assert spellings(p.actions) == (REBOOT,)
     assert p.changes[0].rule == "no policy for unit a.service: reboot"
     assert p.commands == (("systemctl", "enable", "a.service"), reboot_argv())
 
@@ -555,7 +555,7 @@ def test_unit_without_policy_reboots_and_is_enabled() -> None:
 def test_unit_with_default_policy() -> None:
     unit = {"name": "iri-registry.service", "contents": "[Service]\n"}
     p = plan(mc("old", units=[unit]), mc("new", units=[{**unit, "contents": "[Service]\nX=1\n"}]))
-    assert p.actions == (policy.Action("DaemonReload"), restart("iri-registry.service"))
+    assert spellings(p.actions) == (policy.Action("DaemonReload"), restart("iri-registry.service"))
     assert not p.drain
     assert p.commands == (
         ("systemctl", "preset", "iri-registry.service"),
@@ -602,7 +602,7 @@ def test_units_without_contents_are_enabled_only_when_the_node_has_their_file() 
 
 def test_ssh_key_change_needs_no_action() -> None:
     p = plan(mc("old", ssh_keys=["k1"]), mc("new", ssh_keys=["k2"]))
-    assert p.actions == (NONE,)
+    assert spellings(p.actions) == (NONE,)
     assert not p.drain
     [change] = p.changes
     assert (change.kind, change.name, change.rule) == ("sshkey", "core", "sshkey policy (default)")
@@ -662,7 +662,7 @@ def registries_update(new_text: str, **kwargs: Any) -> Plan:
 
 def test_digest_only_mirror_added_is_special_without_drain() -> None:
     p = registries_update(DIGEST_MIRROR)
-    assert p.actions == (policy.Action("Special"),)
+    assert spellings(p.actions) == (policy.Action("Special"),)
     assert not p.drain
     assert p.drain_rule == f"{REGISTRIES} change is safe (only digest-only mirrors added): no drain"
     assert p.commands == (("systemctl", "reload", "crio.service"),)
@@ -670,7 +670,7 @@ def test_digest_only_mirror_added_is_special_without_drain() -> None:
 
 def test_tag_mirror_added_drains() -> None:
     p = registries_update(TAG_MIRROR)
-    assert p.actions == (policy.Action("Special"),)
+    assert spellings(p.actions) == (policy.Action("Special"),)
     assert p.drain
     assert p.drain_rule.startswith(f"{REGISTRIES} change is not safe")
     assert p.commands == (("systemctl", "reload", "crio.service"),)
@@ -683,7 +683,7 @@ def test_unparsable_registries_conf_drains() -> None:
 @pytest.mark.parametrize(("text", "drain"), [(DIGEST_MIRROR, False), (TAG_MIRROR, True)])
 def test_legacy_registries_conf(text: str, drain: bool) -> None:
     p = registries_update(text, legacy=True)
-    assert p.actions == ("reload crio",)
+    assert spellings(p.actions) == ("reload crio",)
     assert p.drain is drain
     assert p.commands == (("systemctl", "reload", "crio.service"),)
 
@@ -694,22 +694,22 @@ def test_legacy_registries_conf(text: str, drain: bool) -> None:
 def test_legacy_actions_and_commands() -> None:
     p = file_update("/etc/containers/policy.json", legacy=True)
     assert p.legacy
-    assert p.actions == ("reload crio",)
+    assert spellings(p.actions) == ("reload crio",)
     assert p.action_rule == "legacy post-config action table: reload crio"
-    assert p.changes[0].actions == ("reload crio",)
+    assert spellings(p.changes[0].actions) == ("reload crio",)
     assert p.commands == (("systemctl", "reload", "crio.service"),)
 
 
 def test_legacy_restart_crio_updates_the_trust_store_first() -> None:
     p = file_update(CA_BUNDLE, legacy=True)
-    assert p.actions == ("restart crio",)
+    assert spellings(p.actions) == ("restart crio",)
     assert p.commands == (("update-ca-trust",), ("systemctl", "restart", "crio.service"))
 
 
 def test_legacy_unit_change_reboots() -> None:
     unit = {"name": "iri-registry.service", "contents": "a"}
     p = plan(mc("old", units=[unit]), mc("new", units=[{**unit, "contents": "b"}]), legacy=True)
-    assert p.actions == ("reboot",)
+    assert spellings(p.actions) == ("reboot",)
     assert p.action_rule == "units changed (legacy mode): reboot"
     assert p.drain
     assert p.commands[-1] == reboot_argv()
@@ -717,15 +717,15 @@ def test_legacy_unit_change_reboots() -> None:
 
 def test_legacy_ssh_keys_need_nothing() -> None:
     p = plan(mc("old", ssh_keys=["a"]), mc("new", ssh_keys=["b"]), legacy=True)
-    assert p.actions == ("none",)
+    assert spellings(p.actions) == ("none",)
     assert not p.drain
-    assert p.changes[0].actions == ()
+    assert spellings(p.changes[0].actions) == ()
 
 
 def test_legacy_nmstate_is_direct_children_only() -> None:
-    assert file_update("/etc/nmstate/openshift/a.yaml", legacy=True).actions == ("none",)
-    assert file_update("/etc/nmstate/openshift/sub/a.yaml", legacy=True).actions == ("reboot",)
-    assert file_update("/etc/nmstate/openshift/sub/a.yaml").actions == (NONE,)
+    assert spellings(file_update("/etc/nmstate/openshift/a.yaml", legacy=True).actions) == ("none",)
+    assert spellings(file_update("/etc/nmstate/openshift/sub/a.yaml", legacy=True).actions) == ("reboot",)
+    assert spellings(file_update("/etc/nmstate/openshift/sub/a.yaml").actions) == (NONE,)
 
 
 # ---------------------------------------------------------------- JSON form
