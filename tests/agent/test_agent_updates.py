@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from builders import ign_file, mc_object
@@ -28,13 +29,14 @@ def _boot_node(cluster: Cluster, config: str) -> None:
     cluster.add_node(NODE, {ann.CURRENT_CONFIG: config, ann.DESIRED_CONFIG: config, ann.STATE: "Done"})
 
 
-def _started_on_a_with_b_keys(
-    cluster: Cluster, start_agent: Callable[..., Agent], tmp_path: Path
+def _started_on(
+    cluster: Cluster,
+    start_agent: Callable[..., Agent],
+    tmp_path: Path,
+    a: dict[str, Any],
+    b: dict[str, Any],
 ) -> tuple[Path, Agent]:
-    """Node Done on rendered-worker-a with the agent running; rendered-worker-b adds an SSH key."""
-    a = config_a()
-    b = mc_object("rendered-worker-b", files=[ign_file("/etc/mcd-test/a.conf", "a=1\n")],
-                  ssh_keys=["ssh-ed25519 AAAA one", "ssh-ed25519 BBBB two"])  # fmt: skip
+    """Node Done on `a` (rendered-worker-a) with the agent running; `b` served, drains answered."""
     root = make_root(tmp_path, a)
     cluster.add_mc(a)
     cluster.add_mc(b)
@@ -43,6 +45,16 @@ def _started_on_a_with_b_keys(
     agent = start_agent(cluster, root)
     _wait_started(cluster, "rendered-worker-a")
     return root, agent
+
+
+def _started_on_a_with_b_keys(
+    cluster: Cluster, start_agent: Callable[..., Agent], tmp_path: Path
+) -> tuple[Path, Agent]:
+    """Node Done on rendered-worker-a with the agent running; rendered-worker-b adds an SSH key."""
+    a = config_a()
+    b = mc_object("rendered-worker-b", files=[ign_file("/etc/mcd-test/a.conf", "a=1\n")],
+                  ssh_keys=["ssh-ed25519 AAAA one", "ssh-ed25519 BBBB two"])  # fmt: skip
+    return _started_on(cluster, start_agent, tmp_path, a, b)
 
 
 def test_rebootless_ssh_key_change_goes_working_then_done(
@@ -72,13 +84,7 @@ def test_registries_mirror_is_applied_with_a_crio_reload_and_no_drain(
 ) -> None:
     a = mc_object("rendered-worker-a", files=[ign_file(REG, REG_OLD)])
     b = mc_object("rendered-worker-b", files=[ign_file(REG, REG_NEW)])
-    root = make_root(tmp_path, a)
-    cluster.add_mc(a)
-    cluster.add_mc(b)
-    cluster.answer_drains()
-    _boot_node(cluster, "rendered-worker-a")
-    start_agent(cluster, root)
-    _wait_started(cluster, "rendered-worker-a")
+    root, _ = _started_on(cluster, start_agent, tmp_path, a, b)
     cluster.patch_node(NODE, {"metadata": {"annotations": {ann.DESIRED_CONFIG: "rendered-worker-b"}}})
     cluster.wait_node(NODE, done_on("rendered-worker-b"))
     assert (root / REG.lstrip("/")).read_text() == REG_NEW
@@ -95,13 +101,7 @@ def test_kernel_argument_change_drains_reboots_simulated_and_ends_done(
     a = config_a()
     b = dict(config_a(), metadata={"name": "rendered-worker-b"})
     b["spec"] = dict(b["spec"], kernelArguments=["nosmt"])
-    root = make_root(tmp_path, a)
-    cluster.add_mc(a)
-    cluster.add_mc(b)
-    cluster.answer_drains()
-    _boot_node(cluster, "rendered-worker-a")
-    agent = start_agent(cluster, root)
-    _wait_started(cluster, "rendered-worker-a")
+    _, agent = _started_on(cluster, start_agent, tmp_path, a, b)
     cluster.patch_node(NODE, {"metadata": {"annotations": {ann.DESIRED_CONFIG: "rendered-worker-b"}}})
     node = cluster.wait_node(NODE, done_on("rendered-worker-b"))
     agent.wait_log("reboot simulated")
@@ -127,13 +127,7 @@ def test_disk_change_is_unreconcilable_and_changes_nothing(
     ign = dict(b["spec"]["config"])
     ign["storage"] = dict(ign["storage"], disks=[{"device": "/dev/vdb", "wipeTable": True}])
     b["spec"] = dict(b["spec"], config=ign)
-    root = make_root(tmp_path, a)
-    cluster.add_mc(a)
-    cluster.add_mc(b)
-    cluster.answer_drains()
-    _boot_node(cluster, "rendered-worker-a")
-    start_agent(cluster, root)
-    _wait_started(cluster, "rendered-worker-a")
+    _started_on(cluster, start_agent, tmp_path, a, b)
     cluster.patch_node(NODE, {"metadata": {"annotations": {ann.DESIRED_CONFIG: "rendered-worker-b"}}})
     node = cluster.wait_node(NODE, lambda n: n["metadata"]["annotations"].get(ann.STATE) == "Unreconcilable")
     reason = node["metadata"]["annotations"][ann.REASON]
@@ -229,13 +223,7 @@ def test_a_hand_edit_under_a_layered_image_names_the_image_in_the_reason(
     a["metadata"]["annotations"] = {OCL_IMAGE_ANNOTATION: image}
     b = mc_object("rendered-worker-b", files=[ign_file("/etc/mcd-test/a.conf", "a=1\n")])
     b["metadata"]["annotations"] = {OCL_IMAGE_ANNOTATION: image}
-    root = make_root(tmp_path, a)
-    cluster.add_mc(a)
-    cluster.add_mc(b)
-    cluster.answer_drains()
-    _boot_node(cluster, "rendered-worker-a")
-    start_agent(cluster, root)
-    _wait_started(cluster, "rendered-worker-a")
+    root, _ = _started_on(cluster, start_agent, tmp_path, a, b)
     (root / "etc/mcd-test/a.conf").write_text("a=2\n")
     cluster.patch_node(NODE, {"metadata": {"annotations": {ann.DESIRED_CONFIG: "rendered-worker-b"}}})
     node = cluster.wait_node(NODE, in_state("Degraded"))

@@ -197,41 +197,29 @@ def _with_users(path: Path, mc: bool) -> Path:
     return path
 
 
-def test_a_bare_ignition_once_from_writes_files_only_and_drops_the_encapsulated_config(
-    run: Run, tmp_path: Path
+@pytest.mark.parametrize(
+    ("mc", "keys", "encapsulated"),
+    [
+        # upstream: a bare Ignition config is files and units only, and drops the encapsulated config
+        pytest.param(False, None, None, id="bare-ignition"),
+        pytest.param(True, "ssh-ed25519 AAAA a@example\n", "{}", id="machineconfig"),
+    ],
+)
+def test_once_from_writes_ssh_keys_and_keeps_the_encapsulated_config_for_a_machineconfig_only(
+    run: Run, tmp_path: Path, mc: bool, keys: str | None, encapsulated: str | None
 ) -> None:
     root = make_sandbox_root(tmp_path / "root")
     (root / ENCAPSULATED.lstrip("/")).write_text("{}")
-    code, _, _ = run(
-        "start",
-        "--once-from",
-        str(_with_users(tmp_path / "x.ign", mc=False)),
-        "--root-mount",
-        str(root),
-        "--skip-reboot",
-    )
+    src = _with_users(tmp_path / ("mc.json" if mc else "x.ign"), mc=mc)
+    code, _, _ = run("start", "--once-from", str(src), "--root-mount", str(root), "--skip-reboot")
     assert code == 0
     assert (root / "etc/hello").read_text() == "hi\n"
-    assert not (root / SSH_KEYS.lstrip("/")).exists()  # upstream: files and units only
-    assert not (root / ENCAPSULATED.lstrip("/")).exists()
 
+    def text(path: str) -> str | None:
+        host = root / path.lstrip("/")
+        return host.read_text() if host.exists() else None
 
-def test_a_machineconfig_once_from_writes_ssh_keys_and_keeps_the_encapsulated_config(
-    run: Run, tmp_path: Path
-) -> None:
-    root = make_sandbox_root(tmp_path / "root")
-    (root / ENCAPSULATED.lstrip("/")).write_text("{}")
-    code, _, _ = run(
-        "start",
-        "--once-from",
-        str(_with_users(tmp_path / "mc.json", mc=True)),
-        "--root-mount",
-        str(root),
-        "--skip-reboot",
-    )
-    assert code == 0
-    assert (root / SSH_KEYS.lstrip("/")).read_text() == "ssh-ed25519 AAAA a@example\n"
-    assert (root / ENCAPSULATED.lstrip("/")).read_text() == "{}"
+    assert (text(SSH_KEYS), text(ENCAPSULATED)) == (keys, encapsulated)
 
 
 @pytest.mark.allow_commands

@@ -43,6 +43,11 @@ def config(tmp: Path, name: str, path: str) -> str:
     return str(out)
 
 
+def once_from(root: Path, tmp: Path, name: str, path: str) -> list[str]:
+    """`mcd start --once-from` of config `name` (writing `path`) on `root`, no reboot."""
+    return ["start", "--once-from", config(tmp, name, path), "--root-mount", str(root), "--skip-reboot"]
+
+
 def mcd(*argv: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "mcd", *argv], capture_output=True, text=True, timeout=300, check=False
@@ -84,12 +89,7 @@ def root(tmp_path: Path) -> Path:
 @pytest.fixture
 def first(root: Path, tmp_path: Path) -> Iterator[Paused]:
     paused = Paused(
-        "start",
-        "--once-from",
-        config(tmp_path, "first", "/etc/first"),
-        "--root-mount",
-        str(root),
-        "--skip-reboot",
+        *once_from(root, tmp_path, "first", "/etc/first"),
     )
     yield paused
     if paused.proc.returncode is None:
@@ -114,12 +114,7 @@ def assert_consistent(root: Path, name: str) -> None:
 def test_a_second_update_fails_at_once_and_touches_nothing(root: Path, tmp_path: Path, first: Paused) -> None:
     before = walk(root)
     second = mcd(
-        "start",
-        "--once-from",
-        config(tmp_path, "second", "/etc/second"),
-        "--root-mount",
-        str(root),
-        "--skip-reboot",
+        *once_from(root, tmp_path, "second", "/etc/second"),
         "--lock-timeout",
         "0",
     )
@@ -143,12 +138,7 @@ def test_a_second_update_waits_and_applies_on_top_of_the_first(
             sys.executable,
             "-m",
             "mcd",
-            "start",
-            "--once-from",
-            config(tmp_path, "second", "/etc/second"),
-            "--root-mount",
-            str(root),
-            "--skip-reboot",
+            *once_from(root, tmp_path, "second", "/etc/second"),
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -213,12 +203,7 @@ def test_a_lock_left_by_a_killed_process_does_not_block(root: Path, tmp_path: Pa
     killed = subprocess.run([sys.executable, "-c", code, str(root / "run/mcd.lock")], check=False)
     assert killed.returncode == -signal.SIGKILL
     result = mcd(
-        "start",
-        "--once-from",
-        config(tmp_path, "first", "/etc/first"),
-        "--root-mount",
-        str(root),
-        "--skip-reboot",
+        *once_from(root, tmp_path, "first", "/etc/first"),
         "--lock-timeout",
         "0",
     )
