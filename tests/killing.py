@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
 import signal
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
 from mcd import failpoints
 
@@ -98,3 +100,42 @@ def killed_at(n: int, op: Callable[[], object]) -> bool:
     ended_by = in_child(op, n)
     assert ended_by in (None, signal.SIGKILL)
     return ended_by is not None
+
+
+def assert_converges_after_any_kill(
+    tmp_path: Path,
+    snapshot: Callable[[Path], object],
+    setup: Callable[[Path], None],
+    op: Callable[[Path], object],
+    finish: Callable[[Path], object] | None = None,
+) -> int:
+    """Kill `op` at each failpoint in turn, re-run it, and compare `snapshot` with an
+    uninterrupted run's; returns how many failpoints were killed at.
+
+    `finish` (the commit step) runs once `op` has completed, never after a kill: that is what a
+    restarted update does.
+    """
+
+    def complete(base: Path) -> None:
+        op(base)
+        if finish is not None:
+            finish(base)
+
+    clean = tmp_path / "clean"
+    setup(clean)
+    complete(clean)
+    expected = snapshot(clean)
+    n = 1
+    try:
+        while True:
+            base = tmp_path / f"kill-{n}"
+            setup(base)
+            if not killed_at(n, functools.partial(op, base)):
+                break
+            disarm()
+            complete(base)
+            assert snapshot(base) == expected, f"no convergence after a kill at failpoint {n}"
+            n += 1
+    finally:
+        disarm()
+    return n - 1

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import functools
 import gzip
 import os
 import re
@@ -14,7 +13,7 @@ from typing import Any
 
 import pytest
 from casefiles import case_params, load_cases
-from killing import disarm, killed_at
+from killing import assert_converges_after_any_kill
 from recording import RecordingRunner
 from trees import CORE_GROUP, CORE_PASSWD, put
 
@@ -765,43 +764,6 @@ def test_path_in_dropins_refuses_non_dropin_paths(path: str) -> None:
 # --- crash safety: SIGKILL at every failpoint, then re-run the same call -----------------------------
 
 
-def assert_converges_after_any_kill(
-    tmp_path: Path,
-    setup: Callable[[Path], None],
-    op: Callable[[Path], object],
-    finish: Callable[[Path], object] | None = None,
-) -> int:
-    """Kill `op` at each failpoint in turn, re-run it, and compare with an uninterrupted run.
-
-    `finish` (the commit step) runs once `op` has completed, never after a kill: that is what a
-    restarted update does.
-    """
-
-    def complete(base: Path) -> None:
-        op(base)
-        if finish is not None:
-            finish(base)
-
-    clean = tmp_path / "clean"
-    setup(clean)
-    complete(clean)
-    expected = snapshot(clean)
-    n = 1
-    try:
-        while True:
-            base = tmp_path / f"kill-{n}"
-            setup(base)
-            if not killed_at(n, functools.partial(op, base)):
-                break
-            disarm()
-            complete(base)
-            assert snapshot(base) == expected, f"no convergence after a kill at failpoint {n}"
-            n += 1
-    finally:
-        disarm()
-    return n - 1
-
-
 A_FILES = (
     ign("/etc/chrony.conf", "server mine\n"),  # OS-shipped original
     ign("/etc/new.conf", "new\n", 0o600, user=NodeRef(name="core")),  # nothing there before
@@ -851,11 +813,11 @@ def _after_drop_a(base: Path) -> None:
 
 
 def test_write_converges_after_a_kill_anywhere(tmp_path: Path) -> None:
-    assert assert_converges_after_any_kill(tmp_path, _initial, _apply_a) >= 10
+    assert assert_converges_after_any_kill(tmp_path, snapshot, _initial, _apply_a) >= 10
 
 
 def test_delete_stale_converges_after_a_kill_anywhere(tmp_path: Path) -> None:
-    assert assert_converges_after_any_kill(tmp_path, _after_a, _drop_a, finish=_collect_a) >= 8
+    assert assert_converges_after_any_kill(tmp_path, snapshot, _after_a, _drop_a, finish=_collect_a) >= 8
     # committed and collected, the tree is the one before A (bar empty directories): originals
     # back, no backups, no stamps, no temp files
     before = tmp_path / "before"
@@ -867,7 +829,7 @@ def test_delete_stale_converges_after_a_kill_anywhere(tmp_path: Path) -> None:
 
 
 def test_collect_restored_converges_after_a_kill_anywhere(tmp_path: Path) -> None:
-    assert assert_converges_after_any_kill(tmp_path, _after_drop_a, _collect_a) >= 4
+    assert assert_converges_after_any_kill(tmp_path, snapshot, _after_drop_a, _collect_a) >= 4
     before = tmp_path / "before"
     _initial(before)
     assert non_dirs(snapshot(tmp_path / "clean")) == non_dirs(snapshot(before))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 import stat
@@ -10,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from killing import disarm, killed_at
+from killing import assert_converges_after_any_kill
 from recording import RecordingRunner
 from trees import CORE_GROUP, CORE_PASSWD, put
 
@@ -166,23 +165,7 @@ def test_apply_converges_after_a_kill_anywhere(tmp_path: Path) -> None:
     def op(base: Path) -> None:
         keys_writer(base).apply(users(("ssh-rsa K",)))
 
-    setup(tmp_path / "clean")
-    op(tmp_path / "clean")
-    expected = snapshot(tmp_path / "clean")
-    n = 1
-    try:
-        while True:
-            base = tmp_path / f"kill-{n}"
-            setup(base)
-            if not killed_at(n, functools.partial(op, base)):
-                break
-            disarm()
-            op(base)
-            assert snapshot(base) == expected, f"no convergence after a kill at failpoint {n}"
-            n += 1
-    finally:
-        disarm()
-    assert n > 5
+    assert assert_converges_after_any_kill(tmp_path, snapshot, setup, op) >= 5
 
 
 # --- passwords ------------------------------------------------------------------------------------------

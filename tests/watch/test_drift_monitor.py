@@ -175,27 +175,36 @@ def test_path_missing_at_start_is_followed_when_created(node: tuple[Path, DriftM
     assert monitor.check(new) == f'content mismatch for file "{new}"'
 
 
-def test_unit_masked_by_hand(node: tuple[Path, DriftMonitor, Collector]) -> None:
-    root, monitor, seen = node
-    _host(root, UNIT).unlink()
-    os.symlink("/dev/null", _host(root, UNIT))
-    seen.wait(monitor, UNIT)
-    assert monitor.check(UNIT) == (
-        f'mode mismatch for file: "{UNIT}"; expected: -rw-r--r--/420/0644; '
-        "received: Lrwxrwxrwx/134218239/01000000777"
-    )
+GONE = "/etc/systemd/system/gone.service"
 
 
-def test_mask_link_changed(node: tuple[Path, DriftMonitor, Collector]) -> None:
+@pytest.mark.parametrize(
+    ("path", "target", "message"),
+    [
+        pytest.param(
+            UNIT,
+            "/dev/null",
+            f'mode mismatch for file: "{UNIT}"; expected: -rw-r--r--/420/0644; '
+            "received: Lrwxrwxrwx/134218239/01000000777",
+            id="unit-masked-by-hand",
+        ),
+        pytest.param(
+            GONE,
+            "/usr/lib/systemd/system/gone.service",
+            f'state validation: invalid unit masked setting. path: "{GONE}"; '
+            "expected: /dev/null; received: /usr/lib/systemd/system/gone.service",
+            id="mask-link-changed",
+        ),
+    ],
+)
+def test_a_unit_path_replaced_by_a_link(
+    node: tuple[Path, DriftMonitor, Collector], path: str, target: str, message: str
+) -> None:
     root, monitor, seen = node
-    gone = "/etc/systemd/system/gone.service"
-    _host(root, gone).unlink()
-    os.symlink("/usr/lib/systemd/system/gone.service", _host(root, gone))
-    seen.wait(monitor, gone)
-    assert monitor.check(gone) == (
-        f'state validation: invalid unit masked setting. path: "{gone}"; '
-        "expected: /dev/null; received: /usr/lib/systemd/system/gone.service"
-    )
+    _host(root, path).unlink()
+    os.symlink(target, _host(root, path))
+    seen.wait(monitor, path)
+    assert monitor.check(path) == message
 
 
 def test_enablement_link_removed(node: tuple[Path, DriftMonitor, Collector]) -> None:
