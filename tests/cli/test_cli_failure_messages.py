@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from builders import data_url
+from builders import data_url, mc_object
 from clirun import Run
 from trees import Tree, walk
 
@@ -248,18 +248,7 @@ def test_a_bare_ignition_once_from_records_the_users_the_node_kept(run: Run, tmp
     the config before it, so the next update compares against what the node really has."""
     root = make_sandbox_root(tmp_path / "root")
     first = tmp_path / "first.json"
-    first.write_text(
-        json.dumps(
-            {
-                "apiVersion": "machineconfiguration.openshift.io/v1",
-                "kind": "MachineConfig",
-                "metadata": {"name": "first"},
-                "spec": {"config": {"ignition": {"version": "3.2.0"}, "passwd": {"users": [
-                    {"name": "core", "sshAuthorizedKeys": ["ssh-ed25519 BBBB b@example"]}
-                ]}}},
-            }
-        )
-    )
+    first.write_text(json.dumps(mc_object("first", ssh_keys=["ssh-ed25519 BBBB b@example"])))
     for src in (first, _with_users(tmp_path / "x.ign", mc=False)):
         code, _, err = run("start", "--once-from", str(src), "--root-mount", str(root), "--skip-reboot")
         assert code == 0, err

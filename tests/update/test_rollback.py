@@ -276,16 +276,22 @@ def test_failing_systemctl_rolls_back_files(node_in_a: Node, monkeypatch: pytest
 # --- a rollback that fails itself (RecordingRunner, no real process) -----------------------------------
 
 
-def _failing_rollback(tmp_path: Path) -> tuple[Path, str, UpdateError]:
-    """Enabling the new unit fails, and so does disabling it again during the rollback."""
-    root = make_sandbox_root(tmp_path / "root")
+def _b_with_a_unit(tmp_path: Path, file: str) -> Path:
+    """rendered-b: `file` and an enabled unit u.service, written as b.json."""
     obj = mc_object(
         "rendered-b",
-        files=[{"path": "/etc/b.conf", "contents": {"source": data_url("b\n")}}],
+        files=[{"path": file, "contents": {"source": data_url("b\n")}}],
         units=[{"name": "u.service", "enabled": True, "contents": service("u")}],
     )
     config = tmp_path / "b.json"
     config.write_text(json.dumps(obj))
+    return config
+
+
+def _failing_rollback(tmp_path: Path) -> tuple[Path, str, UpdateError]:
+    """Enabling the new unit fails, and so does disabling it again during the rollback."""
+    root = make_sandbox_root(tmp_path / "root")
+    config = _b_with_a_unit(tmp_path, "/etc/b.conf")
     flag = f"--root={root.resolve()}"
     # the link a half-done enable leaves: without one, the rollback's disable would have nothing
     # to remove and would not run at all
@@ -361,13 +367,7 @@ def test_a_rollback_after_a_restart_removes_the_directories_the_killed_run_made(
     from mcd import failpoints
 
     root = make_sandbox_root(tmp_path / "root")
-    obj = mc_object(
-        "rendered-b",
-        files=[{"path": "/etc/new/deeper/b.conf", "contents": {"source": data_url("b\n")}}],
-        units=[{"name": "u.service", "enabled": True, "contents": service("u")}],
-    )
-    config = tmp_path / "b.json"
-    config.write_text(json.dumps(obj))
+    config = _b_with_a_unit(tmp_path, "/etc/new/deeper/b.conf")
     first = tmp_path / "a.json"
     first.write_text(json.dumps(mc_object("rendered-a")))
     run_once_from(Host.for_root(HostRoot(root), RecordingRunner()), str(first), skip_reboot=True)
