@@ -264,6 +264,8 @@ class Syncer:
         if self.applier.coreos:
             for reason, message in os_events_after(p, old, new):
                 self.events.normal(reason, message)
+            if os_update_staged(p, new):
+                self.events.post_now(OS_UPDATE_STAGED, "Changes to OS staged", namespace="default")
         if applied.reboot:
             return self._reboot(new.name)
         self._report_actions(applied)
@@ -345,10 +347,25 @@ def os_events_before(p: Plan, new: MachineConfig) -> list[tuple[str, str]]:
     ]
     if what:
         out.append(("OSUpdateStarted", "; ".join(what)))
-    elif new.kernel_type in ("realtime", "64k-pages"):
+    elif new.kernel_type in _REAPPLIED_KERNELS:
         # upstream re-applies a non-default kernel on every update
         out.append(("OSUpdateStarted", f"Updating to a target config with {new.kernel_type} kernel"))
     return out
+
+
+OS_UPDATE_STAGED = "OSUpdateStaged"
+# the kernels upstream applies again on every update, whatever changed
+_REAPPLIED_KERNELS = ("realtime", "64k-pages")
+
+
+def os_update_staged(p: Plan, new: MachineConfig) -> bool:
+    """Whether upstream's OS step ran to its end, where it posts `OSUpdateStaged`: it runs for
+    an OS change (image, extensions, kernel type, kernel arguments) or a kernel it re-applies,
+    and returns early, before the event, under on-cluster layering."""
+    d = p.diff
+    if d.ocl_enabled:
+        return False
+    return d.os_update or d.extensions or d.kernel_type or d.kargs or new.kernel_type in _REAPPLIED_KERNELS
 
 
 def os_events_after(p: Plan, old: MachineConfig, new: MachineConfig) -> list[tuple[str, str]]:

@@ -34,14 +34,16 @@ def _now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def build_event(node: str, uid: str, etype: str, reason: str, message: str) -> dict[str, Any]:
+def build_event(
+    node: str, uid: str, etype: str, reason: str, message: str, *, namespace: str = NAMESPACE
+) -> dict[str, Any]:
     """The core/v1 Event upstream's recorder posts for the node."""
     stamp = _now()
     return {
         "apiVersion": "v1",
         "kind": "Event",
         # upstream's recorder names events <object>.<unix nanoseconds in hex>
-        "metadata": {"name": f"{node}.{time.time_ns():x}", "namespace": NAMESPACE},
+        "metadata": {"name": f"{node}.{time.time_ns():x}", "namespace": namespace},
         "involvedObject": {"kind": "Node", "name": node, "uid": uid, "apiVersion": "v1"},
         "reason": reason,
         "message": message,
@@ -96,6 +98,21 @@ class EventRecorder:
             self._queue.put_nowait(build_event(self.node, self.uid, etype, reason, message))
         except queue.Full:
             LOG.warning("event queue full: dropped event %s", reason)
+
+    def post_now(self, reason: str, message: str, namespace: str) -> None:
+        """A Normal event posted at once, in `namespace`, outside the queue: upstream creates
+        `OSUpdateStaged` itself, in `default`, rather than through its recorder. A failure is
+        logged, never raised."""
+        LOG.info("event %s on node %s: %s", reason, self.node, message)
+        self.recorded.append((NORMAL, reason, message))
+        del self.recorded[:-QUEUE_SIZE]
+        if self.api is None:
+            return
+        try:
+            event = build_event(self.node, self.uid, NORMAL, reason, message, namespace=namespace)
+            self.api.create_event(namespace, event)
+        except ApiError as exc:
+            LOG.warning("failed to post event %s: %s", reason, exc)
 
     def _run(self) -> None:
         assert self.api is not None

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from builders import mc
+from builders import load, mc, mc_object
 
+from mcd.config.machineconfig import OCL_IMAGE_ANNOTATION
 from mcd.nodefacts import Facts
 from mcd.plan import plan
-from mcd.sync import os_events_after, os_events_before
+from mcd.report.events import EventRecorder
+from mcd.sync import os_events_after, os_events_before, os_update_staged
 
 A = "quay.io/openshift/os@sha256:" + "a" * 64
 B = "quay.io/openshift/os@sha256:" + "b" * 64
@@ -70,3 +73,54 @@ def test_a_config_without_os_changes_posts_no_os_event() -> None:
     old, new, p = _plan({"osImageURL": A}, {"osImageURL": A})
     assert os_events_before(p, new) == []
     assert os_events_after(p, old, new) == []
+
+
+@pytest.mark.parametrize(
+    ("old_spec", "new_spec", "staged"),
+    [
+        pytest.param({"osImageURL": A}, {"osImageURL": B}, True, id="image"),
+        pytest.param({"osImageURL": A}, {"osImageURL": A, "kernelArguments": ["nosmt"]}, True, id="kargs"),
+        pytest.param({"osImageURL": A}, {"osImageURL": A, "extensions": ["usbguard"]}, True, id="extensions"),
+        pytest.param(
+            {"osImageURL": A, "kernelType": "realtime"},
+            {"osImageURL": A, "kernelType": "realtime"},
+            True,
+            id="realtime-reapplied",
+        ),
+        pytest.param({"osImageURL": A}, {"osImageURL": A}, False, id="no-os-change"),
+    ],
+)
+def test_the_os_update_is_staged_when_upstreams_os_step_runs_to_its_end(
+    old_spec: dict[str, Any], new_spec: dict[str, Any], staged: bool
+) -> None:
+    _, new, p = _plan(old_spec, new_spec)
+    assert os_update_staged(p, new) is staged
+
+
+def test_no_staged_event_under_on_cluster_layering() -> None:
+    """Upstream's OS step returns before the event when the config is a layered image."""
+    layered = mc_object("rendered-b", osImageURL=A)
+    layered["metadata"]["annotations"] = {OCL_IMAGE_ANNOTATION: B}
+    old, new = mc("rendered-a", osImageURL=A), load(layered)
+    p = plan(old, new, Facts(booted_image=A, requested_packages=(), requested_base_removals=()))
+    assert p.diff.os_update
+    assert os_update_staged(p, new) is False
+
+
+def test_the_staged_event_is_posted_at_once_in_the_default_namespace() -> None:
+    posted: list[tuple[str, dict[str, Any]]] = []
+
+    class Api:
+        def create_event(self, namespace: str, event: Mapping[str, Any]) -> None:
+            posted.append((namespace, dict(event)))
+
+    recorder = EventRecorder(Api(), "worker-0")  # never started: nothing goes through the queue
+    recorder.post_now("OSUpdateStaged", "Changes to OS staged", namespace="default")
+    [(namespace, event)] = posted
+    assert namespace == event["metadata"]["namespace"] == "default"
+    assert (event["reason"], event["message"], event["type"]) == (
+        "OSUpdateStaged",
+        "Changes to OS staged",
+        "Normal",
+    )
+    assert event["involvedObject"]["name"] == "worker-0"
