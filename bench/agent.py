@@ -4,7 +4,7 @@
 Workload: the rendered worker config of ../shared/bench/make_workload.py (2,000 files of 1 KiB,
 300 units with dropins) laid down on a fresh sandbox root. Each of the N updates (default 50) is
 a one-file rebootless change of it: registries.conf gains one more digest-only mirror (a
-NodeDisruptionPolicy `Special`: crio reload, no drain). The server is `mcd.sim.apiserver`
+NodeDisruptionPolicy `Special`: crio reload, no drain). The server is `mcd_sim.apiserver`
 (HTTPS, as kube-apiserver) and a controller stand-in answers the uncordon handshake at once. Figures:
   api_requests_per_update  requests the agent sent per update, by verb and kind, from the
                            desiredConfig patch to state=Done (watch streams and Events apart)
@@ -33,10 +33,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "tests" / "agent")]
 
 from harness import NODE, Agent, make_root  # noqa: E402
+from mcd_sim.apiserver import ApiServer  # noqa: E402
 
+from mcd.agent.kube import annotations as ann  # noqa: E402
 from mcd.host.runner import SubprocessRunner  # noqa: E402
-from mcd.kube import annotations as ann  # noqa: E402
-from mcd.sim.apiserver import ApiServer  # noqa: E402
 
 REG = "/etc/containers/registries.conf"
 
@@ -66,7 +66,7 @@ def _with_mirrors(base: dict[str, Any], name: str, mirrors: int) -> dict[str, An
 class HandshakeResponder:
     """Only the drain controller's side of the handshake: cordon or uncordon, then confirm.
 
-    Not `mcd.sim.controller.ControllerStandIn`: that one also recomputes the pool status and
+    Not `mcd_sim.controller.ControllerStandIn`: that one also recomputes the pool status and
     the node disruption policy on every store change, in this process, where it competes with
     the API server for the interpreter and adds some 200 ms per update that are not the agent's.
     """

@@ -47,8 +47,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from mcd.config.ignition import IgnitionConfig
-    from mcd.execute import Host
     from mcd.host.runner import CommandResult, Runner
+    from mcd.update.transaction import Host
 
 REPO = Path(__file__).resolve().parents[1]
 WORKLOAD = REPO.parent / "shared" / "bench" / "make_workload.py"
@@ -94,7 +94,7 @@ class TimedRunner:
 def config_writes(ign: IgnitionConfig) -> list[Write]:
     """Every file, dropin and unit file the config declares, as the writers would write them."""
     from mcd.host.originals import UNIT_FILE_MODE
-    from mcd.paths import dropin_path, unit_path
+    from mcd.planner.managed_paths import dropin_path, unit_path
 
     writes = [(f.path, f.data, f.effective_mode) for f in ign.files]
     for u in ign.units:
@@ -177,10 +177,11 @@ def new_root(tmp: str, tag: str) -> str:
 
 
 def fresh_host(tmp: str) -> tuple[Host, TimedRunner]:
-    from mcd.execute import Host
+    from mcd_sim.sandbox import make_sandbox_root
+
     from mcd.host.root import HostRoot
     from mcd.host.runner import SubprocessRunner
-    from mcd.sim.sandbox import make_sandbox_root
+    from mcd.update.transaction import Host
 
     root = make_sandbox_root(new_root(tmp, "mcd"))
     runner = TimedRunner(SubprocessRunner())
@@ -223,8 +224,8 @@ def main() -> int:
     sys.path.insert(0, str(REPO))
     from mcd.config.load import load_machineconfig
     from mcd.config.machineconfig import empty_machineconfig
-    from mcd.execute import update
     from mcd.host import ondisk
+    from mcd.update.transaction import update
 
     tmp = tempfile.mkdtemp(prefix="mcd-apply-bench-")
     try:

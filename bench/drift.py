@@ -54,13 +54,13 @@ def _config(files: int, dirs: int) -> dict[str, Any]:
 
 
 def _lay_down(tmp: Path, obj: dict[str, Any]) -> Path:
+    from mcd_sim.sandbox import make_sandbox_root
     from recording import RecordingRunner  # tests/: the bench lays the root down without commands
 
     from mcd.config.machineconfig import empty_machineconfig, machineconfig_from_object
-    from mcd.execute import Host, update
     from mcd.host import state
     from mcd.host.root import HostRoot
-    from mcd.sim.sandbox import make_sandbox_root
+    from mcd.update.transaction import Host, update
 
     root = make_sandbox_root(tmp / "root")
     mc = machineconfig_from_object(obj, "bench")
@@ -71,9 +71,9 @@ def _lay_down(tmp: Path, obj: dict[str, Any]) -> Path:
 
 
 def _setup(root: Path, obj: dict[str, Any]) -> dict[str, float]:
+    from mcd.agent.watch.drift import DriftMonitor
     from mcd.config.machineconfig import machineconfig_from_object
     from mcd.host.root import HostRoot
-    from mcd.watch.drift import DriftMonitor
 
     config = machineconfig_from_object(obj, "bench").config
     assert config is not None

@@ -50,8 +50,8 @@ def main() -> int:
     sys.path.insert(0, str(REPO))
     from mcd.config.dataurl import forget_remembered
     from mcd.config.load import load_machineconfig
-    from mcd.diff import forget_last
-    from mcd.plan import plan
+    from mcd.planner.diff import forget_last
+    from mcd.planner.plan import plan
 
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run([sys.executable, str(WORKLOAD), tmp], check=True, capture_output=True)

@@ -1,5 +1,5 @@
 """`python -m mcd` entry point."""
 
-from mcd.cli import main
+from mcd.cli.main import main
 
 raise SystemExit(main())

@@ -25,12 +25,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 # concern -> the mutmut key patterns (module.x_function__mutmut_N) of its modules
 CONCERNS: dict[str, tuple[str, ...]] = {
-    "reconcile": ("mcd.reconcile.*",),
-    "kargs": ("mcd.kargs.*",),
-    "diff": ("mcd.diff.*",),
-    "plan": ("mcd.plan.*", "mcd.steps.*", "mcd.updatesteps.*"),
+    "reconcile": ("mcd.planner.reconcile.*",),
+    "kargs": ("mcd.planner.kargs.*",),
+    "diff": ("mcd.planner.diff.*",),
+    "plan": ("mcd.planner.plan.*", "mcd.planner.steps.*", "mcd.planner.updatesteps.*"),
     "policy": ("mcd.policy.*",),
-    "registries": ("mcd.registries.*",),
+    "registries": ("mcd.planner.registries.*",),
 }
 THRESHOLD = 95.0
 # mutmut's exit codes (mutmut.stats.status_by_exit_code) that count as caught; anything else,

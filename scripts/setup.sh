@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Newcomer setup: system build prerequisites, then .venv with mcd and its dev tools.
 # Idempotent and fast on a re-run: apt runs only when a package is missing, pip only when
-# pyproject.toml is newer than the stamp .venv/.installed.
+# pyproject.toml or sim/pyproject.toml is newer than the stamp .venv/.installed. The simulator
+# (sim/, not part of the node's wheel) is installed beside mcd for the tests and `make demo`.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -78,7 +79,7 @@ if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c '' >/dev/null 2>&1; th
     "$PY" -m venv "$VENV"
 fi
 
-if [ -f "$STAMP" ] && [ "$STAMP" -nt pyproject.toml ]; then
+if [ -f "$STAMP" ] && [ "$STAMP" -nt pyproject.toml ] && [ "$STAMP" -nt sim/pyproject.toml ]; then
     say "$VENV is up to date (delete $STAMP to force a reinstall)"
     exit 0
 fi
@@ -86,6 +87,6 @@ fi
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
 say "installing mcd and dev tools into $VENV"
 "$VENV/bin/python" -m pip install -q --upgrade pip
-"$VENV/bin/python" -m pip install -q -e '.[dev]'
+"$VENV/bin/python" -m pip install -q -e '.[dev]' -e ./sim
 touch "$STAMP"
 say "done ($("$VENV/bin/python" --version 2>&1))"

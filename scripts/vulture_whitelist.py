@@ -8,7 +8,7 @@ install
 
 # bench/plan.py times a parse of configs never seen before
 forget_remembered
-forget_last  # mcd.diff: bench/plan.py times the comparison itself
+forget_last  # mcd.planner.diff: bench/plan.py times the comparison itself
 
 # the reboot failure count the cluster agent's metric (mcd_reboots_failed_total) reads
 failed_reboots
@@ -40,7 +40,7 @@ _.files_changed
 role
 
 # the cluster agent
-truncate  # mcd.kube.annotations: upstream's truncate helper, pinned by its case table (misc.json)
+truncate  # mcd.agent.kube.annotations: upstream's truncate helper, pinned by its case table (misc.json)
 _.retries  # kubernetes.client.Configuration fields the agent's client sets
 _.user_agent
 _.config_drift  # the mcd_config_drift gauge, set by the drift monitor
@@ -50,7 +50,7 @@ do_GET
 log_message
 FIRST_PIVOT_CONFIG  # upstream key the first start copies from node-annotations.json; the tests read it
 
-# the long-running child of `mcd simulate` (the agent process); mcd/sim is not read by vulture
+# the long-running child of `mcd simulate` (the agent process); sim/mcd_sim is not read by vulture
 spawn
 
 # the watchers

@@ -10,7 +10,7 @@ from typing import Any
 
 from mcd.config.findings import JsonPath
 from mcd.config.machineconfig import MachineConfig, machineconfig_from_object
-from mcd.plan import PlannedChange
+from mcd.planner.plan import PlannedChange
 from mcd.policy import Action, PolicyError, PostConfigAction
 from mcd.policy.model import SPEC_ACTION_TYPES, STATUS_ACTION_TYPES
 from mcd.policy.parse import parse_action

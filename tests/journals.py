@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mcd.watch.logins import LOGIND_UNIT, NEW_SESSION
+from mcd.agent.watch.logins import LOGIND_UNIT, NEW_SESSION
 
 REMOTE = next(
     (p for p in ("/usr/lib/systemd/systemd-journal-remote", "/lib/systemd/systemd-journal-remote")

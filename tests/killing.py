@@ -1,4 +1,4 @@
-"""Run code in a forked child that SIGKILLs itself at a failpoint (see mcd/failpoints.py).
+"""Run code in a forked child that SIGKILLs itself at a failpoint (see mcd/host/failpoints.py).
 
 The daemon only marks its crash points; the hook installed here counts them and kills the
 process at the chosen one.
@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from mcd import failpoints
+from mcd.host import failpoints
 
 _PR_SET_CHILD_SUBREAPER = 36
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 import sys
 
-from mcd import failpoints
-from mcd.cli import main
+from mcd.cli.main import main
+from mcd.host import failpoints
 
 
 def _pause_at_lock(ready: int, go: int) -> failpoints.Hook:

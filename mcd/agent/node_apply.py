@@ -15,13 +15,11 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
-from mcd import kargs as kargs_mod
 from mcd import policy
+from mcd.agent.errors import HostCommandError, McdError
 from mcd.config.findings import InputError
 from mcd.config.ignition import IgnitionConfig
 from mcd.config.machineconfig import MachineConfig, machineconfig_from_object
-from mcd.errors import HostCommandError, McdError
-from mcd.execute import Host, Unreconcilable, UpdateError, facts_for, load_mc, recover, request_reboot, update
 from mcd.host import atomicfs, ondisk, state, unitdirs
 from mcd.host.reboot import RebootError
 from mcd.host.root import HostRoot
@@ -30,7 +28,18 @@ from mcd.host.rpmostree import RpmOstreeError
 from mcd.host.runner import Runner
 from mcd.host.systemd import OfflineSystemctl
 from mcd.host.unitlinks import UnitLinks
-from mcd.plan import Facts, Plan, plan
+from mcd.planner import kargs as kargs_mod
+from mcd.planner.plan import Facts, Plan, plan
+from mcd.update.transaction import (
+    Host,
+    Unreconcilable,
+    UpdateError,
+    facts_for,
+    load_mc,
+    recover,
+    request_reboot,
+    update,
+)
 
 LOG = logging.getLogger(__name__)
 

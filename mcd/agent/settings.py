@@ -27,7 +27,7 @@ class AgentSettings:
     # built-in drainer: one attempt's budget and the pause after a refused eviction (upstream's library)
     eviction_retry_seconds: float = 5.0
     rpmostree_binary: str = "rpm-ostree"
-    # watchers (mcd/watch): what a config drift does to the node, see docs/watchers.md
+    # watchers (mcd/agent/watch): what a config drift does to the node, see docs/watchers.md
     drift_policy: str = "degrade"
     ssh_login_monitor: bool = True
     config_dir: str = ""  # MachineConfigs from a mounted directory instead of the API server

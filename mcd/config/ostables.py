@@ -1,7 +1,7 @@
 """What a MachineConfig's kernelType and extensions may name, and the packages they stand for. Pure.
 
 Config-layer tables (upstream's SupportedExtensions and the kernel package sets): validation,
-the diff and the planner read them; `mcd.rpmostree_args` builds rpm-ostree command lines from them.
+the diff and the planner read them; `mcd.planner.rpmostree_args` builds rpm-ostree command lines from them.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from mcd import failpoints
+from mcd.host import failpoints
 from mcd.host.streamdata import Data, Stream, data_size, holds_stream, pieces
 
 # a host path as the readers take it: hot loops pass plain strings (HostRoot.join_str)

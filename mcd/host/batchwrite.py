@@ -14,8 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcd import failpoints
-from mcd.host import atomicfs
+from mcd.host import atomicfs, failpoints
 from mcd.host.streamdata import Data
 
 

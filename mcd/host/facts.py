@@ -15,7 +15,6 @@ from collections.abc import Sequence
 
 from mcd.config.ignition import EMPTY_IGNITION, Unit
 from mcd.config.machineconfig import MachineConfig
-from mcd.diff import REMOVED, diff
 from mcd.host import atomicfs, ondisk, state
 from mcd.host.accounts import Accounts
 from mcd.host.errors import HostError
@@ -24,10 +23,11 @@ from mcd.host.rpmostree import RpmOstreeError, booted_image
 from mcd.host.ssh import CORE_USER, NO_PASSWORD, SHADOW
 from mcd.host.systemd import enabled_among
 from mcd.host.wiring import Host
-from mcd.kargs import TUNING_FILE
-from mcd.nodefacts import Facts, is_el
-from mcd.paths import KUBECONFIG, LEAKED_SYMLINKS, dropin_path, unit_path
-from mcd.rpmostree_args import node_arch
+from mcd.planner.diff import REMOVED, diff
+from mcd.planner.kargs import TUNING_FILE
+from mcd.planner.managed_paths import KUBECONFIG, LEAKED_SYMLINKS, dropin_path, unit_path
+from mcd.planner.nodefacts import Facts, is_el
+from mcd.planner.rpmostree_args import node_arch
 
 CMDLINE = "/proc/cmdline"
 # upstream reads /etc/os-release, falling back to /usr/lib/os-release

@@ -22,7 +22,7 @@ from mcd.host.errors import HostError
 from mcd.host.originals import FILE_DIR_MODE, Originals, failing_as, noorig_path, orig_path
 from mcd.host.root import HostRoot, PathEscapeError
 from mcd.host.streamdata import contents
-from mcd.paths import LEAKED_SYMLINKS, dropin_path, never_deleted, unit_path
+from mcd.planner.managed_paths import LEAKED_SYMLINKS, dropin_path, never_deleted, unit_path
 
 log = logging.getLogger(__name__)
 

@@ -49,7 +49,7 @@ from mcd.config.ignition import File, IgnitionConfig, Unit
 from mcd.host import atomicfs
 from mcd.host.errors import HostError
 from mcd.host.root import HostRoot, PathEscapeError
-from mcd.paths import DEV_NULL, dropin_path, path_in_dropins, unit_path
+from mcd.planner.managed_paths import DEV_NULL, dropin_path, path_in_dropins, unit_path
 
 log = logging.getLogger(__name__)
 

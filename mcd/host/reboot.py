@@ -11,7 +11,7 @@ import logging
 from typing import Protocol
 
 from mcd.host.runner import CommandError, Runner
-from mcd.steps import reboot_command
+from mcd.planner.steps import reboot_command
 
 log = logging.getLogger(__name__)
 

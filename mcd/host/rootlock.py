@@ -26,8 +26,8 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from mcd import failpoints
 from mcd.config.paths import LOCK_FILE
+from mcd.host import failpoints
 from mcd.host.errors import HostError
 from mcd.host.root import HostRoot, PathEscapeError
 

@@ -1,8 +1,9 @@
 """rpm-ostree client: OS changes run through the Runner, `status --json` parsed into typed values.
 
-Command lines come from the pure builders in `mcd.rpmostree_args` and `mcd.kargs`; this module only
-runs them (as client `machine-config-operator`, so rpm-ostreed's journal names the caller), wraps
-failures into RpmOstreeError and retries the rebase, which pulls over the network (spec §5.2).
+Command lines come from the pure builders in `mcd.planner.rpmostree_args` and
+`mcd.planner.kargs`; this module only runs them (as client `machine-config-operator`, so
+rpm-ostreed's journal names the caller), wraps failures into RpmOstreeError and retries the
+rebase, which pulls over the network (spec §5.2).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import yaml
 from mcd.host.pullsecret import link_pull_secret
 from mcd.host.root import HostRoot
 from mcd.host.runner import CommandError, CommandResult, Runner
-from mcd.rpmostree_args import (
+from mcd.planner.rpmostree_args import (
     NO_STAGED_DEPLOYMENT,
     cleanup_pending_command,
     cleanup_rollback_command,

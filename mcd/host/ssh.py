@@ -15,9 +15,8 @@ import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from mcd import failpoints
 from mcd.config.ignition import User
-from mcd.host import atomicfs
+from mcd.host import atomicfs, failpoints
 from mcd.host.accounts import Accounts, UnknownGroup, UnknownUser
 from mcd.host.errors import HostError
 from mcd.host.root import HostRoot, PathEscapeError

@@ -18,8 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcd import failpoints
-from mcd.host import atomicfs
+from mcd.host import atomicfs, failpoints
 from mcd.host.errors import StepError, os_error_text
 from mcd.host.root import HostRoot
 

@@ -24,7 +24,7 @@ from mcd.host.runner import CommandResult, Runner
 from mcd.host.systemd_dbus import BusUnavailable, DbusSystemd, SystemdError
 from mcd.host.unitdirs import escapes
 from mcd.host.unitlinks import UnitLinks, enabled_from_links
-from mcd.paths import (
+from mcd.planner.managed_paths import (
     DEV_NULL,
     LEAKED_SYMLINKS,
     UNIT_DIR,

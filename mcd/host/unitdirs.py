@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 
 from mcd.host.root import HostRoot
-from mcd.paths import UNIT_DIR
+from mcd.planner.managed_paths import UNIT_DIR
 
 PRESET_DIR = "/etc/systemd/system-preset"
 # the directories under /etc/systemd/system systemd reads or systemctl writes: enablement

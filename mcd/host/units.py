@@ -26,7 +26,14 @@ from mcd.host.errors import HostError
 from mcd.host.originals import FILE_DIR_MODE, UNIT_FILE_MODE, Originals, failing_as, noorig_path, orig_path
 from mcd.host.root import HostRoot, PathEscapeError
 from mcd.host.systemd import SystemdError, SystemdManager, enabled_among
-from mcd.paths import DEV_NULL, INSTALL_HEADER, UNIT_DIR, dropin_path, install_section, unit_path
+from mcd.planner.managed_paths import (
+    DEV_NULL,
+    INSTALL_HEADER,
+    UNIT_DIR,
+    dropin_path,
+    install_section,
+    unit_path,
+)
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ documents), `decide` (NDP actions per change), `legacy` (the legacy table) and `
 one typed value either table's choice becomes, `PostConfigAction`, and the drain rule on it). The
 short-circuits that come first — forcefile present, ``osImageURL`` / kernel arguments / FIPS /
 kernel type / extensions changed (and, in legacy mode, any unit change) ⇒ Reboot; no file,
-unit or passwd change ⇒ ``[None]`` — are decided by `mcd.plan`, which then calls the functions
+unit or passwd change ⇒ ``[None]`` — are decided by `mcd.planner.plan`, which then calls the functions
 here for the changed paths only.
 """
 

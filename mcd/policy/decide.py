@@ -82,7 +82,8 @@ def combine_actions(actions: Iterable[Action]) -> tuple[Action, ...]:
     Any Reboot ⇒ ``(Reboot,)``. If None appears with any other action, the Nones are dropped; if
     only Nones appear ⇒ ``(None,)``. Otherwise the list is kept as is: same order, duplicates kept
     (two files reloading crio reload it twice, as upstream). An empty list stays empty, as upstream
-    (possible only with an empty policy action list; `mcd.plan` maps "nothing changed" to None itself).
+    (possible only with an empty policy action list; `mcd.planner.plan` maps "nothing changed" to
+    None itself).
     """
     collected = tuple(actions)
     types = {a.type for a in collected}

@@ -14,7 +14,7 @@ from mcd.policy.action import (
     from_legacy,
 )
 from mcd.policy.decide import go_dir
-from mcd.registries import REGISTRIES_CONF
+from mcd.policy.model import REGISTRIES_CONF
 
 # --------------------------------------------------------------------------------------------
 # Legacy table (firstboot, once-from, HyperShift)

@@ -12,6 +12,10 @@ from mcd.config.findings import Finding, format_path
 # Action types and API constraints (openshift/api operator/v1 types_machineconfiguration.go)
 # --------------------------------------------------------------------------------------------
 
+# the one file with a special action (reload crio, drain only when the change is unsafe): the default
+# policy, the legacy table and the planner's safety check all name it
+REGISTRIES_CONF = "/etc/containers/registries.conf"
+
 REBOOT = "Reboot"
 DRAIN = "Drain"
 RELOAD = "Reload"
@@ -153,7 +157,7 @@ DEFAULT_POLICIES = ClusterPolicies(
         _default_file("/etc/machine-config-daemon/no-reboot/containers-gpg.pub", _reload(_CRIO)),
         _default_file("/etc/containers/policy.json", _reload(_CRIO)),
         # Special = reload crio, draining only if the registries.conf change is unsafe
-        _default_file("/etc/containers/registries.conf", Action(SPECIAL)),
+        _default_file(REGISTRIES_CONF, Action(SPECIAL)),
         _default_file("/etc/containers/registries.d", _reload(_CRIO)),
         _default_file("/etc/crio/policies", _reload(_CRIO)),
         _default_file("/etc/nmstate/openshift", Action(NONE)),

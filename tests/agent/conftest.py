@@ -1,4 +1,4 @@
-"""Fixtures for the agent tests: the stand-in API server (`mcd.sim.apiserver`) and the agent as a
+"""Fixtures for the agent tests: the stand-in API server (`mcd_sim.apiserver`) and the agent as a
 child process."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """`python crashing_mcd.py N ARGS...`: run `mcd ARGS...`, SIGKILLed at its N-th crash point.
 
-The crash points are mcd.failpoints' (every one of them lies inside an update transaction); a
+The crash points are mcd.host.failpoints' (every one of them lies inside an update transaction); a
 simulated reboot execs plain `python -m mcd`, so the restarted agent runs without the hook.
 """
 
@@ -11,8 +11,8 @@ import signal
 import sys
 import threading
 
-from mcd import failpoints
-from mcd.cli import main
+from mcd.cli.main import main
+from mcd.host import failpoints
 
 
 def _arm(kill_at: int) -> None:

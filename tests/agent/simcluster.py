@@ -1,4 +1,4 @@
-"""The agent tests' cluster: `mcd.sim.apiserver` with the helpers the tests need (node history,
+"""The agent tests' cluster: `mcd_sim.apiserver` with the helpers the tests need (node history,
 waits, the agent's requests from the audit log, faults), and the controller stand-in on demand."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from harness import NODE
+from mcd_sim.apiserver import ApiServer
+from mcd_sim.apiserver.store import WatchEvent
+from mcd_sim.controller import ControllerStandIn
 
-from mcd.kube import annotations as ann
-from mcd.sim.apiserver import ApiServer
-from mcd.sim.apiserver.store import WatchEvent
-from mcd.sim.controller import ControllerStandIn
+from mcd.agent.kube import annotations as ann
 
 Obj = dict[str, Any]
 AGENT_UA = "machine-config-daemon/"

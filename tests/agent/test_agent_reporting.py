@@ -15,7 +15,7 @@ import pytest
 
 from mcd.agent import sdnotify
 from mcd.agent.kubelet import KubeletHealth
-from mcd.report.metrics import Metrics, MetricsServer, host_os
+from mcd.agent.report.metrics import Metrics, MetricsServer, host_os
 
 UPSTREAM_NAMES = (
     "mcd_host_os_and_version", "mcd_pivot_errors_total", "mcd_state", "mcd_kubelet_state",

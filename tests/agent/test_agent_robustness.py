@@ -10,7 +10,7 @@ from builders import ign_file, mc_object
 from harness import NODE, Agent, config_a, done_on, make_root
 from simcluster import Cluster
 
-from mcd.kube import annotations as ann
+from mcd.agent.kube import annotations as ann
 
 pytestmark = pytest.mark.allow_commands
 
@@ -120,7 +120,7 @@ def test_sigkill_inside_the_update_transaction_then_restart_converges(
     cluster: Cluster, start_agent: Callable[..., Agent], tmp_path: Path, kill_at: int
 ) -> None:
     root = _setup(cluster, tmp_path)
-    # the n-th crash point of the process (mcd.failpoints): all of them are inside the update
+    # the n-th crash point of the process (mcd.host.failpoints): all of them are inside the update
     agent = start_agent(cluster, root, kill_at=kill_at)
     _started(cluster)
     cluster.patch_node(NODE, {"metadata": {"annotations": {ann.DESIRED_CONFIG: "rendered-worker-b"}}})

@@ -1,4 +1,4 @@
-"""The agent against `mcd.sim.apiserver` (HTTPS, token, kube semantics), read back with real kubectl
+"""The agent against `mcd_sim.apiserver` (HTTPS, token, kube semantics), read back with real kubectl
 and checked from the server's audit log."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 from harness import NODE, Agent, config_a, make_root
+from mcd_sim.apiserver import ApiServer
+from mcd_sim.apiserver.store import WatchEvent
+from mcd_sim.controller import ControllerStandIn
 
-from mcd.kube import annotations as ann
-from mcd.sim.apiserver import ApiServer
-from mcd.sim.apiserver.store import WatchEvent
-from mcd.sim.controller import ControllerStandIn
+from mcd.agent.kube import annotations as ann
 
 pytestmark = [
     pytest.mark.allow_commands,

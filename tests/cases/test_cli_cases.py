@@ -16,7 +16,7 @@ from builders import data_url, mc_object
 from casebuilders import ndp_configs
 from casefiles import case_params, load_cases
 
-from mcd.cli import main
+from mcd.cli.main import main
 
 
 def _write_side(path: Path, name: str, side: dict[str, Any]) -> str:

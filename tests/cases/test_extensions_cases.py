@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from casefiles import case_params, load_cases
 
-from mcd.rpmostree_args import extensions_command
+from mcd.planner.rpmostree_args import extensions_command
 
 CASES = load_cases("misc.json", kind="extensions_args")
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from casefiles import case_params, load_cases
 
-from mcd.kargs import kargs_command, missing_kargs_error, parse_kargs, running_kargs, tuning_commands
+from mcd.planner.kargs import kargs_command, missing_kargs_error, parse_kargs, running_kargs, tuning_commands
 
 KINDS = ("generate_kargs", "set_running_kargs", "validate_kernel_arguments", "tuning_file")
 

@@ -10,7 +10,7 @@ from casebuilders import legacy_side_mc, ndp_configs, reconcile_side_mc
 from casefiles import case_params, load_cases
 
 from mcd import policy
-from mcd.plan import Facts, plan
+from mcd.planner.plan import Facts, plan
 
 # ---------------------------------------------------------------- reconcilable.json
 

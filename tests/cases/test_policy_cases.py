@@ -1,7 +1,7 @@
 """Upstream NodeDisruptionPolicy and legacy post-config-action tables, checked against mcd.policy.
 
 The tables describe whole updates; this module tests the per-path part. The short-circuits that
-`mcd.plan` owns (forcefile, OS/kargs/FIPS/kernel type/extensions, and in legacy mode any unit
+`mcd.planner.plan` owns (forcefile, OS/kargs/FIPS/kernel type/extensions, and in legacy mode any unit
 change ⇒ reboot; nothing changed ⇒ None) are restated by the small helpers below.
 """
 
@@ -27,7 +27,7 @@ from mcd.policy import (
     ndp_drain_required,
     parse_cluster_policies,
 )
-from mcd.registries import REGISTRIES_CONF
+from mcd.policy.model import REGISTRIES_CONF
 
 NDP_FILE = "node_disruption_policy.json"
 LEGACY_FILE = "post_config_action_legacy.json"
@@ -80,7 +80,7 @@ def test_node_disruption_actions(case: dict[str, Any]) -> None:
     if isinstance(drain, bool):
         assert ndp_drain_required(actions, _unexpected_safety_check) is drain
     else:
-        # decided by the registries.conf comparison (mcd.registries): follows its verdict
+        # decided by the registries.conf comparison (mcd.planner.registries): follows its verdict
         assert ndp_drain_required(actions, lambda: True) is False
         assert ndp_drain_required(actions, lambda: False) is True
 

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from casefiles import case_params, load_cases
 
-from mcd.registries import REGISTRIES_CONF, is_safe_registries_change
+from mcd.planner.registries import is_safe_registries_change
+from mcd.policy.model import REGISTRIES_CONF
 
 CASES = load_cases("registries_conf_drain.json")
 NDP_ACTION_KEYS = ("ndpActions", "nodeDisruptionActions", "actions")

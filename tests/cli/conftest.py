@@ -1,11 +1,11 @@
-"""The CLI tests' shared fixture: `run(*argv)` calls `mcd.cli.main` in-process."""
+"""The CLI tests' shared fixture: `run(*argv)` calls `mcd.cli.main.main` in-process."""
 
 from __future__ import annotations
 
 import pytest
 from clirun import Run
 
-from mcd.cli import main
+from mcd.cli.main import main
 
 
 @pytest.fixture

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from builders import data_url, mc_object
 from clirun import Run
+from mcd_sim.sandbox import make_sandbox_root
 from trees import Tree, walk
 
-from mcd import failpoints
-from mcd.sim.sandbox import make_sandbox_root
+from mcd.host import failpoints
 
 STANDIN = Path(__file__).resolve().parents[1] / "standins" / "rpm-ostree"
 STATE = "/etc/machine-config-daemon"

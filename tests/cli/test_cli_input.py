@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from clirun import Run
 
-from mcd.cli import _describe_error, main
+from mcd.cli.main import _describe_error, main
 from mcd.config.findings import Finding
 
 

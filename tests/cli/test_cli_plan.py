@@ -12,7 +12,7 @@ import yaml
 from builders import ign_file, mc_object
 from clirun import Run
 
-from mcd.cli import main
+from mcd.cli.main import main
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 FIPS_MESSAGE = "detected change to FIPS flag; refusing to modify FIPS on a running cluster"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from mcd.cli import main
-from mcd.cli_parser import build_parser
+from mcd.cli.main import main
+from mcd.cli.parser import build_parser
 
 
 def test_every_agent_flag_has_an_environment_variable(

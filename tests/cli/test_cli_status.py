@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from builders import ign_file, mc_object
 
-from mcd.cli import main
+from mcd.cli.main import main
 from mcd.host import state
 from mcd.host.root import HostRoot
-from mcd.status import record_drift, record_state
+from mcd.host.status import record_drift, record_state
 
 
 def _status(capsys: pytest.CaptureFixture[str], root: Path, *extra: str) -> tuple[int, str]:

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from clirun import Run
 
-from mcd.cli import main
+from mcd.cli.main import main
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

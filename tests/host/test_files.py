@@ -24,7 +24,7 @@ from mcd.host.files import FileWriter
 from mcd.host.originals import noorig_path, orig_path
 from mcd.host.root import HostRoot
 from mcd.host.units import UnitFiles
-from mcd.paths import LEAKED_SYMLINKS, path_in_dropins
+from mcd.planner.managed_paths import LEAKED_SYMLINKS, path_in_dropins
 
 # names of atomicfs temp files a SIGKILL may leave behind (harmless garbage, never read)
 TEMP_NAME = re.compile(r"^\..*\.[0-9a-f]{16}\.tmp$")

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mcd_sim.sandbox import make_sandbox_root
 from recording import RecordingRunner
 
-from mcd.execute import Host
 from mcd.host.root import HostRoot
 from mcd.host.runner import ChrootRunner
 from mcd.host.systemd import LiveSystemctl, OfflineSystemctl
-from mcd.plan import reboot_command
-from mcd.sim.sandbox import make_sandbox_root
+from mcd.planner.plan import reboot_command
+from mcd.update.transaction import Host
 
 
 def mounted_node(tmp_path: Path, *, coreos: bool = True) -> Path:

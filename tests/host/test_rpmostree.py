@@ -24,8 +24,8 @@ from mcd.host.rpmostree import (
     parse_version,
 )
 from mcd.host.runner import CommandError, SubprocessRunner
-from mcd.kargs import kargs_command
-from mcd.rpmostree_args import (
+from mcd.planner.kargs import kargs_command
+from mcd.planner.rpmostree_args import (
     extensions_command,
     kernel_override_reset_command,
     kernel_switch_command,

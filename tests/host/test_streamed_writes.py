@@ -15,13 +15,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from mcd_sim.sandbox import make_sandbox_root
 
-from mcd.cli import main
+from mcd.cli.main import main
 from mcd.config.contents import ContentsError
 from mcd.config.ignition_model import KEEP_DATA_UP_TO, File
 from mcd.host import atomicfs
 from mcd.host.streamdata import Stream
-from mcd.sim.sandbox import make_sandbox_root
 
 PIECE = 1 << 16
 

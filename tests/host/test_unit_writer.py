@@ -13,7 +13,7 @@ from mcd.config.ignition import Dropin, Unit
 from mcd.host.root import HostRoot
 from mcd.host.systemd import SystemdError
 from mcd.host.units import PlainUnitFiles, UnitWriter
-from mcd.paths import install_section
+from mcd.planner.managed_paths import install_section
 
 SERVICE = "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"
 UNIT_DIR = "etc/systemd/system"

@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from mcd.sim.apiserver import ApiServer
+from mcd_sim.apiserver import ApiServer
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mcd.cli import main
+from mcd.cli.main import main
 
 
 def _wait_for_file(path: Path, proc: subprocess.Popen[str], timeout: float = 30) -> None:

@@ -10,8 +10,7 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes import watch
 from kubernetes.client.rest import ApiException
-
-from mcd.sim.apiserver import ApiServer
+from mcd_sim.apiserver import ApiServer
 
 
 def test_typed_models_deserialise(sim: ApiServer, client: Any) -> None:

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from mcd_sim.apiserver import ApiServer
+from mcd_sim.controller import DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN, ControllerStandIn
 
 from mcd.policy import DEFAULT_POLICIES
-from mcd.sim.apiserver import ApiServer
-from mcd.sim.controller import DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN, ControllerStandIn
 
 
 @pytest.fixture

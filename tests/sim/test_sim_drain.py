@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 from conftest import Kubectl
-
-from mcd.sim.apiserver import ApiServer
+from mcd_sim.apiserver import ApiServer
 
 pytestmark = pytest.mark.allow_commands
 

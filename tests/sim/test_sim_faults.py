@@ -12,8 +12,7 @@ from conftest import raw_request
 from kubernetes import client as k8s
 from kubernetes import watch
 from kubernetes.client.rest import ApiException
-
-from mcd.sim.apiserver import ApiServer
+from mcd_sim.apiserver import ApiServer
 
 
 def test_fail_next_requests_with_a_status(sim: ApiServer, client: Any) -> None:

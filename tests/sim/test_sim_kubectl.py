@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import Kubectl
-
-from mcd.sim.apiserver import ApiServer
+from mcd_sim.apiserver import ApiServer
 
 pytestmark = pytest.mark.allow_commands
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from mcd.sim.apiserver.patch import PatchError, json_patch, merge_patch, strategic_merge_patch
+from mcd_sim.apiserver.patch import PatchError, json_patch, merge_patch, strategic_merge_patch
 
 
 def test_merge_patch_merges_objects_and_null_deletes() -> None:

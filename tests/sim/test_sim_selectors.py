@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from mcd.sim.apiserver import ApiError
-from mcd.sim.apiserver.selectors import field_selector, label_selector
+from mcd_sim.apiserver import ApiError
+from mcd_sim.apiserver.selectors import field_selector, label_selector
 
 
 @pytest.mark.parametrize(

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from mcd.sim.apiserver import ApiError, resource_type
-from mcd.sim.apiserver.store import Store
+from mcd_sim.apiserver import ApiError, resource_type
+from mcd_sim.apiserver.store import Store
 
 NODES = resource_type("Node")
 MC = resource_type("MachineConfig")

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from mcd.sim.apiserver import resource_type
-from mcd.sim.apiserver.tables import human_duration, table
+from mcd_sim.apiserver import resource_type
+from mcd_sim.apiserver.tables import human_duration, table
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mcd.cli import main
+from mcd.cli.main import main
 
 REPO = Path(__file__).resolve().parents[2]
 OLD, NEW = REPO / "examples" / "old.yaml", REPO / "examples" / "new.yaml"

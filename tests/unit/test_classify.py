@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcd.errors import (
+from mcd.agent.errors import (
     ApiError,
     Backoff,
     ConflictError,
@@ -14,7 +14,7 @@ from mcd.errors import (
     UnreconcilableError,
     classify,
 )
-from mcd.kube.annotations import NodeState
+from mcd.agent.kube.annotations import NodeState
 
 
 def test_unreconcilable_config_makes_the_node_unreconcilable() -> None:

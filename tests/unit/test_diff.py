@@ -9,7 +9,7 @@ import pytest
 from builders import ign_file, load, mc, mc_object
 
 from mcd.config.machineconfig import MachineConfig
-from mcd.diff import ADDED, MODIFIED, REMOVED, Change, diff
+from mcd.planner.diff import ADDED, MODIFIED, REMOVED, Change, diff
 
 OCL = "machineconfiguration.openshift.io/ocl-osimageurl"
 

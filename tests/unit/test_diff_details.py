@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from builders import ign_file, mc
 
-from mcd.diff import Change, diff
+from mcd.planner.diff import Change, diff
 
 
 def ign(**sections: Any) -> dict[str, Any]:

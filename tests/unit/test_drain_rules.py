@@ -1,10 +1,10 @@
-"""Which pods a drain evicts and which PodDisruptionBudgets block it (pure parts of mcd.drain)."""
+"""Which pods a drain evicts and which PodDisruptionBudgets block it (pure parts of mcd.agent.drain)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from mcd.drain import blocking_pdbs, pods_to_evict
+from mcd.agent.drain import blocking_pdbs, pods_to_evict
 
 
 def pod(ns: str, name: str, labels: dict[str, str] | None = None, **meta: Any) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""mcd.kargs: kernel-argument splitting, rpm-ostree kargs lines, validation and the tuning file."""
+"""mcd.planner.kargs: kernel-argument splitting, rpm-ostree kargs lines, validation and the tuning file."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcd.config.ostables import go_list
-from mcd.kargs import (
+from mcd.planner.kargs import (
     kargs_command,
     missing_kargs_error,
     parse_kargs,

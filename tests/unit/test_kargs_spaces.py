@@ -1,10 +1,10 @@
-"""mcd.kargs: which characters are spaces where (the kernel's, Go's TrimSpace) and the tuning file's lines."""
+"""mcd.planner.kargs: which characters are spaces where (the kernel's, Go's TrimSpace), tuning lines."""
 
 from __future__ import annotations
 
 import pytest
 
-from mcd.kargs import (
+from mcd.planner.kargs import (
     kargs_command,
     missing_kargs_error,
     parse_kargs,

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from mcd.errors import ConflictError, TransientError
-from mcd.kube import annotations as ann
-from mcd.kube.annotations import NodeState
-from mcd.report.node import NodeWriter
+from mcd.agent.errors import ConflictError, TransientError
+from mcd.agent.kube import annotations as ann
+from mcd.agent.kube.annotations import NodeState
+from mcd.agent.report.node import NodeWriter
 
 
 class Api:

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 from builders import load, mc, mc_object
 
+from mcd.agent.report.events import EventRecorder
+from mcd.agent.sync import os_events_after, os_events_before, os_update_staged
 from mcd.config.machineconfig import OCL_IMAGE_ANNOTATION
-from mcd.nodefacts import Facts
-from mcd.plan import plan
-from mcd.report.events import EventRecorder
-from mcd.sync import os_events_after, os_events_before, os_update_staged
+from mcd.planner.nodefacts import Facts
+from mcd.planner.plan import plan
 
 A = "quay.io/openshift/os@sha256:" + "a" * 64
 B = "quay.io/openshift/os@sha256:" + "b" * 64

@@ -23,7 +23,7 @@ from mcd.config.findings import Finding, InputError
 from mcd.config.ignition import IgnitionResult, parse_ignition
 from mcd.config.load import load_machineconfigs
 from mcd.config.machineconfig import MachineConfig, empty_machineconfig
-from mcd.plan import plan
+from mcd.planner.plan import plan
 
 PROPERTY_SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

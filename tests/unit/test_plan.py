@@ -8,11 +8,11 @@ import pytest
 from builders import ign_file, load, mc, mc_object, reboot_argv, spellings
 
 from mcd import policy
-from mcd import steps as st
 from mcd.config.machineconfig import MachineConfig, empty_machineconfig
-from mcd.nodefacts import is_el
-from mcd.plan import Facts, Plan, plan, reboot_command
-from mcd.reconcile import FIPS_MESSAGE
+from mcd.planner import steps as st
+from mcd.planner.nodefacts import is_el
+from mcd.planner.plan import Facts, Plan, plan, reboot_command
+from mcd.planner.reconcile import FIPS_MESSAGE
 
 REGISTRIES = "/etc/containers/registries.conf"
 CLEANUP = ("rpm-ostree", "cleanup", "-p")

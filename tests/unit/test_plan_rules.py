@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from builders import ign_file, load, mc, mc_object, reboot_argv, spelled, spellings
 
-from mcd import steps as st
 from mcd.config.machineconfig import MachineConfig
-from mcd.plan import Facts, PlannedChange, plan
+from mcd.planner import steps as st
+from mcd.planner.plan import Facts, PlannedChange, plan
 from mcd.policy import DEFAULT_POLICIES, Action, ClusterPolicies, merge_policies
 
 REBOOT, NONE = Action("Reboot"), Action("None")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from builders import ign_file, mc
 
-from mcd.plan import plan
-from mcd.plantext import plan_text
+from mcd.planner.plan import plan
+from mcd.planner.plantext import plan_text
 from mcd.policy import Action, ActionKind, PostConfigAction, drain_required
 from mcd.policy.action import from_api, from_legacy
 

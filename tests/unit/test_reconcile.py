@@ -8,7 +8,7 @@ import pytest
 from builders import ign_file, mc
 
 from mcd.config.machineconfig import MachineConfig, empty_machineconfig
-from mcd.reconcile import FIPS_MESSAGE, FORCEFILE, reconcile, unreconcilable_reason
+from mcd.planner.reconcile import FIPS_MESSAGE, FORCEFILE, reconcile, unreconcilable_reason
 
 PREFIX = 'new machineconfig "old" is not reconcilable against "new": '
 

@@ -8,7 +8,7 @@ from typing import Any
 from builders import ign_file, mc
 
 from mcd.config.findings import Finding
-from mcd.reconcile import reconcile
+from mcd.planner.reconcile import reconcile
 
 PREFIX = 'new machineconfig "old" is not reconcilable against "new": '
 FIPS = "detected change to FIPS flag; refusing to modify FIPS on a running cluster"

@@ -1,10 +1,10 @@
-"""mcd.registries: decoding registries.conf and upstream's safe-change rules."""
+"""mcd.planner.registries: decoding registries.conf and upstream's safe-change rules."""
 
 from __future__ import annotations
 
 import pytest
 
-from mcd.registries import (
+from mcd.planner.registries import (
     Mirror,
     RegistriesConf,
     RegistriesError,

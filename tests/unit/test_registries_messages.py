@@ -1,4 +1,4 @@
-"""mcd.registries: the decode errors word for word, and the decoding corners the rules rely on.
+"""mcd.planner.registries: the decode errors word for word, and the decoding corners the rules rely on.
 
 The expected texts are written out in full: the update's failure message is this string, so a
 change to any part of it must fail here.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcd.registries import (
+from mcd.planner.registries import (
     Mirror,
     RegistriesConf,
     RegistriesError,

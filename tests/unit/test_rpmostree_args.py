@@ -1,4 +1,4 @@
-"""mcd.rpmostree_args: rpm-ostree command lines for kernel type, extensions, rebase and cleanup."""
+"""mcd.planner.rpmostree_args: rpm-ostree command lines for kernel type, extensions, rebase and cleanup."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from mcd.config.ostables import (
     canonical_kernel_type,
     extension_packages,
 )
-from mcd.rpmostree_args import (
+from mcd.planner.rpmostree_args import (
     KernelTypeError,
     cleanup_pending_command,
     extensions_command,

@@ -1,4 +1,4 @@
-"""mcd.steps: each step's JSON, command line and text line, word for word."""
+"""mcd.planner.steps: each step's JSON, command line and text line, word for word."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from mcd import steps as st
+from mcd.planner import steps as st
 
 REBOOT_ARGV = ("systemd-run", "--unit", "machine-config-daemon-reboot", "/bin/sh", "-c", "systemctl reboot")
 

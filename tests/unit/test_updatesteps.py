@@ -1,4 +1,4 @@
-"""mcd.updatesteps: the disk steps of an update, in order, from the diff and the node's facts."""
+"""mcd.planner.updatesteps: the disk steps of an update, in order, from the diff and the node's facts."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pytest
 from builders import ign_file, mc
 
 from mcd.config.machineconfig import MachineConfig
-from mcd.diff import diff
-from mcd.nodefacts import NO_FACTS, Facts
-from mcd.steps import (
+from mcd.planner.diff import diff
+from mcd.planner.nodefacts import NO_FACTS, Facts
+from mcd.planner.steps import (
     Chmod,
     ClearPassword,
     Disable,
@@ -26,7 +26,7 @@ from mcd.steps import (
     WriteSshKeys,
     WriteUnitFiles,
 )
-from mcd.updatesteps import disk_steps
+from mcd.planner.updatesteps import disk_steps
 
 UNITS = "/etc/systemd/system"
 ENABLED_WITH_INSTALL = "[Unit]\n[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 from builders import ign_file, mc
+from mcd_sim.sandbox import make_sandbox_root
 from recording import RecordingRunner
 
-from mcd.execute import Host, UpdateError, update
 from mcd.host.root import HostRoot
 from mcd.host.systemd import SystemdError, SystemdManager
-from mcd.sim.sandbox import make_sandbox_root
+from mcd.update.transaction import Host, UpdateError, update
 
 BUNDLE = "/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt"
 REGISTRIES = "/etc/containers/registries.conf"

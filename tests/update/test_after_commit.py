@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 from builders import ign_file, mc
+from mcd_sim.sandbox import make_sandbox_root
 from recording import RecordingRunner
 
 from mcd.config.machineconfig import MachineConfig
-from mcd.execute import Host, UpdateError, update
 from mcd.host.reboot import RebootError
 from mcd.host.root import HostRoot
 from mcd.host.systemd import SystemdError, SystemdManager
-from mcd.sim.sandbox import make_sandbox_root
-from mcd.steps import reboot_command
+from mcd.planner.steps import reboot_command
+from mcd.update.transaction import Host, UpdateError, update
 
 STATE = "etc/machine-config-daemon"
 BOOT_ID = "proc/sys/kernel/random/boot_id"

@@ -25,12 +25,12 @@ from typing import Any
 import pytest
 from builders import data_url, mc_object
 from killing import arm, hits, in_child
+from mcd_sim.sandbox import make_sandbox_root
 
-from mcd.execute import Host
+from mcd.cli.oncefrom import run_once_from
 from mcd.host.root import HostRoot
 from mcd.host.runner import SubprocessRunner
-from mcd.oncefrom import run_once_from
-from mcd.sim.sandbox import make_sandbox_root
+from mcd.update.transaction import Host
 
 pytestmark = pytest.mark.allow_commands
 

@@ -1,7 +1,7 @@
 """`mcd start --once-from`, `mcd check-disk` and `mcd firstboot-complete-machineconfig` end to end.
 
 Each test builds a sandbox root (/etc/passwd and /etc/group with core, /home/core), applies
-MachineConfigs through `mcd.cli.main` in-process with the real `systemctl --root` (offline, no
+MachineConfigs through `mcd.cli.main.main` in-process with the real `systemctl --root` (offline, no
 running systemd needed) and compares the whole tree it walks with what the config describes.
 Firstboot runs on a CoreOS sandbox with the rpm-ostree stand-in on PATH; the last section runs
 the whole update with a RecordingRunner instead, to pin the exact systemctl calls.
@@ -18,15 +18,15 @@ from typing import Any
 
 import pytest
 from builders import data_url, mc_object
+from mcd_sim.sandbox import CORE_GID, CORE_UID, make_sandbox_root
 from recording import RecordingRunner
 from trees import Tree, walk
 
-from mcd.cli import main
-from mcd.execute import Host, UpdateError
+from mcd.cli.main import main
+from mcd.cli.oncefrom import run_once_from
 from mcd.host.root import HostRoot
 from mcd.host.runner import SubprocessRunner
-from mcd.oncefrom import run_once_from
-from mcd.sim.sandbox import CORE_GID, CORE_UID, make_sandbox_root
+from mcd.update.transaction import Host, UpdateError
 
 commands = pytest.mark.allow_commands
 

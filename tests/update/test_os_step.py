@@ -16,16 +16,16 @@ from typing import Any
 
 import pytest
 from builders import data_url, mc_object
+from mcd_sim.sandbox import make_sandbox_root
 from trees import Tree, walk
 
-from mcd.checkdisk import DiskCheck, check_disk
+from mcd.cli.checkdisk import DiskCheck, check_disk
+from mcd.cli.oncefrom import run_once_from
 from mcd.config.findings import InputError
 from mcd.config.ostables import DEFAULT_KERNEL_PACKAGES, REALTIME_KERNEL_PACKAGES
-from mcd.execute import Host, Outcome, UpdateError
 from mcd.host.root import HostRoot
 from mcd.host.runner import SubprocessRunner
-from mcd.oncefrom import run_once_from
-from mcd.sim.sandbox import make_sandbox_root
+from mcd.update.transaction import Host, Outcome, UpdateError
 
 pytestmark = pytest.mark.allow_commands
 

@@ -20,14 +20,13 @@ from typing import Any
 import pytest
 from casebuilders import legacy_side_mc, ndp_configs, reconcile_side_mc, registries_mc
 from casefiles import CASES_DIR, case_params, load_cases
+from mcd_sim.sandbox import make_sandbox_root
 from recording import RecordingRunner
 
 from mcd import policy
-from mcd import steps as st
 from mcd.config.ignition import File
 from mcd.config.machineconfig import MachineConfig, empty_machineconfig
 from mcd.config.ostables import ExtensionError, extension_packages
-from mcd.execute import Host, Unreconcilable, UpdateError, mc_json, plan_on_host, update
 from mcd.host import state
 from mcd.host.files import FileWriter
 from mcd.host.originals import Originals
@@ -35,7 +34,8 @@ from mcd.host.root import HostRoot
 from mcd.host.rpmostree import RpmOstree
 from mcd.host.ssh import SshKeyWriter
 from mcd.host.units import UnitFiles, UnitWriter
-from mcd.sim.sandbox import make_sandbox_root
+from mcd.planner import steps as st
+from mcd.update.transaction import Host, Unreconcilable, UpdateError, mc_json, plan_on_host, update
 
 Op = tuple[Any, ...]
 

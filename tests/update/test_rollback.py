@@ -16,17 +16,17 @@ from typing import Any
 
 import pytest
 from builders import data_url, mc_object
+from mcd_sim.sandbox import make_sandbox_root
 from recording import RecordingRunner
 from trees import Tree, walk
 
 import mcd.host.wiring
-from mcd.cli import main
-from mcd.execute import Host, UpdateError
+from mcd.cli.main import main
+from mcd.cli.oncefrom import run_once_from
 from mcd.host.root import HostRoot
 from mcd.host.rpmostree import RpmOstree
 from mcd.host.runner import SubprocessRunner
-from mcd.oncefrom import run_once_from
-from mcd.sim.sandbox import make_sandbox_root
+from mcd.update.transaction import Host, UpdateError
 
 pytestmark = pytest.mark.allow_commands
 
@@ -364,7 +364,7 @@ def test_a_rollback_after_a_restart_removes_the_directories_the_killed_run_made(
     rollback leaves the root exactly as before, those directories gone."""
     from killing import in_child
 
-    from mcd import failpoints
+    from mcd.host import failpoints
 
     root = make_sandbox_root(tmp_path / "root")
     config = _b_with_a_unit(tmp_path, "/etc/new/deeper/b.conf")

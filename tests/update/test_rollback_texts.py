@@ -10,12 +10,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from mcd_sim.sandbox import make_sandbox_root
 from recording import RecordingRunner
 
 from mcd.config.ignition import EMPTY_IGNITION
-from mcd.execute import Host, UpdateError, _roll_back, go_aggregate, rollback_error
 from mcd.host.root import HostRoot
-from mcd.sim.sandbox import make_sandbox_root
+from mcd.update.transaction import Host, UpdateError, _roll_back, go_aggregate, rollback_error
 
 
 @pytest.mark.parametrize(

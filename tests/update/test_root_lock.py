@@ -18,13 +18,13 @@ from typing import Any
 
 import pytest
 from builders import data_url, mc_object
+from mcd_sim.sandbox import make_sandbox_root
 from trees import walk
 
 from mcd.agent.node_apply import NodeApplier
 from mcd.host.root import HostRoot
 from mcd.host.rootlock import RootLockError, hold
 from mcd.host.runner import SubprocessRunner
-from mcd.sim.sandbox import make_sandbox_root
 
 pytestmark = pytest.mark.allow_commands
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 from builders import mc_object
+from mcd_sim.sandbox import make_sandbox_root
 from trees import walk
 
-from mcd.cli import main
-from mcd.sim.sandbox import make_sandbox_root
+from mcd.cli.main import main
 
 pytestmark = pytest.mark.allow_commands
 

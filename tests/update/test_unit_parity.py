@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 from builders import mc_object
+from mcd_sim.sandbox import make_sandbox_root
 from trees import put
 
-from mcd.cli import main
+from mcd.cli.main import main
 from mcd.host.originals import orig_path
-from mcd.sim.sandbox import make_sandbox_root
 
 pytestmark = pytest.mark.allow_commands
 

@@ -8,14 +8,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mcd_sim.sandbox import make_sandbox_root
 from recording import RecordingRunner
 
+from mcd.agent.watch.drift import DriftMonitor
 from mcd.config.machineconfig import MachineConfig, empty_machineconfig, machineconfig_from_object
-from mcd.execute import Host, update
 from mcd.host import state
 from mcd.host.root import HostRoot
-from mcd.sim.sandbox import make_sandbox_root
-from mcd.watch.drift import DriftMonitor
+from mcd.update.transaction import Host, update
 
 
 def parse(obj: dict[str, Any]) -> MachineConfig:

@@ -11,7 +11,7 @@ import pytest
 from atomicwriter import publish
 from builders import ign_file, mc_object
 
-from mcd.watch.configdir import ConfigDirError, ConfigDirSource, read_snapshot
+from mcd.agent.watch.configdir import ConfigDirError, ConfigDirSource, read_snapshot
 
 
 def test_a_hundred_quick_swaps_never_give_a_mixed_set(tmp_path: Path) -> None:

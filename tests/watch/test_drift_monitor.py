@@ -13,10 +13,10 @@ import pytest
 from builders import ign_file, mc_object
 from drifttools import Collector, laid_down
 
+from mcd.agent.watch.drift import DriftMonitor
 from mcd.host.accounts import Accounts
 from mcd.host.files import FileWriter
 from mcd.host.root import HostRoot
-from mcd.watch.drift import DriftMonitor
 
 A = "/etc/mcd-test/a.conf"
 MARK = "/etc/mcd-test/marker.conf"

@@ -17,14 +17,14 @@ import pytest
 from builders import ign_file, mc_object
 from drifttools import laid_down
 
+from mcd.agent.kube.annotations import NodeState
+from mcd.agent.report.events import EventRecorder
+from mcd.agent.report.metrics import Metrics
+from mcd.agent.watch.driftreport import DriftPolicy, DriftReporter
 from mcd.config.machineconfig import MachineConfig
 from mcd.host.accounts import Accounts
 from mcd.host.files import FileWriter
 from mcd.host.root import HostRoot
-from mcd.kube.annotations import NodeState
-from mcd.report.events import EventRecorder
-from mcd.report.metrics import Metrics
-from mcd.watch.driftreport import DriftPolicy, DriftReporter
 
 A = "/etc/mcd-test/a.conf"
 UNIT = "etc/systemd/system/hello.service"

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 from atomicwriter import publish
 from builders import ign_file, mc_object
+from mcd_sim.sandbox import make_sandbox_root
 from recording import RecordingRunner
 
+from mcd.agent.local import LocalAgent
 from mcd.agent.node_apply import NodeApplier
 from mcd.host.root import HostRoot
-from mcd.localagent import LocalAgent
-from mcd.sim.sandbox import make_sandbox_root
-from mcd.status import read_status
+from mcd.host.status import read_status
 
 A = "/etc/mcd-test/a.conf"
 

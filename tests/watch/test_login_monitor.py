@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from journals import entry, new_session, write_journal
 
-from mcd.watch.logins import LoginMonitor
+from mcd.agent.watch.logins import LoginMonitor
 
 pytestmark = pytest.mark.allow_commands
 

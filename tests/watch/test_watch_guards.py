@@ -1,4 +1,5 @@
-"""One importer each: pyinotify only in mcd/watch/drift.py, systemd.journal only in mcd/watch/logins.py."""
+"""One importer each: pyinotify only in mcd/agent/watch/drift.py, systemd.journal only in
+mcd/agent/watch/logins.py."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def _importers(module: str) -> set[str]:
 
 @pytest.mark.parametrize(
     ("module", "allowed"),
-    [("pyinotify", {"mcd/watch/drift.py"}), ("systemd.journal", {"mcd/watch/logins.py"})],
+    [("pyinotify", {"mcd/agent/watch/drift.py"}), ("systemd.journal", {"mcd/agent/watch/logins.py"})],
 )
 def test_one_importer(module: str, allowed: set[str]) -> None:
     assert _importers(module) <= allowed

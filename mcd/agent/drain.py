@@ -1,0 +1,273 @@
+"""Draining the node before an update and uncordoning it after: two interchangeable drainers.
+
+`HandshakeDrainer` is upstream's protocol (the default): the daemon writes
+`desiredDrain=drain-<config>` and waits until the controller's drain controller confirms with
+`lastAppliedDrain`; after the update it asks for `uncordon-<config>` the same way.
+`BuiltinDrainer` (`--builtin-drainer`) does the work itself, for clusters without the upstream
+controller: cordon, evict through `pods/eviction` (429s retried), wait for the pods to go,
+uncordon only a node it cordoned.
+
+Both name the PodDisruptionBudgets that allow no disruption of a pod on the node (the built-in
+drainer after cordoning, the handshake before asking): such a drain cannot finish, so the update
+stops there with a reason that names them (no upstream tool says which budget blocks), and the
+level-triggered loop retries until a budget allows it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+from mcd.agent.errors import ApiError, McdError, NotFoundError, StoppingError
+from mcd.agent.kube import annotations as ann
+from mcd.agent.kube.annotations import NodeView
+from mcd.agent.report.events import EventRecorder
+from mcd.agent.report.node import NodeWriter
+
+LOG = logging.getLogger(__name__)
+
+# the built-in drainer's mark on a node it cordoned (removed when it uncordons)
+CORDONED_BY = "mcd/cordoned-for"
+MIRROR_POD = "kubernetes.io/config.mirror"
+WAIT_SLICE = 1.0
+POLL_SECONDS = 5.0
+
+
+class DrainApi(Protocol):
+    def list_pods_on_node(self, node: str) -> list[dict[str, Any]]: ...
+
+    def get_pod(self, namespace: str, name: str) -> dict[str, Any]: ...
+
+    def evict_pod(self, namespace: str, name: str, grace_seconds: int | None = None) -> None: ...
+
+    def list_pdbs(self) -> list[dict[str, Any]]: ...
+
+
+def _labels_match(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """A LabelSelector (matchLabels and matchExpressions) against a pod's labels."""
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr.get("key", ""), expr.get("operator", ""), expr.get("values") or []
+        if op == "In" and labels.get(key) not in values:
+            return False
+        if op == "NotIn" and key in labels and labels[key] in values:
+            return False
+        if op == "Exists" and key not in labels:
+            return False
+        if op == "DoesNotExist" and key in labels:
+            return False
+    return True
+
+
+def blocking_pdbs(pdbs: Sequence[Mapping[str, Any]], pods: Sequence[Mapping[str, Any]]) -> list[str]:
+    """`namespace/name` of every budget that allows 0 disruptions and selects a pod to evict. Pure."""
+    found: list[str] = []
+    for pdb in pdbs:
+        meta = pdb.get("metadata") or {}
+        status = pdb.get("status") or {}
+        if int(status.get("disruptionsAllowed", 0) or 0) > 0:
+            continue
+        selector = (pdb.get("spec") or {}).get("selector")
+        if selector is None:
+            continue
+        ns = meta.get("namespace", "")
+        for pod in pods:
+            pmeta = pod.get("metadata") or {}
+            if pmeta.get("namespace") == ns and _labels_match(selector, pmeta.get("labels") or {}):
+                found.append(f"{ns}/{meta.get('name', '')}")
+                break
+    return sorted(found)
+
+
+def pods_to_evict(
+    pods: Sequence[Mapping[str, Any]], own_pod: tuple[str, str] | None
+) -> list[Mapping[str, Any]]:
+    """The pods a drain evicts: not DaemonSet pods, not mirror (static) pods, not the daemon's own. Pure."""
+    out = []
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        if own_pod is not None and (meta.get("namespace"), meta.get("name")) == own_pod:
+            continue
+        if MIRROR_POD in (meta.get("annotations") or {}):
+            continue
+        if any(
+            o.get("kind") == "DaemonSet" and o.get("controller") for o in meta.get("ownerReferences") or []
+        ):
+            continue
+        out.append(pod)
+    return out
+
+
+class Drainer(Protocol):
+    def drain(self, config: str) -> None: ...
+
+    def uncordon(self, config: str) -> None: ...
+
+
+class _Base:
+    def __init__(
+        self,
+        writer: NodeWriter,
+        events: EventRecorder,
+        api: DrainApi | None,
+        stop: threading.Event,
+        *,
+        own_pod: tuple[str, str] | None = None,
+    ) -> None:
+        self.writer, self.events, self.api, self.stop = writer, events, api, stop
+        self.own_pod = own_pod
+
+    @property
+    def node(self) -> str:
+        return self.writer.name
+
+    def check_budgets(self) -> None:
+        """McdError naming the PodDisruptionBudgets that make a drain impossible right now."""
+        if self.api is None:
+            return
+        try:
+            pods = pods_to_evict(self.api.list_pods_on_node(self.node), self.own_pod)
+            blocked = blocking_pdbs(self.api.list_pdbs(), pods) if pods else []
+        except ApiError as exc:
+            if exc.status in (401, 403, 404):
+                LOG.info("cannot read pods or budgets (%s): drain without the budget check", exc)
+                return
+            raise
+        if blocked:
+            message = (
+                f"drain of node {self.node} blocked: PodDisruptionBudget {', '.join(blocked)} "
+                "allows 0 disruptions"
+            )
+            self.events.warning("DrainBlockedByPodDisruptionBudget", message)
+            raise McdError(message)
+
+    def _wait(self, predicate: Callable[[NodeView], bool], timeout: float) -> NodeView | None:
+        """The node once `predicate` holds, from the watch; read again every few seconds (as
+        upstream polls) so a broken watch cannot hold the handshake up."""
+        deadline = time.monotonic() + timeout
+        next_read = time.monotonic() + POLL_SECONDS
+        while not self.stop.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            node = self.writer.wait_for(predicate, min(WAIT_SLICE, left))
+            if node is not None:
+                return node
+            if time.monotonic() >= next_read:
+                next_read = time.monotonic() + POLL_SECONDS
+                try:
+                    self.writer.refresh()
+                except ApiError as exc:
+                    LOG.debug("reading node %s failed: %s", self.node, exc)
+        raise StoppingError("daemon stopping")
+
+
+class HandshakeDrainer(_Base):
+    """Upstream's drain: ask the controller through `desiredDrain`, wait for `lastAppliedDrain`."""
+
+    def __init__(self, *args: Any, drain_timeout: float, uncordon_timeout: float, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.drain_timeout, self.uncordon_timeout = drain_timeout, uncordon_timeout
+
+    def drain(self, config: str) -> None:
+        value = ann.drain_value(ann.DRAIN, config)
+        if self.writer.node().last_applied_drain == value:
+            LOG.info("drain is already completed on node %s", self.node)
+            return
+        self.check_budgets()
+        self.events.normal("Cordon", "Cordoned node to apply update")
+        self.events.normal("Drain", "Draining node to update config.")
+        self.writer.set_annotations({ann.DESIRED_DRAIN: value})
+        if self._wait(lambda n: n.last_applied_drain == value, self.drain_timeout) is None:
+            self.events.warning("FailedToDrain", f"failed to drain node {self.node}")
+            raise McdError(
+                f"failed to drain node: {self.node} after 1 hour. "
+                "Please see machine-config-controller logs for more information"
+            )
+
+    def uncordon(self, config: str) -> None:
+        value = ann.drain_value(ann.UNCORDON, config)
+        if self.writer.node().last_applied_drain != value:
+            self.writer.set_annotations({ann.DESIRED_DRAIN: value})
+            if self._wait(lambda n: n.last_applied_drain == value, self.uncordon_timeout) is None:
+                self.events.warning("FailedToUncordon", f"failed to uncordon node {self.node}")
+                raise McdError(
+                    f"failed to uncordon node: {self.node} after 10 minutes. "
+                    "Please see machine-config-controller logs for more information"
+                )
+        self.events.normal("Uncordon", f"Update completed for config {config} and node has been uncordoned")
+
+
+class BuiltinDrainer(_Base):
+    """Cordon and evict without a controller; uncordon only what this drainer cordoned."""
+
+    def __init__(self, *args: Any, timeout: float, retry_seconds: float, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.timeout, self.retry_seconds = timeout, retry_seconds
+
+    def drain(self, config: str) -> None:
+        assert self.api is not None
+        node = self.writer.node()
+        if not node.unschedulable:
+            self.writer.set_annotations({CORDONED_BY: config}, unschedulable=True)
+            self.events.normal("Cordon", "Cordoned node to apply update")
+        elif CORDONED_BY not in node.annotations:
+            LOG.info(
+                "node %s was already cordoned by someone else: it stays cordoned after the update", self.node
+            )
+        # cordoned first, as kubectl drain does: no new pod lands while a budget holds the drain
+        self.check_budgets()
+        self.events.normal("Drain", "Draining node to update config.")
+        deadline = time.monotonic() + self.timeout
+        pending = {
+            (p["metadata"]["namespace"], p["metadata"]["name"]): str(p["metadata"].get("uid", ""))
+            for p in pods_to_evict(self.api.list_pods_on_node(self.node), self.own_pod)
+        }
+        to_evict = dict(pending)
+        while to_evict:
+            for (ns, name), _uid in list(to_evict.items()):
+                try:
+                    self.api.evict_pod(ns, name)
+                    LOG.info("evicted pod %s/%s from node %s", ns, name, self.node)
+                    del to_evict[(ns, name)]
+                except NotFoundError:
+                    del to_evict[(ns, name)]
+                except ApiError as exc:
+                    if exc.status != 429:
+                        raise
+                    LOG.info("eviction of pod %s/%s refused for now (%s): retrying", ns, name, exc)
+            if to_evict:
+                self._sleep_until(deadline, f"evicting {', '.join(f'{n}/{p}' for n, p in to_evict)}")
+        for (ns, name), uid in pending.items():
+            while not self._gone(ns, name, uid):
+                self._sleep_until(deadline, f"waiting for pod {ns}/{name} to terminate", step=0.2)
+        LOG.info("drained node %s", self.node)
+
+    def _gone(self, ns: str, name: str, uid: str) -> bool:
+        assert self.api is not None
+        try:
+            pod = self.api.get_pod(ns, name)
+        except NotFoundError:
+            return True
+        return str(pod.get("metadata", {}).get("uid", "")) != uid
+
+    def _sleep_until(self, deadline: float, doing: str, step: float | None = None) -> None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            self.events.warning("FailedToDrain", f"failed to drain node {self.node}: {doing}")
+            raise McdError(f"failed to drain node: {self.node} after {self.timeout:.0f} seconds: {doing}")
+        if self.stop.wait(min(step or self.retry_seconds, left)):
+            raise StoppingError("daemon stopping")
+
+    def uncordon(self, config: str) -> None:
+        node = self.writer.node()
+        if CORDONED_BY in node.annotations:
+            self.writer.set_annotations({CORDONED_BY: None}, unschedulable=False)
+            self.events.normal(
+                "Uncordon", f"Update completed for config {config} and node has been uncordoned"
+            )

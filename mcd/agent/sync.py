@@ -1,0 +1,386 @@
+"""One sync of the node: read everything, decide, act, report. Idempotent, so the loop may call it
+any number of times (level-triggered, as upstream's `syncNode`).
+
+The first sync after the process starts takes upstream's boot path (`checkStateOnFirstRun`):
+the bootstrap annotations, the on-disk config winning over the annotation, the on-disk check,
+then Done or the pending update. Later syncs wait for a drain in progress, decide with
+`prepUpdateFromCluster`'s rules, check the disk (preflight) and update. Errors are raised to
+the loop, which reports them through `mcd.agent.errors.classify`.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from functools import partial
+from typing import Any, Protocol
+
+from mcd import policy
+from mcd.agent.drain import Drainer
+from mcd.agent.errors import McdError, NotFoundError, UnreconcilableError
+from mcd.agent.kube import annotations as ann
+from mcd.agent.kube.annotations import NodeState, NodeView, decide_update
+from mcd.agent.node_apply import Applied, NodeApplier, parse_machineconfig
+from mcd.agent.report.events import EventRecorder
+from mcd.agent.report.metrics import Metrics
+from mcd.agent.report.node import NodeWriter
+from mcd.config.machineconfig import MachineConfig
+from mcd.config.overrides import storage_overrides
+from mcd.planner import steps
+from mcd.planner.plan import Plan
+
+LOG = logging.getLogger(__name__)
+
+
+class ConfigApi(Protocol):
+    def get_machineconfig(self, name: str) -> dict[str, Any]: ...
+
+    def get_machineconfiguration(self, name: str = "cluster") -> dict[str, Any] | None: ...
+
+
+class Result(enum.Enum):
+    IDLE = "idle"  # nothing more to do until the node changes
+    WAITING = "waiting"  # waiting for the controller (a drain in progress)
+    REBOOTING = "rebooting"  # a real reboot was requested: no more syncs in this boot
+    SIMULATED_REBOOT = "simulated-reboot"  # restart the process and take the boot path
+
+
+class Syncer:
+    def __init__(
+        self,
+        *,
+        api: ConfigApi,
+        writer: NodeWriter,
+        events: EventRecorder,
+        metrics: Metrics,
+        applier: NodeApplier,
+        drainer: Drainer,
+        before_update: Callable[[], None] | None = None,
+    ) -> None:
+        self.api, self.writer, self.events, self.metrics = api, writer, events, metrics
+        self.applier, self.drainer = applier, drainer
+        # upstream's triggerUpdate stops the drift monitor: the update's own writes are not drift
+        self._before_update = before_update
+        self.booting = True
+        # parsed MachineConfigs by name and resourceVersion (rendered configs are large and immutable)
+        self._mcs: dict[str, tuple[str, MachineConfig]] = {}
+        self._mcs_lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="prefetch")
+
+    @property
+    def name(self) -> str:
+        return self.writer.name
+
+    # -- entry point
+
+    def sync(self) -> Result:
+        node = self.writer.node()
+        if node.deleting:
+            LOG.info("node %s is being deleted: nothing to do", self.name)
+            return Result.IDLE
+        if node.annotations.get(ann.POST_CONFIG_ACTION) == ann.REBOOTING:
+            LOG.info("node %s has rebooted", self.name)
+            node = self.writer.set_annotations({ann.POST_CONFIG_ACTION: ""})
+        if self.booting:
+            result = self._first_run(node)
+            self.booting = False
+            return result
+        if node.drain_pending:
+            LOG.info("a previously requested drain has not yet completed: waiting for the controller")
+            return Result.WAITING
+        disk = self.applier.disk_config()
+        decision = decide_update(node, disk.name if disk else None, self.applier.disk_image())
+        if not decision.update:
+            return Result.IDLE
+        # the desired config is read and parsed while the disk is checked: both take a while
+        # on a large config, and one waits on the API server and the other on the disk
+        new = self._pool.submit(self._machineconfig, decision.desired_config)
+        checked = None
+        if not self.applier.forcefile_present():
+            with self._phase("check"):
+                checked = self._check_disk(decision.current_config, "PreflightConfigDriftCheckFailed")
+        return self._update(decision.current_config, decision.desired_config, new, checked=checked)
+
+    # -- boot path
+
+    def _first_run(self, node: NodeView) -> Result:
+        self.applier.recover()
+        node = self._load_bootstrap_annotations(node)
+        self.applier.cleanup_rollback()
+        if self.applier.bootstrap_annotations() is not None:
+            self.applier.retire_bootstrap_annotations()
+        current = node.current_config
+        disk = self.applier.disk_config()
+        if disk is not None and disk.name != current:
+            LOG.info(
+                'Disk currentConfig "%s" overrides node\'s currentConfig annotation "%s"', disk.name, current
+            )
+            current = disk.name
+        desired = node.desired_config
+        if self.applier.forcefile_present():
+            LOG.info("forcefile present: skipping the on-disk check and re-applying %s", desired)
+            return self._update(current, desired)
+        checked = self._check_disk(current, "OnDiskStateValidationFailed")
+        if current == desired and self.applier.disk_image() in (None, node.desired_image):
+            if self.applier.reboot_pending():
+                # the config is on disk but the boot it needs has not happened (failed or skipped)
+                return self._update(current, desired, checked=checked)
+            self._done(current)
+            return Result.IDLE
+        self.events.normal(
+            "BootResync", f"Booting node {self.name}, currentConfig {current}, desiredConfig {desired}"
+        )
+        return self._update(current, desired, checked=checked)
+
+    def _load_bootstrap_annotations(self, node: NodeView) -> NodeView:
+        """Upstream's loadNodeAnnotations: a node without currentConfig gets the bootstrap ones."""
+        if node.current_config:
+            return node
+        boot = self.applier.bootstrap_annotations()
+        if boot is None:
+            disk = self.applier.disk_config()
+            if disk is None:
+                raise McdError(f"node {self.name} has no currentConfig annotation and no config on disk")
+            boot = {"currentConfig": disk.name, "desiredConfig": disk.name, "state": NodeState.DONE.value}
+        changes: dict[str, str | None] = {}
+        for key, value in boot.items():
+            full = key if "/" in key else ann.PREFIX + key
+            changes[full] = value
+        LOG.info("setting initial annotations of node %s from the bootstrap config", self.name)
+        return self.writer.set_annotations(changes)
+
+    def _check_disk(self, config: str, event_reason: str) -> MachineConfig:
+        """The config `config`, verified on disk (the probe need not read its files again)."""
+        mc = self._disk_or_cluster(config)
+        error = self.applier.check(mc)
+        if error is not None:
+            # upstream names the on-cluster-layering image the node should run, when there is one
+            reason = f"unexpected on-disk state validating against {mc.ocl_image or config}: {error}"
+            self.events.warning(event_reason, reason)
+            raise McdError(reason)
+        return mc
+
+    # -- update
+
+    def _machineconfig(self, name: str) -> MachineConfig:
+        try:
+            obj = self.api.get_machineconfig(name)
+        except NotFoundError:
+            raise McdError(f'machineconfig.machineconfiguration.openshift.io "{name}" not found') from None
+        rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+        with self._mcs_lock:
+            cached = self._mcs.get(name)
+        if cached is not None and rv and cached[0] == rv:
+            return cached[1]
+        mc = parse_machineconfig(obj, f"MachineConfig {name}")
+        with self._mcs_lock:
+            # one entry: the desired config (a rendered config parsed is tens of megabytes)
+            self._mcs = {name: (rv, mc)}
+        return mc
+
+    def _disk_or_cluster(self, name: str) -> MachineConfig:
+        """The config `name`: the copy on disk when it is that one (no API read; survives its deletion)."""
+        disk = self.applier.disk_config()
+        if disk is not None and disk.name == name:
+            return disk
+        return self._machineconfig(name)
+
+    def _policies(self) -> tuple[policy.ClusterPolicies, tuple[str, ...]]:
+        """The node disruption policy and the storage overrides of MachineConfiguration/cluster."""
+        obj = self.api.get_machineconfiguration("cluster")
+        if obj is None:
+            return policy.DEFAULT_POLICIES, ()
+        overrides, bad = storage_overrides(obj)
+        if bad:
+            raise McdError("; ".join(f.render("MachineConfiguration cluster") for f in bad))
+        try:
+            return policy.policies_from_machineconfiguration(obj), tuple(overrides)
+        except policy.PolicyError as exc:
+            raise McdError(f"MachineConfiguration cluster: {exc}") from None
+
+    def _drain(self, desired: str) -> None:
+        with self._phase("drain"):
+            self.drainer.drain(desired)
+
+    @contextmanager
+    def _phase(self, name: str) -> Iterator[None]:
+        start = time.monotonic()
+        try:
+            yield
+        finally:
+            self.metrics.phase_seconds.labels(phase=name).observe(time.monotonic() - start)
+
+    def _update(
+        self,
+        current: str,
+        desired: str,
+        prefetched: Future[MachineConfig] | None = None,
+        *,
+        checked: MachineConfig | None = None,
+    ) -> Result:
+        if not desired:
+            raise McdError(f"node {self.name} has no desiredConfig annotation")
+        if self._before_update is not None:
+            self._before_update()
+        with self._phase("prepare"):
+            old = self._disk_or_cluster(current)
+            new = prefetched.result() if prefetched is not None else self._machineconfig(desired)
+            policies, overrides = self._policies()
+            node = self.writer.node()
+            topology = ann.SINGLE_REPLICA if node.single_replica else "HighlyAvailable"
+            facts = self.applier.facts(old, new, topology, checked=checked)
+            p = self.applier.plan(old, new, facts, policies, overrides)
+        if not p.reconcilable:
+            self.events.warning("FailedToReconcile", f"Reconciling node {self.name} failed: {p.reason}")
+            raise UnreconcilableError(p.reason)
+        LOG.info("updating node %s from %s to %s", self.name, old.name, new.name)
+        self.writer.set_state(ann.transition(node.state, NodeState.WORKING))
+        drain: Callable[[], None] | None = None
+        if p.drain and not node.single_replica:
+            # run by the executor at the plan's drain step, before anything on the node changes
+            drain = partial(self._drain, desired)
+        elif node.single_replica:
+            self.events.normal("Drain", "Drain not required, skipping")
+        # upstream's pivot error gauge: counts failed OS changes, back to 0 after one succeeds
+        os_change = p.diff.os_update or p.diff.kernel_type or p.diff.extensions
+        if self.applier.coreos:
+            for reason, message in os_events_before(p, new):
+                self.events.normal(reason, message)
+        with self._phase("apply"):
+            try:
+                applied = self.applier.apply(
+                    old, new, facts, policies, drain=drain, storage_overrides=overrides
+                )
+            except McdError:
+                if os_change:
+                    self.metrics.pivot_errors.inc()
+                raise
+        if os_change:
+            self.metrics.pivot_errors.set(0)
+        if self.applier.coreos:
+            for reason, message in os_events_after(p, old, new):
+                self.events.normal(reason, message)
+            if os_update_staged(p, new):
+                self.events.post_now(OS_UPDATE_STAGED, "Changes to OS staged", namespace="default")
+        if applied.reboot:
+            return self._reboot(new.name)
+        self._report_actions(applied)
+        self.metrics.reboots_avoided.inc()
+        with self._phase("complete"):
+            self._done(new.name)
+        return Result.IDLE
+
+    def _report_actions(self, applied: Applied) -> None:
+        """Upstream's events for a rebootless update; on a root that is not a running system the
+        service actions were not run, and the events say so."""
+        if not applied.actions:
+            self.events.normal("SkipReboot", "Config changes do not require reboot.")
+            return
+        for action in applied.actions:
+            note = " (skipped: not the live root)" if action.skipped else ""
+            if action.verb == "restart":
+                text = f"Service {action.service} was restarted."
+                self.events.normal("ServiceRestart", f"Config changes do not require reboot. {text}{note}")
+            elif action.verb == "reload":
+                text = f"Service {action.service} was reloaded."
+                self.events.normal("ServiceReload", f"Config changes do not require reboot. {text}{note}")
+            else:
+                self.events.normal(
+                    "ServiceReload", f"Config changes do not require reboot. systemd was reloaded.{note}"
+                )
+
+    def _reboot(self, config: str) -> Result:
+        reason = f"Node will reboot into config {config}"
+        self.events.normal("Reboot", reason)
+        LOG.info("initiating reboot: %s", reason)
+        self.writer.set_annotations({ann.POST_CONFIG_ACTION: ann.REBOOTING})
+        try:
+            if self.applier.reboot(reason):
+                LOG.info("reboot successful")
+                return Result.REBOOTING
+        except McdError:
+            self.metrics.reboots_failed.inc()
+            raise McdError("reboot command failed, something is seriously wrong") from None
+        LOG.info(
+            "reboot simulated: %s is not a running system; restarting the daemon as after a boot",
+            self.applier.root.prefix,
+        )
+        self.applier.simulated_boot()
+        return Result.SIMULATED_REBOOT
+
+    def _done(self, config: str) -> None:
+        """Upstream's updateConfigAndState for a node in its desired config: uncordon, NodeDone, Done."""
+        node = self.writer.node()
+        self.drainer.uncordon(config)
+        self.events.normal("NodeDone", f"Setting node {self.name}, currentConfig {config} to Done")
+        image = self.applier.disk_image() or ""
+        extra: dict[str, str | None] = {ann.CURRENT_CONFIG: config, ann.CURRENT_IMAGE: image or None}
+        if not node.desired_image:
+            extra[ann.DESIRED_IMAGE] = None
+        self.writer.set_state(NodeState.DONE, "", extra)
+        self.metrics.set_update(config)
+        LOG.info("node %s is in config %s: Done", self.name, config)
+
+
+# --- upstream's OS update events (spec §5.1, §12) ---------------------------------------------
+
+
+def os_events_before(p: Plan, new: MachineConfig) -> list[tuple[str, str]]:
+    """`InClusterUpgrade` and `OSUpdateStarted`, as upstream posts them before an OS change."""
+    d = p.diff
+    out: list[tuple[str, str]] = []
+    if d.os_update or d.extensions or d.kernel_type or d.ocl_enabled:
+        out.append(("InClusterUpgrade", f"Updating from oscontainer {new.os_image_url}"))
+    what = [
+        text
+        for flag, text in (
+            (d.os_update, "Upgrading OS"),
+            (d.extensions, "Installing extensions"),
+            (d.kernel_type, "Changing kernel type"),
+            (d.kargs, "Changing kernel arguments"),
+        )
+        if flag
+    ]
+    if what:
+        out.append(("OSUpdateStarted", "; ".join(what)))
+    elif new.kernel_type in _REAPPLIED_KERNELS:
+        # upstream re-applies a non-default kernel on every update
+        out.append(("OSUpdateStarted", f"Updating to a target config with {new.kernel_type} kernel"))
+    return out
+
+
+OS_UPDATE_STAGED = "OSUpdateStaged"
+# the kernels upstream applies again on every update, whatever changed
+_REAPPLIED_KERNELS = ("realtime", "64k-pages")
+
+
+def os_update_staged(p: Plan, new: MachineConfig) -> bool:
+    """Whether upstream's OS step ran to its end, where it posts `OSUpdateStaged`: it runs for
+    an OS change (image, extensions, kernel type, kernel arguments) or a kernel it re-applies,
+    and returns early, before the event, under on-cluster layering."""
+    d = p.diff
+    if d.ocl_enabled:
+        return False
+    return d.os_update or d.extensions or d.kernel_type or d.kargs or new.kernel_type in _REAPPLIED_KERNELS
+
+
+def os_events_after(p: Plan, old: MachineConfig, new: MachineConfig) -> list[tuple[str, str]]:
+    """`OSUpgradeApplied`, or `OSUpgradeSkipped` when the node already booted the new image."""
+    if not p.diff.os_update:
+        return []
+    url = new.ocl_image or new.os_image_url
+    if any(isinstance(s, steps.Rebase) for s in p.steps):
+        applied = f"OS upgrade applied; new MachineConfig ({new.name}) has new OS image ({url})"
+        return [("OSUpgradeApplied", applied)]
+    return [
+        (
+            "OSUpgradeSkipped",
+            f"OS upgrade skipped; new MachineConfig ({new.name}) has same OS image ({url}) "
+            f"as old MachineConfig ({old.name})",
+        )
+    ]

@@ -1,0 +1,441 @@
+"""The config drift monitor: inotify on the directories of every managed path (the one pyinotify user).
+
+Upstream's monitor (`pkg/daemon/config_drift_monitor.go`) re-validates the whole config on every
+event and only watches paths that existed when it started. This one watches the parent
+directory of every file, unit and dropin of the config, maps each event to the managed path it
+concerns and checks that path alone (content, mode, owner; a mask's target; a unit's enablement
+when a link in a `.wants`/`.requires` directory changes). A managed directory that does not
+exist (yet, or any more) is replaced by a watch on its deepest existing ancestor until it
+appears, so paths created later and directories removed and recreated are followed too.
+
+The notifier thread never checks anything itself: it records which managed paths an event
+touched and calls `on_change` (the daemon enqueues its `drift` key); the daemon's loop takes
+the paths (`take()`) and checks each (`check()`), so every report goes through the one loop.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import select
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyinotify
+
+from mcd.config.ignition import File, IgnitionConfig, Unit
+from mcd.host import ondisk
+from mcd.host.root import HostRoot, PathEscapeError
+from mcd.planner.managed_paths import UNIT_DIR, dropin_path, unit_path
+
+LOG = logging.getLogger(__name__)
+
+
+def _quiet_moved_watch(record: logging.LogRecord) -> bool:
+    # pyinotify complains when a watched directory moves out of sight; the monitor handles that
+    # itself (IN_MOVE_SELF drops the watch and waits for the path to come back)
+    return "has probably changed and couldn't be updated" not in record.getMessage()
+
+
+# pyinotify writes its errors to stderr through its own handler: send them through ours instead
+_PYINOTIFY_LOG = logging.getLogger("pyinotify")
+for _handler in list(_PYINOTIFY_LOG.handlers):
+    _PYINOTIFY_LOG.removeHandler(_handler)
+_PYINOTIFY_LOG.propagate = True
+_PYINOTIFY_LOG.setLevel(logging.WARNING)
+_PYINOTIFY_LOG.addFilter(_quiet_moved_watch)
+
+
+class _ProcessLibc(pyinotify._CtypesLibcINotifyWrapper):  # type: ignore[misc]
+    """pyinotify's ctypes binding on the libc this process already has loaded.
+
+    pyinotify finds libc with `ctypes.util.find_library`, which forks `ldconfig -p` (and maybe
+    gcc) for every WatchManager: tens of milliseconds per monitor start, and a command run
+    outside `mcd.host.runner`. `CDLL(None)` is the running process's own symbol table, which
+    holds glibc's inotify functions.
+    """
+
+    def init(self) -> bool:
+        self._libc = ctypes.CDLL(None, use_errno=True)
+        self._get_errno_func = ctypes.get_errno
+        libc = self._libc
+        if not all(hasattr(libc, f) for f in ("inotify_init", "inotify_add_watch", "inotify_rm_watch")):
+            return False
+        libc.inotify_init.argtypes = []
+        libc.inotify_init.restype = ctypes.c_int
+        libc.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
+        libc.inotify_add_watch.restype = ctypes.c_int
+        libc.inotify_rm_watch.argtypes = [ctypes.c_int, ctypes.c_int]
+        libc.inotify_rm_watch.restype = ctypes.c_int
+        return True
+
+
+class _WatchManager(pyinotify.WatchManager):  # type: ignore[misc]
+    """pyinotify 0.9.6's WatchManager (pinned) built on `_ProcessLibc` instead of `create()`."""
+
+    def __init__(self) -> None:
+        self._ignore_events = False
+        self._exclude_filter = lambda path: False
+        self._wmd: dict[int, Any] = {}
+        wrapper = _ProcessLibc()
+        if not wrapper.init():
+            raise pyinotify.InotifyBindingNotFoundError()
+        self._inotify_wrapper = wrapper
+        self._fd = wrapper.inotify_init()
+        if self._fd < 0:
+            raise OSError(f"cannot initialise inotify: {wrapper.str_errno()}")
+
+
+class _NotifierThread:
+    """Reads one WatchManager's events on a thread and hands each to `proc_fun`.
+
+    pyinotify's ThreadedNotifier calls the deprecated Event.isSet(); this loop polls the inotify
+    descriptor and a pipe that stop() writes to, so stopping never waits for an event.
+    """
+
+    def __init__(self, wm: Any, proc_fun: Callable[[Any], None], name: str) -> None:
+        self._notifier = pyinotify.Notifier(wm, default_proc_fun=proc_fun)
+        self._fd = wm.get_fd()
+        self._pipe = os.pipe()
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        poll = select.poll()
+        poll.register(self._fd, select.POLLIN)
+        poll.register(self._pipe[0], select.POLLIN)
+        while True:
+            if any(fd == self._pipe[0] for fd, _ in poll.poll()):
+                return
+            self._notifier.read_events()
+            self._notifier.process_events()
+
+    def stop(self) -> None:
+        """Stop the thread, then close the inotify descriptor (every watch goes with it)."""
+        os.write(self._pipe[1], b"x")
+        self._thread.join()
+        self._notifier.stop()
+        for fd in self._pipe:
+            os.close(fd)
+
+
+# Every way a directory entry can change: writes in place (MODIFY while open, CLOSE_WRITE at the
+# end), chmod/chown/touch (ATTRIB), creation, deletion, renames in or out, and the watched
+# directory itself going away.
+_CHILD_EVENTS = (
+    pyinotify.IN_MODIFY
+    | pyinotify.IN_CLOSE_WRITE
+    | pyinotify.IN_ATTRIB
+    | pyinotify.IN_CREATE
+    | pyinotify.IN_DELETE
+    | pyinotify.IN_MOVED_FROM
+    | pyinotify.IN_MOVED_TO
+)
+_SELF_GONE = pyinotify.IN_DELETE_SELF | pyinotify.IN_MOVE_SELF | pyinotify.IN_IGNORED | pyinotify.IN_UNMOUNT
+WATCH_MASK = _CHILD_EVENTS | pyinotify.IN_DELETE_SELF | pyinotify.IN_MOVE_SELF | pyinotify.IN_ONLYDIR
+_DIR_APPEARS = pyinotify.IN_CREATE | pyinotify.IN_MOVED_TO
+# systemctl enable/disable add and remove links in these directories under /etc/systemd/system
+LINK_DIR_SUFFIXES = (".wants", ".requires", ".upholds")
+
+
+@dataclass(frozen=True)
+class Managed:
+    """One path the config declares: a file, a unit file (or mask) or a dropin."""
+
+    path: str
+    order: int  # position in upstream's validation order: the reason names the first drifted path
+    file: File | None = None
+    unit: Unit | None = None
+    dropin: str | None = None  # dropin contents ("" when the dropin must be absent)
+
+
+def managed_paths(config: IgnitionConfig) -> dict[str, Managed]:
+    """Every path `config` manages, keyed by config path, in upstream's validation order."""
+    out: dict[str, Managed] = {}
+
+    def add(m: Managed) -> None:
+        out.pop(m.path, None)  # a path declared twice: the last declaration wins, as when writing
+        out[m.path] = m
+
+    for f in config.files:
+        add(Managed(f.path, len(out), file=f))
+    for u in config.units:
+        for d in u.dropins:
+            add(Managed(dropin_path(u.name, d.name), len(out), dropin=d.contents or ""))
+        add(Managed(unit_path(u.name), len(out), unit=u))
+    return out
+
+
+def _parent(path: str) -> str:
+    return path.rpartition("/")[0] or "/"
+
+
+def _child(directory: str, name: str) -> str:
+    return f"{directory.rstrip('/')}/{name}"
+
+
+def _ancestors(path: str) -> Iterable[str]:
+    """`path`'s proper ancestors, nearest first, ending with `/`."""
+    while path != "/":
+        path = _parent(path)
+        yield path
+
+
+class DriftMonitor:
+    """Watches the paths of one config on one root; see the module docstring."""
+
+    def __init__(
+        self,
+        root: HostRoot,
+        config: IgnitionConfig,
+        on_change: Callable[[], None],
+        *,
+        is_enabled: ondisk.IsEnabled | None = None,
+        owners: ondisk.Owners | None = None,
+    ) -> None:
+        self.root = root
+        self.config = config
+        self._on_change = on_change
+        self._is_enabled = is_enabled
+        self._owners = owners
+        self.managed = managed_paths(config)
+        self._by_dir: dict[str, set[str]] = {}
+        for path in self.managed:
+            self._by_dir.setdefault(_parent(path), set()).add(path)
+        # directories on the way to a managed one: a missing one is waited for from its parent
+        self._needed: set[str] = set(self._by_dir)
+        for d in list(self._by_dir):
+            self._needed.update(_ancestors(d))
+        # units whose enablement is declared, by name: their links are watched too
+        self._enablement = {
+            u.name: unit_path(u.name)
+            for u in config.units
+            if u.enabled is not None and u.contents and not u.mask
+        }
+        self._lock = threading.Lock()
+        self._pending: set[str] = set()
+        self._wm: Any = None
+        self._notifier: _NotifierThread | None = None
+        self._wd_dir: dict[int, str] = {}
+        self._dir_wd: dict[str, int] = {}
+
+    # -- lifecycle
+
+    @property
+    def running(self) -> bool:
+        return self._notifier is not None
+
+    def start(self) -> None:
+        """Add every watch, then start the notifier thread (events after this call are seen)."""
+        if self._notifier is not None:
+            return
+        self._wm = _WatchManager()
+        for d in sorted(self._by_dir):
+            self._place(d)
+        if self._enablement:
+            self._watch_link_dirs()
+        self._notifier = _NotifierThread(self._wm, self._on_event, "drift-monitor")
+        LOG.info("drift monitor watching %d paths in %d directories", len(self.managed), len(self._dir_wd))
+
+    def stop(self) -> None:
+        """Stop the thread and drop every watch and every path not yet taken."""
+        notifier, self._notifier = self._notifier, None
+        if notifier is not None:
+            notifier.stop()
+        with self._lock:
+            self._pending.clear()
+        self._wd_dir.clear()
+        self._dir_wd.clear()
+        self._wm = None
+
+    @property
+    def watched_dirs(self) -> list[str]:
+        """Config paths of the directories watched now (for tests and `mcd status`)."""
+        return sorted(self._dir_wd)
+
+    # -- what the loop calls
+
+    def take(self) -> list[str]:
+        """The managed paths touched since the last call, in validation order."""
+        with self._lock:
+            paths, self._pending = self._pending, set()
+        return sorted(paths, key=lambda p: self.managed[p].order)
+
+    def check(self, path: str) -> str | None:
+        """Drift of one managed path (upstream's message), or None when it matches the config."""
+        m = self.managed[path]
+        if m.file is not None:
+            return ondisk.check_file(self.root, m.file, self._owners)
+        if m.unit is not None:
+            return ondisk.check_unit(self.root, m.unit, self._is_enabled)
+        return ondisk.check_dropin(self.root, path, m.dropin)
+
+    def check_all(self) -> dict[str, str]:
+        """Drift of every managed path (a start that may have missed events, an overflowed queue)."""
+        out: dict[str, str] = {}
+        for path in self.managed:
+            err = self.check(path)
+            if err is not None:
+                out[path] = err
+        return out
+
+    # -- watches (the notifier thread, and start() before the thread runs)
+
+    def _host_dir(self, directory: str) -> Path | None:
+        try:
+            host = self.root.join(directory, follow_final=True)
+        except PathEscapeError:
+            return None
+        return host if host.is_dir() else None
+
+    def _add(self, directory: str, host: Path) -> bool:
+        if directory in self._dir_wd:
+            return True
+        result = self._wm.add_watch(str(host), WATCH_MASK, quiet=True)
+        wd = result.get(str(host), -1)
+        if wd < 0:
+            return False
+        old = self._wd_dir.get(wd)
+        if old is not None:
+            # the same directory reached under two names (a symlink): keep the managed one
+            if old in self._by_dir:
+                return True
+            self._dir_wd.pop(old, None)
+        self._wd_dir[wd] = directory
+        self._dir_wd[directory] = wd
+        return True
+
+    def _place(self, directory: str) -> None:
+        """Watch `directory`, or, while it is missing, its deepest existing ancestor.
+
+        After watching an ancestor the path is looked at again: a directory created between the
+        first look and the watch would otherwise never be noticed.
+        """
+        for _ in range(64):
+            target = directory
+            host = self._host_dir(target)
+            while host is None and target != "/":
+                target = _parent(target)
+                host = self._host_dir(target)
+            if host is None or not self._add(target, host):
+                return
+            if target == directory or self._host_dir(self._next_below(target, directory)) is None:
+                return
+
+    def _place_under(self, directory: str) -> None:
+        """Place the watches of every managed directory at or below `directory` (it just appeared,
+        maybe with a whole tree made before any watch could see it)."""
+        prefix = directory.rstrip("/") + "/"
+        for d in sorted(self._by_dir):
+            if d == directory or d.startswith(prefix):
+                self._place(d)
+
+    @staticmethod
+    def _next_below(ancestor: str, directory: str) -> str:
+        rest = directory[len(ancestor.rstrip("/")) + 1 :]
+        return _child(ancestor, rest.split("/", 1)[0])
+
+    def _watch_link_dirs(self) -> None:
+        host = self._host_dir(UNIT_DIR)
+        if host is None:
+            return
+        try:
+            names = [e.name for e in host.iterdir() if e.name.endswith(LINK_DIR_SUFFIXES) and e.is_dir()]
+        except OSError:
+            return
+        for name in names:
+            self._add_link_dir(_child(UNIT_DIR, name))
+
+    def _add_link_dir(self, directory: str) -> None:
+        host = self._host_dir(directory)
+        if host is not None:
+            self._add(directory, host)
+
+    def _under(self, directory: str) -> set[str]:
+        """The managed paths at or below `directory`."""
+        prefix = directory.rstrip("/") + "/"
+        return {p for p in self.managed if p.startswith(prefix)}
+
+    def _on_event(self, event: Any) -> None:
+        if event.mask & pyinotify.IN_Q_OVERFLOW:
+            LOG.warning("inotify queue overflowed: checking every managed path")
+            self._touch(self.managed)
+            return
+        directory = self._wd_dir.get(event.wd)
+        if directory is None:
+            return
+        if event.mask & _SELF_GONE and not event.name:
+            self._dir_gone(event.wd, directory, moved=bool(event.mask & pyinotify.IN_MOVE_SELF))
+            return
+        name = event.name
+        if not name:
+            return
+        path = _child(directory, name)
+        touched: set[str] = set()
+        if path in self.managed:
+            touched.add(path)
+        if event.mask & pyinotify.IN_ISDIR:
+            if path in self._needed:
+                if event.mask & _DIR_APPEARS:
+                    self._place_under(path)
+                touched |= self._under(path)
+            elif directory == UNIT_DIR and name.endswith(LINK_DIR_SUFFIXES) and event.mask & _DIR_APPEARS:
+                self._add_link_dir(path)
+        if directory.endswith(LINK_DIR_SUFFIXES) and _parent(directory) == UNIT_DIR:
+            unit = self._enablement.get(name)
+            if unit is not None:
+                touched.add(unit)
+        if touched:
+            self._touch(touched)
+
+    def _dir_gone(self, wd: int, directory: str, *, moved: bool) -> None:
+        """A watched directory was deleted or moved away: watch where it will come back."""
+        self._wd_dir.pop(wd, None)
+        if self._dir_wd.get(directory) == wd:
+            del self._dir_wd[directory]
+        if moved and self._wm is not None:
+            # a moved directory keeps its watch under its new name: drop it
+            self._wm.rm_watch(wd, quiet=True)
+        if directory in self._needed:
+            self._place_under(directory)
+            self._touch(self._under(directory))
+
+    def _touch(self, paths: Iterable[str]) -> None:
+        with self._lock:
+            before = len(self._pending)
+            self._pending.update(paths)
+            grew = len(self._pending) > before
+        if grew:
+            self._on_change()
+
+
+class DirectoryWatch:
+    """Calls `on_change` for every entry created, deleted, renamed or written in one directory.
+
+    For `mcd.agent.watch.configdir`, which follows the kubelet's `..data` link swaps: this module
+    stays the one that talks to inotify.
+    """
+
+    def __init__(self, directory: Path, on_change: Callable[[], None]) -> None:
+        self.directory = directory
+        self._on_change = on_change
+        self._notifier: _NotifierThread | None = None
+
+    def start(self) -> None:
+        if self._notifier is not None:
+            return
+        wm = _WatchManager()
+        wd = wm.add_watch(str(self.directory), _CHILD_EVENTS | pyinotify.IN_ONLYDIR, quiet=True)
+        if wd.get(str(self.directory), -1) < 0:
+            os.close(wm.get_fd())
+            raise OSError(f"cannot watch {self.directory}")
+        self._notifier = _NotifierThread(wm, lambda event: self._on_change(), "configdir-watch")
+
+    def stop(self) -> None:
+        notifier, self._notifier = self._notifier, None
+        if notifier is not None:
+            notifier.stop()

@@ -1,0 +1,201 @@
+"""What the daemon's loop does with the drift monitor: start it against the config on disk, stop it
+around updates, and turn the paths it reports into a log line, an Event, the metric and a node
+state, following `--drift-policy`.
+
+Upstream (`pkg/daemon/daemon.go` `onConfigDrift`): on drift it sets `mcd_config_drift` to now,
+records the Warning event `ConfigDriftDetected` and marks the node Degraded with the bare
+validation message; the monitor is stopped before every update and started again after a
+rebootless one (events `ConfigDriftMonitorStopped`/`ConfigDriftMonitorStarted`). When the path
+is put back mcd asks for a sync at once, which re-applies the current config without a reboot
+and reports Done.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import os
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from mcd.agent.kube.annotations import NodeState
+from mcd.agent.report.events import EventRecorder
+from mcd.agent.report.metrics import Metrics
+from mcd.agent.report.node import NodeWriter
+from mcd.agent.watch.drift import DriftMonitor
+from mcd.agent.watch.heal import Healer
+from mcd.config.machineconfig import MachineConfig
+from mcd.host import state, status
+from mcd.host.root import HostRoot
+
+LOG = logging.getLogger(__name__)
+
+# the reasons upstream counts as drift when it (re)starts the monitor on a Degraded node
+_DRIFT_WORDS = ("content mismatch", "mode mismatch")
+
+
+class DriftPolicy(enum.Enum):
+    DEGRADE = "degrade"  # upstream: Degraded until the path is put back
+    OBSERVE = "observe"  # log, Event and metric only; the node state is left alone
+    HEAL = "heal"  # rewrite the path and run its policy's action; Degraded if it drifts again soon
+
+
+class Applier(Protocol):
+    """The part of `mcd.agent.node_apply.NodeApplier` the monitor needs."""
+
+    root: HostRoot
+
+    def disk_config(self) -> MachineConfig | None: ...
+
+    def host(self) -> object: ...
+
+
+class StateReporter(Protocol):
+    """Where node states go: the Node writer, or the state files on a host without a cluster."""
+
+    def report_drift(self, reason: str) -> None: ...
+
+    def current(self) -> tuple[NodeState, str]: ...
+
+
+class DriftReporter:
+    """Owns the one drift monitor of the daemon; every method runs on the daemon's loop thread."""
+
+    def __init__(
+        self,
+        applier: Applier,
+        reporter: StateReporter,
+        events: EventRecorder,
+        metrics: Metrics,
+        enqueue: Callable[[], None],
+        *,
+        policy: DriftPolicy = DriftPolicy.DEGRADE,
+        healer: Healer | None = None,
+    ) -> None:
+        self.applier = applier
+        self.reporter = reporter
+        self.events = events
+        self.metrics = metrics
+        self._enqueue = enqueue
+        self.policy = policy
+        self.healer = healer
+        self.monitor: DriftMonitor | None = None
+        self.config_name = ""
+        self._signature: tuple[int, int, int] | None = None
+        self._drifted: dict[str, str] = {}
+
+    @property
+    def drifted(self) -> dict[str, str]:
+        """Paths drifted now (as last checked) and their messages."""
+        return dict(self._drifted)
+
+    # -- lifecycle
+
+    def _config_signature(self) -> tuple[int, int, int] | None:
+        try:
+            st = os.stat(self.applier.root.join(state.CURRENT_CONFIG))
+        except (OSError, ValueError):
+            return None
+        return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+    def ensure(self) -> None:
+        """Run the monitor against the config recorded on disk (started or restarted as needed)."""
+        sig = self._config_signature()
+        if self.monitor is not None and sig == self._signature:
+            return
+        self.stop()
+        mc = self.applier.disk_config() if sig is not None else None
+        if mc is None or mc.config is None:
+            return
+        host = self.applier.host()
+        systemd = getattr(host, "systemd", None)
+        files = getattr(host, "files", None)
+        monitor = DriftMonitor(
+            self.applier.root,
+            mc.config,
+            self._enqueue,
+            is_enabled=getattr(systemd, "is_enabled", None),
+            owners=getattr(files, "owner_of", None),
+        )
+        monitor.start()
+        self.monitor, self._signature, self.config_name = monitor, sig, mc.name
+        self._drifted.clear()
+        if self.healer is not None:
+            self.healer.reset()
+        node_state, reason = self.reporter.current()
+        drifting = node_state is NodeState.DEGRADED and any(w in reason for w in _DRIFT_WORDS)
+        self.metrics.config_drift.set(time.time() if drifting else 0)
+        self.events.normal(
+            "ConfigDriftMonitorStarted", f"Config Drift Monitor started, watching against {mc.name}"
+        )
+
+    def stop(self) -> None:
+        """Stop watching (before an update, so its own writes are never taken for drift)."""
+        if self.monitor is None:
+            return
+        self.monitor.stop()
+        self.monitor = None
+        self._signature = None
+        self.events.normal("ConfigDriftMonitorStopped", "Config Drift Monitor stopped")
+
+    # -- the `drift` key
+
+    def handle(self) -> bool:
+        """Check the paths the monitor reported; True when drift was put back and a sync should run."""
+        monitor = self.monitor
+        if monitor is None:
+            return False
+        cleared = False
+        new: list[str] = []
+        for path in monitor.take():
+            err = monitor.check(path)
+            if err is None:
+                if self._drifted.pop(path, None) is not None:
+                    LOG.info("config drift of %s is gone", path)
+                    cleared = True
+            elif self._drifted.get(path) != err:
+                self._drifted[path] = err
+                new.append(path)
+        healed: set[str] = set()
+        if self.policy is DriftPolicy.HEAL and self.healer is not None:
+            for path in new:
+                if self.healer.heal(monitor.managed[path], self._drifted[path]):
+                    healed.add(path)  # its rewrite shows as events that check clean
+        if self.policy is not DriftPolicy.OBSERVE and self._drifted.keys() - healed and (new or cleared):
+            # the node first (the latency that matters), then the log, Event and records
+            first = min(self._drifted.keys() - healed, key=lambda p: monitor.managed[p].order)
+            self.reporter.report_drift(self._drifted[first])
+        for path in new:
+            self._note(path, self._drifted[path], healed=path in healed)
+        for path in healed:
+            self._drifted.pop(path, None)
+        return cleared and not self._drifted
+
+    def _note(self, path: str, reason: str, *, healed: bool) -> None:
+        now = time.time()
+        LOG.error("config drift detected on %s: %s", path, reason)
+        self.events.warning("ConfigDriftDetected", reason)
+        if healed:
+            self.events.normal("ConfigDriftHealed", f"{path} was put back as {self.config_name} declares it")
+        self.metrics.config_drift.set(now)
+        try:
+            status.record_drift(self.applier.root, path, reason, self.config_name, now)
+        except OSError as exc:
+            LOG.warning("could not record the drift for mcd status: %s", exc)
+
+
+class NodeReporter:
+    """`StateReporter` on the daemon's Node writer."""
+
+    def __init__(self, writer: NodeWriter) -> None:
+        self.writer = writer
+
+    def report_drift(self, reason: str) -> None:
+        self.writer.set_state(NodeState.DEGRADED, reason)
+
+    def current(self) -> tuple[NodeState, str]:
+        node = self.writer.cached
+        if node is None:
+            return NodeState.DONE, ""
+        return node.state, node.reason

@@ -1,0 +1,1 @@
+"""The update transaction: runs a plan's steps on a node root, records them, rolls back or recovers."""

@@ -1,0 +1,273 @@
+"""A stand-in for the Machine Config Controller and Operator, for tests and the simulator.
+
+For one pool it plays the controller: sets `desiredConfig` on the pool's nodes, answers the
+drain handshake (`desiredDrain` -> cordon, evict, `lastAppliedDrain`; `uncordon-…` ->
+uncordon) and keeps the pool's status counts. For `MachineConfiguration/cluster` it plays the
+operator: `status.nodeDisruptionPolicyStatus.clusterPolicies` is the defaults merged with the
+spec (mcd.policy.merge_policies, as upstream's MergeClusterPolicies) and `observedGeneration`
+follows `metadata.generation`.
+
+It works on an `ApiServer` in the same process (its store), never over HTTP, so the agent under
+test is the only client of the REST API.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from mcd.policy import DEFAULT_POLICIES, PolicyError, merge_policies
+from mcd_sim.apiserver import ApiError, ApiServer
+from mcd_sim.apiserver.store import Watcher
+
+LOG = logging.getLogger(__name__)
+
+PREFIX = "machineconfiguration.openshift.io/"
+DESIRED_CONFIG = PREFIX + "desiredConfig"
+CURRENT_CONFIG = PREFIX + "currentConfig"
+STATE = PREFIX + "state"
+DESIRED_DRAIN = PREFIX + "desiredDrain"
+LAST_APPLIED_DRAIN = PREFIX + "lastAppliedDrain"
+MIRROR_POD = "kubernetes.io/config.mirror"
+
+Obj = dict[str, Any]
+
+
+def _annotations(obj: Obj) -> dict[str, str]:
+    return dict(obj["metadata"].get("annotations") or {})
+
+
+def _skipped_by_drain(pod: Obj) -> bool:
+    """kubectl drain with --ignore-daemonsets never evicts DaemonSet pods nor static (mirror) pods."""
+    owners = pod["metadata"].get("ownerReferences") or []
+    if any(o.get("kind") == "DaemonSet" and o.get("controller") for o in owners):
+        return True
+    return MIRROR_POD in (pod["metadata"].get("annotations") or {})
+
+
+class ControllerStandIn:
+    """The controller's and operator's part for one pool; `step()` runs one idempotent pass,
+    `start()` runs passes in a thread on every change (and every `interval` seconds)."""
+
+    def __init__(
+        self, cluster: ApiServer, pool: str = "worker", *, interval: float = 1.0, evict_retry: float = 5.0
+    ) -> None:
+        self.cluster = cluster
+        self.pool = pool
+        self.interval = interval
+        self.evict_retry = evict_retry  # upstream's EvictErrorRetryDelay
+        self._retry_at: dict[tuple[str, str], float] = {}
+        self._thread: threading.Thread | None = None
+        self._watcher: Watcher | None = None
+        self._stop = threading.Event()
+        self._lock = threading.Lock()  # one pass at a time (the thread and a test may both call step)
+        self.errors: list[str] = []  # what a pass could not do, for tests to assert on
+
+    # --- the pool ------------------------------------------------------------------------
+
+    def nodes(self) -> list[Obj]:
+        role = f"node-role.kubernetes.io/{self.pool}"
+        return [n for n in self.cluster.objects("Node") if role in (n["metadata"].get("labels") or {})]
+
+    def set_desired_config(self, config: str, nodes: Iterable[str] | None = None) -> None:
+        """Point the pool (and so its nodes, or only `nodes`) at rendered config `config`."""
+        self._ensure_pool()
+        self.cluster.patch("MachineConfigPool", self.pool, {"spec": {"configuration": {"name": config}}})
+        wanted = set(nodes) if nodes is not None else None
+        for node in self.nodes():
+            name = node["metadata"]["name"]
+            if (wanted is None or name in wanted) and _annotations(node).get(DESIRED_CONFIG) != config:
+                self.cluster.patch("Node", name, {"metadata": {"annotations": {DESIRED_CONFIG: config}}})
+
+    def _ensure_pool(self) -> None:
+        if self.cluster.get("MachineConfigPool", self.pool) is None:
+            self.cluster.put({
+                "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
+                "metadata": {"name": self.pool},
+                "spec": {
+                    "machineConfigSelector": {"matchLabels": {PREFIX + "role": self.pool}},
+                    "nodeSelector": {"matchLabels": {f"node-role.kubernetes.io/{self.pool}": ""}},
+                    "paused": False,
+                },
+            })  # fmt: skip
+
+    # --- one pass ------------------------------------------------------------------------
+
+    def step(self) -> None:
+        with self._lock:
+            for part in (self.reconcile_drains, self.reconcile_machineconfiguration, self.reconcile_pool):
+                try:
+                    part()
+                except ApiError as exc:  # a fault injected by the test, or a race with a deletion
+                    self.errors.append(f"{part.__name__}: {exc.message}")
+
+    def reconcile_drains(self) -> None:
+        now = time.monotonic()
+        # a due retry is the same as none; dropping them keeps _next_wait from spinning on old pods
+        self._retry_at = {key: at for key, at in self._retry_at.items() if at > now}
+        for node in self.nodes():
+            ann = _annotations(node)
+            desired, done = ann.get(DESIRED_DRAIN, ""), ann.get(LAST_APPLIED_DRAIN, "")
+            if not desired or desired == done:
+                continue
+            name = node["metadata"]["name"]
+            verb = desired.split("-", 1)[0]
+            if verb == "uncordon":
+                self._set_unschedulable(node, False)
+                self._complete(name, desired)
+            elif verb == "drain":
+                self._set_unschedulable(node, True)
+                if self._drain_pods(name):
+                    self._complete(name, desired)
+
+    def _set_unschedulable(self, node: Obj, value: bool) -> None:
+        if bool((node.get("spec") or {}).get("unschedulable")) != value:
+            self.cluster.patch("Node", node["metadata"]["name"], {"spec": {"unschedulable": value or None}})
+
+    def _complete(self, name: str, desired: str) -> None:
+        self.cluster.patch("Node", name, {"metadata": {"annotations": {LAST_APPLIED_DRAIN: desired}}})
+
+    def _drain_pods(self, node: str) -> bool:
+        """Evict what can go now; True once only pods drain leaves alone remain on the node."""
+        remaining = False
+        now = time.monotonic()
+        for pod in self.cluster.objects("Pod"):
+            if (pod.get("spec") or {}).get("nodeName") != node or _skipped_by_drain(pod):
+                continue
+            remaining = True
+            meta = pod["metadata"]
+            key = (meta["namespace"], meta["name"])
+            if meta.get("deletionTimestamp") or self._retry_at.get(key, 0.0) > now:
+                continue  # terminating, or a PDB said no a moment ago
+            try:
+                self.cluster.evict(meta["namespace"], meta["name"])
+                self._retry_at.pop(key, None)
+            except ApiError as exc:
+                if exc.code == 404:
+                    continue
+                if exc.code != 429:
+                    raise
+                self._retry_at[key] = now + self.evict_retry
+        return not remaining
+
+    def reconcile_machineconfiguration(self) -> None:
+        obj = self.cluster.get("MachineConfiguration", "cluster")
+        if obj is None:
+            obj = self.cluster.put({
+                "apiVersion": "operator.openshift.io/v1", "kind": "MachineConfiguration",
+                "metadata": {"name": "cluster"},
+                "spec": {"logLevel": "Normal", "operatorLogLevel": "Normal", "managementState": "Managed"},
+            })  # fmt: skip
+        generation = obj["metadata"].get("generation", 1)
+        status = dict(obj.get("status") or {})
+        if status.get("observedGeneration") == generation and "nodeDisruptionPolicyStatus" in status:
+            return
+        user = (obj.get("spec") or {}).get("nodeDisruptionPolicy") or {}
+        try:
+            policies = merge_policies(DEFAULT_POLICIES, user, ("spec", "nodeDisruptionPolicy"))
+        except PolicyError as exc:
+            # the operator keeps the last good status; the daemon then waits for observedGeneration
+            self.errors.append("; ".join(f.message for f in exc.findings))
+            return
+        status["nodeDisruptionPolicyStatus"] = {"clusterPolicies": policies.to_api()}
+        status["observedGeneration"] = generation
+        self.cluster.patch("MachineConfiguration", "cluster", {"status": status}, status=True)
+
+    def reconcile_pool(self) -> None:
+        pool = self.cluster.get("MachineConfigPool", self.pool)
+        if pool is None:
+            return
+        config = ((pool.get("spec") or {}).get("configuration") or {}).get("name", "")
+        nodes = self.nodes()
+        updated = [
+            n for n in nodes
+            if _annotations(n).get(CURRENT_CONFIG) == config and _annotations(n).get(STATE, "Done") == "Done"
+            and _annotations(n).get(DESIRED_CONFIG) == config
+        ]  # fmt: skip
+        degraded = [n for n in nodes if _annotations(n).get(STATE) in ("Degraded", "Unreconcilable")]
+        unavailable = [n for n in nodes if (n.get("spec") or {}).get("unschedulable") or n in degraded]
+        all_updated = bool(config) and len(updated) == len(nodes)
+        old = pool.get("status") or {}
+
+        def condition(kind: str, value: bool) -> Obj:
+            previous = next((c for c in old.get("conditions") or [] if c.get("type") == kind), None)
+            status = "True" if value else "False"
+            if previous is not None and previous.get("status") == status:
+                return dict(previous)
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            return {"type": kind, "status": status, "lastTransitionTime": stamp, "reason": "", "message": ""}
+
+        status = {
+            "observedGeneration": pool["metadata"].get("generation", 1),
+            "configuration": {
+                "name": config if all_updated else old.get("configuration", {}).get("name", "")
+            },
+            "machineCount": len(nodes),
+            "updatedMachineCount": len(updated),
+            "readyMachineCount": len([n for n in updated if n not in unavailable]),
+            "unavailableMachineCount": len(unavailable),
+            "degradedMachineCount": len(degraded),
+            "conditions": [
+                condition("Updated", all_updated),
+                condition("Updating", not all_updated and bool(config)),
+                condition("Degraded", bool(degraded)),
+            ],
+        }
+        if status != old:
+            self.cluster.patch("MachineConfigPool", self.pool, {"status": status}, status=True)
+
+    # --- background thread ---------------------------------------------------------------
+
+    def start(self) -> ControllerStandIn:
+        if self._thread is None:
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._run, name="sim-controller", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        watcher = self._watcher
+        if watcher is not None:
+            watcher.events.put(None)  # wake the thread now rather than after `interval`
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def __enter__(self) -> ControllerStandIn:
+        return self.start()
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
+
+    def _next_wait(self) -> float:
+        """Until the next pass with no change: `interval`, or sooner when an eviction retry is due."""
+        retries = list(self._retry_at.values())
+        if not retries:
+            return self.interval
+        return max(0.0, min(self.interval, min(retries) - time.monotonic()))
+
+    def _run(self) -> None:
+        watcher, _ = self.cluster.store.watch_all()
+        self._watcher = watcher
+        try:
+            while not self._stop.is_set():
+                self.step()
+                # wake on any change (our own writes too: a pass that changes nothing ends the chain)
+                try:
+                    change = watcher.events.get(timeout=self._next_wait())
+                    while change is not None:  # one pass for a burst of changes
+                        change = watcher.events.get_nowait()
+                except queue.Empty:
+                    continue
+                # None: the store ended every watch (restart, fault injection); watch again
+                self.cluster.store.unwatch(watcher)
+                watcher, _ = self.cluster.store.watch_all()
+                self._watcher = watcher
+        finally:
+            self._watcher = None
+            self.cluster.store.unwatch(watcher)
