@@ -11,9 +11,7 @@ no controller there is no drain: nothing else runs pods here.
 from __future__ import annotations
 
 import logging
-import os
 import signal
-import sys
 import threading
 from pathlib import Path
 from types import FrameType
@@ -23,10 +21,12 @@ from mcd.agent.kube.annotations import NodeState
 from mcd.agent.node_apply import NodeApplier
 from mcd.agent.report.events import EventRecorder
 from mcd.agent.report.metrics import Metrics
+from mcd.agent.state import AgentMachine, AgentState
 from mcd.agent.sync import Result
 from mcd.agent.watch.configdir import ConfigDirError, ConfigDirSource, Snapshot
 from mcd.agent.watch.driftreport import DriftPolicy, DriftReporter
 from mcd.agent.watch.heal import Healer
+from mcd.agent.workqueue import WorkQueue
 from mcd.config.findings import Finding, InputError
 from mcd.config.machineconfig import empty_machineconfig
 from mcd.config.text import shown
@@ -75,9 +75,8 @@ class LocalAgent:
     ) -> None:
         self.applier = applier
         self.stop = threading.Event()
-        self._wake = threading.Event()
-        self._keys: set[str] = set()
-        self._lock = threading.Lock()
+        self.queue = WorkQueue()
+        self.machine = AgentMachine()
         self.events = EventRecorder(None, "localhost")
         self.metrics = Metrics()
         self.reporter = LocalReporter(applier)
@@ -87,36 +86,26 @@ class LocalAgent:
             self.reporter,
             self.events,
             self.metrics,
-            lambda: self.enqueue("drift"),
+            lambda: self.queue.put("drift"),
             policy=drift_policy,
             healer=healer,
         )
-        self.source = ConfigDirSource(directory, lambda: self.enqueue("config"), grace=grace)
+        self.source = ConfigDirSource(directory, lambda: self.queue.put("config"), grace=grace)
         self.applied: list[str] = []  # checksums of the snapshots applied, oldest first
         self.reboots = 0
         self._last: Snapshot | None = None
 
-    def enqueue(self, key: str) -> None:
-        with self._lock:
-            self._keys.add(key)
-        self._wake.set()
-
-    def _take(self) -> set[str]:
-        with self._lock:
-            keys, self._keys = self._keys, set()
-        return keys
-
     def run(self) -> Result:
-        """Apply the directory's configs until stopped; SIMULATED_REBOOT when a sandbox root
-        'rebooted' and the caller must start again (as after a boot)."""
+        """Apply the directory's configs until stopped or a real reboot is on its way (a sandbox
+        root's simulated reboot is taken in place: the agent goes on as after a boot)."""
         self.applier.recover()
         self.source.start()
-        self.enqueue("config")  # what is there at start
+        self.queue.put("config")  # what is there at start
+        self.machine.to(AgentState.IDLE)
         try:
             while not self.stop.is_set():
-                self._wake.wait(self.source.due_in())
-                self._wake.clear()
-                keys = self._take()
+                self.queue.wait(self.source.due_in())
+                keys = self.queue.take()
                 if self.stop.is_set():
                     break
                 if "config" in keys:
@@ -141,6 +130,7 @@ class LocalAgent:
             self.reporter.set(NodeState.DEGRADED, f"reading {self.source.directory}: {exc}")
 
     def _apply(self, snap: Snapshot) -> Result:
+        self.machine.begin_sync()
         try:
             parsed = snap.parse()
         except ConfigDirError as exc:
@@ -154,7 +144,9 @@ class LocalAgent:
             p = self.applier.plan(old, new, facts, parsed.policies)
             if not p.reconcilable:
                 self.reporter.set(NodeState.UNRECONCILABLE, p.reason, parsed.desired)
+                self.machine.to(AgentState.DEGRADED)
                 return Result.IDLE
+            self.machine.to(AgentState.UPDATING)
             self.drift.stop()  # the update's own writes are not drift
             self.reporter.set(NodeState.WORKING, "", parsed.desired)
             LOG.info("updating the node from %s to %s (%s)", old.name, new.name, snap.checksum[:12])
@@ -164,9 +156,11 @@ class LocalAgent:
                 return self._reboot(new.name)
         except McdError as exc:
             self.reporter.set(NodeState.DEGRADED, str(exc), parsed.desired)
+            self.machine.failed()
             self.drift.ensure()
             return Result.IDLE
         self.reporter.set(NodeState.DONE, "", parsed.desired)
+        self.machine.to(AgentState.IDLE)
         self.drift.ensure()
         return Result.IDLE
 
@@ -174,10 +168,12 @@ class LocalAgent:
         reason = f"Node will reboot into config {config}"
         self.reboots += 1
         if self.applier.reboot(reason):
+            self.machine.to(AgentState.REBOOTING)
             return Result.REBOOTING
         LOG.info("reboot simulated: %s is not a running system", self.applier.root.prefix)
         self.applier.simulated_boot()
         self.reporter.set(NodeState.DONE, "")
+        self.machine.to(AgentState.IDLE)
         self.drift.ensure()
         return Result.IDLE
 
@@ -189,7 +185,7 @@ def run_local(
     drift_policy: str,
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
 ) -> int:
-    """`mcd start --config-dir DIR` without --node-name; a simulated reboot restarts the process."""
+    """`mcd start --config-dir DIR` without --node-name, until stopped or the node reboots."""
 
     for flag, path in (("--root-mount", root_mount), ("--config-dir", config_dir)):
         if not Path(path).is_dir():
@@ -199,12 +195,9 @@ def run_local(
 
     def stop(_signum: int, _frame: FrameType | None) -> None:
         agent.stop.set()
-        agent.enqueue("stop")
+        agent.queue.put("stop")
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    if agent.run() is Result.SIMULATED_REBOOT:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.execv(sys.executable, [sys.executable, "-m", "mcd", *sys.argv[1:]])
+    agent.run()
     return 0

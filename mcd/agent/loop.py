@@ -31,8 +31,10 @@ from mcd.agent.report.events import EventRecorder
 from mcd.agent.report.metrics import Metrics, MetricsServer, host_os
 from mcd.agent.report.node import NodeWriter
 from mcd.agent.settings import AgentSettings
+from mcd.agent.state import AgentMachine, AgentState
 from mcd.agent.sync import Result, Syncer
 from mcd.agent.watch.wiring import watchers_for
+from mcd.agent.workqueue import WorkQueue
 
 LOG = logging.getLogger(__name__)
 
@@ -47,10 +49,8 @@ class Daemon:
         self.client = client
         self.applier = applier
         self.stop = threading.Event()
-        self._wake = threading.Event()
-        # the one work queue: watchers put a key (`node`, `drift`, `login`, `config`), the loop takes them all
-        self._keys: set[str] = set()
-        self._keys_lock = threading.Lock()
+        self.queue = WorkQueue()
+        self.machine = AgentMachine(on_change=self._agent_state_changed)
         self.metrics = Metrics()
         self.writer = NodeWriter(client, settings.node_name, on_state=self._state_changed)
         self.events = EventRecorder(client, settings.node_name)
@@ -87,14 +87,22 @@ class Daemon:
             metrics=self.metrics,
             applier=applier,
             drainer=drainer,
-            before_update=self.watchers.before_update,
+            before_update=self._before_update,
         )
         self._in_sync = False
         self._retry_delay = 0.0
         self._last_loop = time.monotonic()
         self._server: MetricsServer | None = None
 
-    # -- reporting hooks
+    # -- state hooks
+
+    def _agent_state_changed(self, old: AgentState, new: AgentState) -> None:
+        LOG.debug("agent state %s -> %s", old.value, new.value)
+
+    def _before_update(self) -> None:
+        self.machine.to(AgentState.UPDATING)
+        self.watchers.before_update()
+
 
     def _state_changed(self, state: NodeState, reason: str) -> None:
         self.metrics.set_state(state.value, reason)
@@ -113,14 +121,7 @@ class Daemon:
 
     def enqueue(self, key: str) -> None:
         """Put `key` in the work queue (any thread); keys already queued are merged."""
-        with self._keys_lock:
-            self._keys.add(key)
-        self._wake.set()
-
-    def _take_keys(self) -> set[str]:
-        with self._keys_lock:
-            keys, self._keys = self._keys, set()
-        return keys
+        self.queue.put(key)
 
     def _watch(self) -> None:
         """Feed the writer's copy of the node from a watch; wake the loop on every change."""
@@ -221,20 +222,18 @@ class Daemon:
         sdnotify.notify("READY=1")
         backoff = Backoff()
         next_sync = time.monotonic()
-        rebooting = False
         try:
             while not self.stop.is_set():
                 timeout = max(0.0, next_sync - time.monotonic())
                 due = self.watchers.due_in()
                 if due is not None:
                     timeout = min(timeout, due)
-                self._wake.wait(timeout)
+                self.queue.wait(timeout)
                 self._last_loop = time.monotonic()
                 if self.stop.is_set():
                     break
-                self._wake.clear()
-                keys = self._take_keys()
-                if rebooting:
+                keys = self.queue.take()
+                if not self.machine.syncs():
                     next_sync = time.monotonic() + self.settings.resync_seconds
                     continue
                 if self.watchers.handle(keys):
@@ -249,9 +248,7 @@ class Daemon:
                 _release_memory()
                 if result is Result.SIMULATED_REBOOT:
                     return result
-                if result is Result.REBOOTING:
-                    rebooting = True  # upstream's rebootQueued: no sync until the node goes down
-                else:
+                if result is not Result.REBOOTING:
                     self.watchers.after_sync()
                 if result is None:
                     next_sync = time.monotonic() + self._retry_delay
@@ -264,14 +261,18 @@ class Daemon:
     def _sync_once(self, backoff: Backoff) -> Result | None:
         """One sync; None when it failed (the retry delay is set)."""
         self._in_sync = True
+        boot = self.machine.begin_sync()
         try:
-            result = self.syncer.sync()
+            result = self.syncer.sync(boot=boot)
             backoff.reset()
+            self.machine.to(_AFTER[result])
             return result
         except StoppingError:
             LOG.info("sync of node %s interrupted: the daemon is stopping", self.settings.node_name)
+            self.machine.failed()
             return None
         except Exception as exc:  # every error is reported on the node, never fatal
+            self.machine.failed()
             verdict = classify(exc)
             self._retry_delay = backoff.next_delay(verdict.retry_after)
             if verdict.state is None:
@@ -307,6 +308,15 @@ class Daemon:
         if self._server is not None:
             self._server.stop()
             self._server = None
+
+
+# the agent's state once a sync returned
+_AFTER = {
+    Result.IDLE: AgentState.IDLE,
+    Result.WAITING: AgentState.WAITING_FOR_DRAIN,
+    Result.REBOOTING: AgentState.REBOOTING,
+    Result.SIMULATED_REBOOT: AgentState.REBOOTING,
+}
 
 
 def _libc_trim() -> Callable[[int], int] | None:

@@ -66,7 +66,6 @@ class Syncer:
         self.applier, self.drainer = applier, drainer
         # upstream's triggerUpdate stops the drift monitor: the update's own writes are not drift
         self._before_update = before_update
-        self.booting = True
         # parsed MachineConfigs by name and resourceVersion (rendered configs are large and immutable)
         self._mcs: dict[str, tuple[str, MachineConfig]] = {}
         self._mcs_lock = threading.Lock()
@@ -78,7 +77,8 @@ class Syncer:
 
     # -- entry point
 
-    def sync(self) -> Result:
+    def sync(self, *, boot: bool) -> Result:
+        """One sync; `boot`: the first of this process (until one succeeds), upstream's boot path."""
         node = self.writer.node()
         if node.deleting:
             LOG.info("node %s is being deleted: nothing to do", self.name)
@@ -86,10 +86,8 @@ class Syncer:
         if node.annotations.get(ann.POST_CONFIG_ACTION) == ann.REBOOTING:
             LOG.info("node %s has rebooted", self.name)
             node = self.writer.set_annotations({ann.POST_CONFIG_ACTION: ""})
-        if self.booting:
-            result = self._first_run(node)
-            self.booting = False
-            return result
+        if boot:
+            return self._first_run(node)
         if node.drain_pending:
             LOG.info("a previously requested drain has not yet completed: waiting for the controller")
             return Result.WAITING

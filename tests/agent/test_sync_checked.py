@@ -54,7 +54,7 @@ class Api:
         return None
 
 
-def _syncer(applier: NodeApplier, booting: bool) -> Syncer:
+def _syncer(applier: NodeApplier) -> Syncer:
     writer = mock.MagicMock()
     writer.name = "worker-0"
     writer.node.return_value = ann.NodeView(
@@ -69,7 +69,6 @@ def _syncer(applier: NodeApplier, booting: bool) -> Syncer:
         applier=applier,
         drainer=mock.MagicMock(),
     )
-    syncer.booting = booting
     return syncer
 
 
@@ -77,7 +76,7 @@ def _syncer(applier: NodeApplier, booting: bool) -> Syncer:
 def test_the_checked_config_reaches_the_probe(tmp_path: Path, booting: bool) -> None:
     applier = RecordingApplier(make_root(tmp_path, OLD))
     with pytest.raises(Stop):
-        _syncer(applier, booting).sync()
+        _syncer(applier).sync(boot=booting)
     assert len(applier.checks) == 1
     assert applier.checked == [applier.checks[0]]
     assert applier.checks[0] is applier.disk_config()
@@ -89,5 +88,5 @@ def test_without_a_check_the_probe_reads_the_disk(tmp_path: Path) -> None:
     (root / "run/machine-config-daemon-force").touch()
     applier = RecordingApplier(root)
     with pytest.raises(Stop):
-        _syncer(applier, booting=False).sync()
+        _syncer(applier).sync(boot=False)
     assert (applier.checks, applier.checked) == ([], [None])

@@ -47,7 +47,7 @@ def running(tmp_path: Path) -> Iterator[tuple[Path, Path, LocalAgent]]:
     thread.start()
     yield root, cm, agent
     agent.stop.set()
-    agent.enqueue("stop")
+    agent.queue.put("stop")
     thread.join(10)
     assert not thread.is_alive()
 
