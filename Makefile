@@ -1,7 +1,7 @@
 # Every target that runs project code depends on `setup`, so a fresh checkout needs nothing else.
 BIN := .venv/bin
 
-.PHONY: setup test lint demo bench clean mutate
+.PHONY: setup test lint demo bench clean mutate image vagrant-check
 
 setup:
 	@bash scripts/setup.sh
@@ -38,6 +38,18 @@ demo: setup
 	$(BIN)/mcd start --once-from examples/new.yaml --root-mount $(DEMO_ROOT) --skip-reboot
 	$(BIN)/mcd check-disk --root-mount $(DEMO_ROOT)
 	$(BIN)/mcd simulate --workdir .demo/cluster --old examples/old.yaml --new examples/new.yaml
+
+# The container image: builds Containerfile with buildah from a Debian bookworm base made here
+# (no registry needed), runs its `mcd` as the DaemonSet's pod would on a sandbox root at /rootfs
+# (once-from, check-disk, the agent against `mcd sim-cluster`) and prints its size
+# (scripts/image-test.sh). Root, the Debian mirror and PyPI, a few minutes: not part of `make test`.
+image: setup
+	@bash scripts/image-test.sh
+
+# The end-to-end VM's files without the VM: installs vagrant and vagrant-libvirt from apt when
+# missing, then `vagrant validate` and the scenarios on a sandbox (scripts/vagrant-check.sh).
+vagrant-check: setup
+	@bash scripts/vagrant-check.sh
 
 bench: setup
 	@set -e; found=""; for f in bench/*.py; do \

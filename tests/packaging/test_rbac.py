@@ -1,0 +1,186 @@
+"""The shipped RBAC against what the agent asks of the API server, both ways.
+
+The agent runs with the shipped DaemonSet's own arguments (its root and metrics address
+pointed at the test's) against the stand-in API server with its audit log on, through its
+repertoire: the first start, a drift report and its recovery, a node write that conflicts and
+is read again, an update that needs a drain (the built-in drainer: the pods on the node and the
+budgets listed, a budget that blocks, evictions once it allows, the evicted pod awaited), the
+simulated reboot and the boot path, Events throughout. Every request in the audit log
+must be allowed by the manifests' roles for the agent's ServiceAccount, and every verb those
+roles grant must have been used, but for the few listed in NOT_SEEN_HERE with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harness import NODE, Agent, config_a, done_on, in_state, make_root
+from shipped import NAMESPACE, SERVICE_ACCOUNT, agent_container, expand, objects
+from simcluster import AGENT_UA, Cluster
+
+pytestmark = pytest.mark.allow_commands
+
+Obj = dict[str, Any]
+A_FILE = "etc/mcd-test/a.conf"
+
+# Granted, and needed, but never requested by this run: (namespace of the binding or "*" for a
+# cluster-wide one, API group, resource, verb) with the reason.
+NOT_SEEN_HERE = {
+    ("*", "security.openshift.io", "securitycontextconstraints", "use"):
+        "OpenShift's admission checks it when it admits the privileged pod; the agent never asks",
+    ("default", "", "events", "create"):
+        "OSUpdateStaged, posted in `default` only after an OS update on a CoreOS root "
+        "(tests/unit/test_os_events.py); the agent here runs on a sandbox root",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Grant:
+    scope: str  # a namespace, or "*" for a ClusterRoleBinding
+    group: str
+    resource: str
+    verb: str
+    names: tuple[str, ...]  # resourceNames; empty: any
+
+
+@dataclass(frozen=True)
+class Call:
+    verb: str
+    group: str
+    resource: str  # with "/subresource"
+    namespace: str
+    name: str
+    uri: str
+
+
+def _grants() -> list[Grant]:
+    """What the manifests' bindings give the agent's ServiceAccount."""
+    objs = objects()
+    roles = {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]): o for o in objs
+             if o["kind"] in ("ClusterRole", "Role")}  # fmt: skip
+    out: list[Grant] = []
+    for b in objs:
+        if b["kind"] not in ("ClusterRoleBinding", "RoleBinding"):
+            continue
+        if not any(s["kind"] == "ServiceAccount" and s["name"] == SERVICE_ACCOUNT
+                   and s.get("namespace") == NAMESPACE for s in b["subjects"]):  # fmt: skip
+            continue
+        scope = "*" if b["kind"] == "ClusterRoleBinding" else b["metadata"]["namespace"]
+        ref = b["roleRef"]
+        ns = "" if ref["kind"] == "ClusterRole" else b["metadata"]["namespace"]
+        role = roles[(ref["kind"], ns, ref["name"])]
+        for rule in role["rules"]:
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    for verb in rule["verbs"]:
+                        out.append(Grant(scope, group, resource, verb, tuple(rule.get("resourceNames", []))))
+    return out
+
+
+def _allows(g: Grant, c: Call) -> bool:
+    return (
+        g.scope in ("*", c.namespace)
+        and g.group in ("*", c.group)
+        and g.resource in ("*", c.resource)
+        and g.verb in ("*", c.verb)
+        and (not g.names or c.name in g.names)
+    )
+
+
+def _calls(audit: Path) -> Iterator[Call]:
+    for line in audit.read_text().splitlines():
+        e = json.loads(line)
+        if not e["userAgent"].startswith(AGENT_UA):
+            continue
+        ref = e.get("objectRef")
+        assert ref, f"a non-resource request, which no rule here grants: {e['verb']} {e['requestURI']}"
+        resource = ref["resource"] + (f"/{ref['subresource']}" if ref.get("subresource") else "")
+        ns, name = ref.get("namespace", ""), ref.get("name", "")
+        yield Call(e["verb"], ref.get("apiGroup", ""), resource, ns, name, e["requestURI"])
+
+
+def _agent_args(root: Path) -> list[str]:
+    """The DaemonSet's arguments after the kubelet's expansion, with the test's root and a free port."""
+    c = agent_container()
+    assert c["command"] == ["mcd"] and c["args"][0] == "start"
+    args = [expand(a, {"NODE_NAME": NODE, "POD_IP": "127.0.0.1"}) for a in c["args"][1:]]
+    for flag, value in (("--root-mount", str(root)), ("--metrics-url", "127.0.0.1:0")):
+        args[args.index(flag) + 1] = value
+    return args
+
+
+def _pods(cluster: Cluster) -> None:
+    cluster.add_pod("shop", "web-1", NODE, labels={"app": "web"},
+                    ownerReferences=[{"kind": "ReplicaSet", "name": "web", "controller": True}])  # fmt: skip
+    cluster.add_pod("shop", "web-2", "worker-1", labels={"app": "web"})
+    daemonset = [{"kind": "DaemonSet", "name": "logger", "controller": True}]
+    cluster.add_pod("infra", "logger", NODE, ownerReferences=daemonset)
+    # two healthy web pods, two required: the drain is blocked until the budget is lowered
+    cluster.add_pdb("shop", "web-budget", {"matchLabels": {"app": "web"}}, min_available=2)
+
+
+def _run_the_repertoire(cluster: Cluster, tmp_path: Path) -> None:
+    a = config_a()
+    b = dict(a, metadata={"name": "rendered-worker-b"})
+    b["spec"] = dict(b["spec"], kernelArguments=["nosmt"])  # a reboot, hence a drain
+    root = make_root(tmp_path, a)
+    cluster.add_mc(a)
+    cluster.add_mc(b)
+    keys = {"current": "machineconfiguration.openshift.io/currentConfig",
+            "desired": "machineconfiguration.openshift.io/desiredConfig",
+            "state": "machineconfiguration.openshift.io/state"}  # fmt: skip
+    cluster.add_node(NODE, {keys["current"]: "rendered-worker-a", keys["desired"]: "rendered-worker-a",
+                            keys["state"]: "Done"})  # fmt: skip
+    _pods(cluster)
+    kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
+    agent = Agent(root, kubeconfig, tmp_path / "agent.log", *_agent_args(root)).start()
+    try:
+        agent.wait_log("is in config rendered-worker-a: Done")
+        cluster.wait_node(NODE, done_on("rendered-worker-a"))
+        # a hand edit: the drift monitor degrades the node; putting the file back recovers it
+        cluster.wait_event("ConfigDriftMonitorStarted")
+        path = root / A_FILE
+        good = path.read_text()
+        path.write_text("hand edit\n")
+        cluster.wait_node(NODE, in_state("Degraded"))
+        path.write_text(good)
+        cluster.wait_node(NODE, done_on("rendered-worker-a"), timeout=10)
+        # the next node write conflicts: the agent reads its node again and recomputes
+        conflict = cluster.sim.faults.conflict(times=1, resource="nodes", verb="patch")
+        cluster.patch_node(NODE, {"metadata": {"annotations": {keys["desired"]: "rendered-worker-b"}}})
+        cluster.wait_event("DrainBlockedByPodDisruptionBudget")
+        cluster.set_pdb_min_available("shop", "web-budget", 1)
+        cluster.wait_node(NODE, done_on("rendered-worker-b"), timeout=30)
+        assert conflict.times == 0, "the injected conflict never fired"
+        agent.wait_log("is in config rendered-worker-b: Done")
+    finally:
+        agent.stop()
+
+
+def test_the_shipped_roles_grant_exactly_what_the_agent_asks(tmp_path: Path) -> None:
+    cluster = Cluster(tmp_path)
+    try:
+        _run_the_repertoire(cluster, tmp_path)
+        reasons = set(cluster.event_reasons())
+    finally:
+        cluster.stop()
+    # the run went through the repertoire it stands for
+    seen = {"DrainBlockedByPodDisruptionBudget", "Drain", "Reboot", "ConfigDriftDetected", "NodeDone"}
+    assert seen <= reasons
+
+    grants = _grants()
+    calls = list(_calls(cluster.audit_path))
+    denied = sorted({f"{c.verb} {c.uri}" for c in calls if not any(_allows(g, c) for g in grants)})
+    assert denied == [], "requests the shipped roles do not allow"
+    unused = sorted(
+        {(g.scope, g.group, g.resource, g.verb) for g in grants if not any(_allows(g, c) for c in calls)}
+        - set(NOT_SEEN_HERE)
+    )
+    assert unused == [], "granted but never requested"
+    # the exceptions are still granted (an exception for a rule that is gone is stale)
+    assert set(NOT_SEEN_HERE) <= {(g.scope, g.group, g.resource, g.verb) for g in grants}
