@@ -328,7 +328,7 @@ def cmd_check_disk(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from mcd.host.status import show
+    from mcd.cli.status import show
 
     show(args.root_mount, args.output, sys.stdout, _dump)
     return EXIT_OK

@@ -1,5 +1,6 @@
-"""`mcd status`: what the node runs, what it was asked to run, its state, the last drift and a
-reboot owed, read from the root alone (no cluster needed).
+"""The node's status records and their reader (`mcd status` shows them: `mcd.cli.status`): what
+the node runs, what it was asked to run, its state, the last drift and a reboot owed, read from
+the root alone (no cluster needed).
 
 The daemon keeps two small records beside upstream's `currentconfig`, written atomically
 whenever they change: the state it last reported (with the desired config and the reason) and
@@ -11,13 +12,10 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
-from mcd.config.findings import Finding, InputError
-from mcd.config.text import shown
 from mcd.host import atomicfs, state
 from mcd.host.root import HostRoot
 
@@ -107,38 +105,3 @@ def read_status(root: HostRoot) -> Status:
         reboot_owed=owed,
         update_in_progress=in_progress,
     )
-
-
-def render_text(s: Status) -> str:
-    lines = [
-        f"current config:  {s.current_config or '(none)'}",
-        f"desired config:  {s.desired_config or '(unknown)'}",
-        f"state:           {s.state or '(unknown)'}" + (f" since {s.since}" if s.since else ""),
-    ]
-    if s.reason:
-        lines.append(f"reason:          {s.reason}")
-    if s.update_in_progress:
-        lines.append("update:          in progress (interrupted updates finish on the next start)")
-    if s.reboot_owed:
-        lines.append(f"reboot owed:     yes, for {s.reboot_owed['config']} ({s.reboot_owed['reason']})")
-    else:
-        lines.append("reboot owed:     no")
-    if s.last_drift:
-        d = s.last_drift
-        lines.append(f"last drift:      {d.get('time', '?')} {d.get('reason', '')}")
-    else:
-        lines.append("last drift:      none seen")
-    return "\n".join(lines) + "\n"
-
-
-def show(root_mount: str, output: str, out: TextIO, dump: Callable[[Any, str, TextIO], None]) -> None:
-    """`mcd status`: InputError when the root is not a directory."""
-
-    if not Path(root_mount).is_dir():
-        # a sentence about the flag, not a located finding: there is no document here
-        raise InputError("mcd", [Finding((), f"--root-mount {shown(root_mount)} is not a directory")])
-    st = read_status(HostRoot(Path(root_mount)))
-    if output == "text":
-        out.write(render_text(st))
-    else:
-        dump(st.to_dict(), output, out)
