@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -80,10 +81,15 @@ def deadline_poll(what: str, check: Callable[[], Any], timeout: float, interval:
 # --- the cached base root --------------------------------------------------------------------
 
 
+def _base_path() -> tuple[Path, str]:
+    """Where the root for this package list and recipe is cached, and its key."""
+    key = hashlib.sha256(json.dumps([SUITE, "apt", sorted(PACKAGES), ROOT_RECIPE]).encode()).hexdigest()[:16]
+    return CACHE / f"{SUITE}-{key}", key
+
+
 def base_root() -> Path:
     """The Debian root every scenario copies; built on first use, then reused while the key holds."""
-    key = hashlib.sha256(json.dumps([SUITE, "apt", sorted(PACKAGES), ROOT_RECIPE]).encode()).hexdigest()[:16]
-    root = CACHE / f"{SUITE}-{key}"
+    root, key = _base_path()
     if (root / ".mcd-node-complete").exists():
         return root
     CACHE.mkdir(parents=True, exist_ok=True)
@@ -98,7 +104,11 @@ def base_root() -> Path:
             with log.open("wb") as out:
                 include = "--include=" + ",".join(PACKAGES)
                 argv = ["mmdebstrap", "--variant=apt", include, SUITE, str(tmp / "root")]
-                proc = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, check=False, timeout=900)
+                # stdin closed: mmdebstrap reads sources lines from a stdin that is not a terminal
+                proc = subprocess.run(
+                    argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                    check=False, timeout=900,
+                )  # fmt: skip
             if proc.returncode != 0:
                 raise NodeTestError(f"mmdebstrap failed ({proc.returncode}); see {log}")
             _prepare_base(tmp / "root")
@@ -121,18 +131,18 @@ def _prepare_base(root: Path) -> None:
 # --- the interpreter the node shares -----------------------------------------------------------
 
 
-def shared_paths() -> list[Path]:
+@functools.cache
+def shared_paths() -> tuple[Path, ...]:
     """What the node mounts read-only to run the checkout's `.venv/bin/mcd` at the same paths: the
     checkout (with its `.venv`) and the venv's base interpreter when it is not the system's."""
     out = subprocess.run(
         [str(REPO / ".venv/bin/python"), "-c", "import sys; print(sys.base_prefix)"],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
-    paths = [REPO]
     base = Path(out.stdout.strip()).resolve()
-    if base != Path("/usr") and not base.is_relative_to(REPO):
-        paths.append(base)
-    return paths
+    if base == Path("/usr") or base.is_relative_to(REPO):
+        return (REPO,)
+    return (REPO, base)
 
 
 # --- the cluster: mcd sim-cluster, kubectl, the controller's part ------------------------------
@@ -191,6 +201,7 @@ class Cluster:
     def stop(self) -> None:
         with self._cond:
             self._stopping = True
+            self._cond.notify_all()
         for proc in (self._watch, self._server):
             _terminate(proc)
         if self._thread is not None:
@@ -261,6 +272,10 @@ class Cluster:
                     self._saw(obj)
             self._watch.stdout.close()
             self._watch.wait()
+            with self._cond:
+                # the watch ended (server restarted, stream cut): follow again, not in a busy loop
+                if not self._stopping:
+                    self._cond.wait(1.0)
 
     def _saw(self, obj: dict[str, Any]) -> None:
         annotations = dict(obj.get("metadata", {}).get("annotations") or {})
@@ -553,6 +568,16 @@ def _terminate(proc: subprocess.Popen[bytes] | None, timeout: float = 10) -> Non
 # --- figures for the run's summary ---------------------------------------------------------------
 
 FIGURES: list[dict[str, Any]] = []
+BASE: dict[str, Any] = {}
+
+
+def timed_base_root() -> Path:
+    """`base_root()`, its time and whether it was built, for the summary."""
+    started = time.monotonic()
+    cached = (_base_path()[0] / ".mcd-node-complete").exists()
+    root = base_root()
+    BASE.update(root=str(root), seconds=round(time.monotonic() - started, 1), cached=cached)
+    return root
 
 
 @contextlib.contextmanager
@@ -561,7 +586,7 @@ def scenario(name: str, workdir: Path, machine: str) -> Iterator[tuple[Cluster, 
     started = time.monotonic()
     cluster = Cluster(workdir).start()
     node = Node(workdir, machine).copy_base()
-    figures: dict[str, Any] = {"scenario": name}
+    figures: dict[str, Any] = {"scenario": name, "workdir": str(workdir)}
     try:
         yield cluster, node, figures
     finally:
@@ -600,12 +625,16 @@ def first_boot(cluster: Cluster, node: Node, config: dict[str, Any]) -> None:
 def print_figures(write: Callable[[str], None]) -> None:
     if not FIGURES:
         return
-    write("node tier figures (scenario, seconds, boots counted / in the journal, nspawn exits, agent RSS):")
+    if BASE:
+        how = "cached" if BASE["cached"] else f"built in {BASE['seconds']} s"
+        write(f"node tier: base root {BASE['root']} ({how})")
+    write("node tier: scenario, time, boots (counted by the supervisor / listed by the node's journal),")
+    write("nspawn exit statuses (133: a reboot), the agent's RSS inside the node, logs")
     for f in FIGURES:
-        rss_text = f"{f['rss_kib'] / 1024:.0f} MiB" if f.get("rss_kib") else "-"
+        rss_text = f"{f['rss_kib'] / 1024:.1f} MiB" if f.get("rss_kib") else "-"
         write(
-            f"  {f['scenario']:<28} {f['seconds']:>6.1f} s  boots {f['boots']}/{f['journal_boots']}  "
-            f"exits {f['exits']}  rss {rss_text}"
+            f"  {f['scenario']:<52} {f['seconds']:>5.1f} s  boots {f['boots']}/{f['journal_boots']}  "
+            f"exits {f['exits']}  rss {rss_text}  {f['workdir']}"
         )
 
 
