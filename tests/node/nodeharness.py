@@ -244,6 +244,16 @@ class Cluster:
     def event_messages(self, reason: str) -> list[str]:
         return [str(e.get("message", "")) for e in self.events() if e.get("reason") == reason]
 
+    def wait_event(self, reason: str, text: str, timeout: float = 30) -> list[str]:
+        """The messages of `reason` once one contains `text` (the agent posts Events from a
+        background thread: one may land after the annotation that follows it)."""
+        found: list[str] = deadline_poll(
+            f"a {reason} event with {text!r}",
+            lambda: (m := self.event_messages(reason)) and any(text in x for x in m) and m,
+            timeout, 0.3,
+        )  # fmt: skip
+        return found
+
     # the node stream and the controller's drain handshake
 
     def _follow(self) -> None:
@@ -617,7 +627,7 @@ def first_boot(cluster: Cluster, node: Node, config: dict[str, Any]) -> None:
     def node_done() -> bool:
         if node.boot_count > 1:  # the agent's first start asked for a reboot
             raise NodeTestError(f"the node rebooted after its first boot (boots: {node.boot_count})")
-        return any(name in m for m in cluster.event_messages("NodeDone"))
+        return any(f"currentConfig {name} to Done" in m for m in cluster.event_messages("NodeDone"))
 
     deadline_poll(f"the NodeDone event for {name}", node_done, 30, 0.3)
 

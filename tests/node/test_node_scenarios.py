@@ -118,8 +118,8 @@ def test_b_update_adding_a_unit_and_a_file_reboots_once(cluster_node: Parts) -> 
     assert not cluster.seen[-1].unschedulable
     assert a.get("machineconfiguration.openshift.io/post-config-action", "") == ""
     assert cluster.states()[-2:] == ["Working", "Done"], cluster.states()
-    assert cluster.event_messages("Reboot") == [f"Node will reboot into config {B}"]
-    assert any(B in m for m in cluster.event_messages("NodeDone"))
+    assert cluster.wait_event("Reboot", B) == [f"Node will reboot into config {B}"]
+    cluster.wait_event("NodeDone", f"currentConfig {B} to Done")
     assert cluster.errors == []
     figures["rss_kib"] = node.agent_rss_kib()
     assert node.boot_count == 2
@@ -146,7 +146,7 @@ def drifted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         figures["rss_kib"] = node.agent_rss_kib()
         seen = {
             "degraded": degraded, "done": done, "states": cluster.states(),
-            "drift_events": cluster.event_messages("ConfigDriftDetected"),
+            "drift_events": cluster.wait_event("ConfigDriftDetected", A_CONF),
             "err_journal": node.agent_journal("-p", "err"),
             "journal": node.agent_journal(),
             "node": node,
@@ -214,7 +214,7 @@ def test_d_rebootless_updates_reload_and_restart_a_real_unit(cluster_node: Parts
     cluster.wait_node(done_on("rendered-worker-d1"), 60, "Done on d1")
     assert node.sh(f"cat {RELOADS}").stdout == "reloaded\n"
     assert node.sh(f"systemctl show -P InvocationID {HELLO}").stdout.strip() == invocation
-    reloads = cluster.event_messages("ServiceReload")
+    reloads = cluster.wait_event("ServiceReload", "mcd-node-hello")
     assert reloads == ["Config changes do not require reboot. Service mcd-node-hello was reloaded."], reloads
 
     # restart.conf changes: the service is restarted (a new invocation)
@@ -227,7 +227,7 @@ def test_d_rebootless_updates_reload_and_restart_a_real_unit(cluster_node: Parts
         10,
     )  # fmt: skip
     assert node.sh(f"systemctl is-active {HELLO}").stdout.strip() == "active"
-    restarts = cluster.event_messages("ServiceRestart")
+    restarts = cluster.wait_event("ServiceRestart", "mcd-node-hello")
     want = "Config changes do not require reboot. Service mcd-node-hello was restarted."
     assert restarts == [want], restarts
     assert cluster.drains_answered == [] or all(d.startswith("uncordon-") for d in cluster.drains_answered)
