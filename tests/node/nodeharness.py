@@ -171,7 +171,7 @@ class Cluster:
         self.errors: list[str] = []
         self._stopping = False
         self._server: subprocess.Popen[bytes] | None = None
-        self._watch: subprocess.Popen[bytes] | None = None
+        self._watch: subprocess.Popen[str] | None = None
         self._thread: threading.Thread | None = None
 
     # lifecycle
@@ -213,12 +213,16 @@ class Cluster:
 
     # kubectl
 
-    def kubectl(self, *args: str, stdin: str | None = None, check: bool = True) -> str:
-        env = {
+    def _env(self) -> dict[str, str]:
+        """kubectl's environment: the sim's kubeconfig, a private home and discovery cache."""
+        return {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(self.home),
             "KUBECONFIG": str(self.kubeconfig),
         }
+
+    def kubectl(self, *args: str, stdin: str | None = None, check: bool = True) -> str:
+        env = self._env()
         proc = subprocess.run(
             ["kubectl", "--cache-dir", str(self.home / "cache"), *args],
             input=stdin, env=env, capture_output=True, text=True, timeout=60, check=False,
@@ -257,31 +261,29 @@ class Cluster:
     # the node stream and the controller's drain handshake
 
     def _follow(self) -> None:
+        env = self._env()
+        argv = [
+            "kubectl", "--cache-dir", str(self.home / "cache"), "get", "node", self.node, "-w", "-o", "json",
+        ]  # fmt: skip
         while True:
             with self._cond:
                 if self._stopping:
                     return
-            env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.home),
-                   "KUBECONFIG": str(self.kubeconfig)}  # fmt: skip
-            self._watch = subprocess.Popen(
-                ["kubectl", "--cache-dir", str(self.home / "cache"),
-                 "get", "node", self.node, "-w", "-o", "json"],
-                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=env,
-            )  # fmt: skip
-            assert self._watch.stdout is not None
-            decoder, buf = json.JSONDecoder(), ""
-            for chunk in iter(lambda: self._watch.stdout.read1(65536), b""):  # type: ignore[union-attr]
-                buf += chunk.decode()
-                while True:
-                    buf = buf.lstrip()
-                    try:
-                        obj, end = decoder.raw_decode(buf)
-                    except ValueError:
-                        break
-                    buf = buf[end:]
-                    self._saw(obj)
-            self._watch.stdout.close()
-            self._watch.wait()
+                watch = self._watch = subprocess.Popen(
+                    argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                    env=env, text=True,
+                )  # fmt: skip
+            assert watch.stdout is not None
+            # kubectl prints each version of the node as indented JSON: a top-level object ends
+            # with a line holding only "}"
+            buf: list[str] = []
+            for line in watch.stdout:
+                buf.append(line)
+                if line.rstrip("\n") == "}":
+                    self._saw(json.loads("".join(buf)))
+                    buf = []
+            watch.stdout.close()
+            watch.wait()
             with self._cond:
                 # the watch ended (server restarted, stream cut): follow again, not in a busy loop
                 if not self._stopping:
@@ -562,7 +564,7 @@ class Node:
         return len([ln for ln in proc.stdout.splitlines() if ln.strip()])
 
 
-def _terminate(proc: subprocess.Popen[bytes] | None, timeout: float = 10) -> None:
+def _terminate(proc: subprocess.Popen[Any] | None, timeout: float = 10) -> None:
     if proc is None or proc.poll() is not None:
         return
     with contextlib.suppress(ProcessLookupError):
