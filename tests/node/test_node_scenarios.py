@@ -137,6 +137,9 @@ def drifted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     workdir = tmp_path_factory.mktemp("drift")
     with scenario("c_hand_edit_then_put_back", workdir, machine="mcd-c") as (cluster, node, figures):
         first_boot(cluster, node, config_a())
+        # the monitor's watches are in place once it says so (after Done): an edit before that
+        # would only be seen by the next full check
+        cluster.wait_event("ConfigDriftMonitorStarted", f"watching against {A}")
         node.sh(f"echo 'b=2' >> {A_CONF}")
         degraded = cluster.wait_node(
             lambda a: a.get(STATE) == "Degraded" and A_CONF in a.get(REASON, ""), 30, "Degraded on the file"
