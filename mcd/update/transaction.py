@@ -397,7 +397,8 @@ def _reboot(host: Host, p: Plan, reason: str, *, skip_reboot: bool, notes: tuple
     again instead of taking the node as done.
     """
     if skip_reboot:
-        LOG.info("reboot required (%s), skipped (--skip-reboot)", reason)
+        # --skip-reboot, or the cluster agent, which asks for the reboot itself after this
+        LOG.info("reboot required (%s), left to the caller (--skip-reboot or the agent)", reason)
         return Outcome(p, reboot=True, rebooted=False, notes=notes)
     if not request_reboot(host, reason):
         return Outcome(p, reboot=True, rebooted=False, notes=(*notes, "reboot skipped: not a running system"))
