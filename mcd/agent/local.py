@@ -91,8 +91,6 @@ class LocalAgent:
             healer=healer,
         )
         self.source = ConfigDirSource(directory, lambda: self.queue.put("config"), grace=grace)
-        self.applied: list[str] = []  # checksums of the snapshots applied, oldest first
-        self.reboots = 0
         self._last: Snapshot | None = None
 
     def run(self) -> Result:
@@ -151,7 +149,6 @@ class LocalAgent:
             self.reporter.set(NodeState.WORKING, "", parsed.desired)
             LOG.info("updating the node from %s to %s (%s)", old.name, new.name, snap.checksum[:12])
             applied = self.applier.apply(old, new, facts, parsed.policies)
-            self.applied.append(snap.checksum)
             if applied.reboot:
                 return self._reboot(new.name)
         except McdError as exc:
@@ -166,7 +163,6 @@ class LocalAgent:
 
     def _reboot(self, config: str) -> Result:
         reason = f"Node will reboot into config {config}"
-        self.reboots += 1
         if self.applier.reboot(reason):
             self.machine.to(AgentState.REBOOTING)
             return Result.REBOOTING
