@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mcd.agent.kube import annotations as ann
-from mcd.agent.kube.annotations import InvalidTransitionError, NodeState, NodeView, decide_update, transition
+from mcd.agent.kube.annotations import NodeState, NodeView, UnknownNodeStateError, decide_update, transition
 
 
 def test_empty_or_missing_state_reads_as_done() -> None:
@@ -14,7 +14,7 @@ def test_empty_or_missing_state_reads_as_done() -> None:
 
 
 def test_unknown_state_is_refused() -> None:
-    with pytest.raises(InvalidTransitionError):
+    with pytest.raises(UnknownNodeStateError):
         NodeState.parse("Sleeping")
 
 
