@@ -25,12 +25,11 @@ from mcd.host.ssh import KEYS_DIR, KEYS_PATH, SSH_DIR
 from mcd.host.systemd import SystemdError
 from mcd.host.wiring import Host
 from mcd.planner import steps as st
-from mcd.planner.managed_paths import dropin_path, unit_path
+from mcd.planner.managed_paths import UNIT_FILE_MODE, dropin_path, unit_path
 from mcd.planner.steps import Step
 
 LOG = logging.getLogger(__name__)
 
-UNIT_FILE_MODE = 0o644
 # what writing core's SSH keys may create, deepest first
 SSH_PATHS = (KEYS_PATH, KEYS_DIR, SSH_DIR)
 # a drain callback: only a cluster agent has one (once-from reports it skipped)
