@@ -34,6 +34,7 @@ from mcd.host import status
 from mcd.host.root import HostRoot
 from mcd.host.rootlock import DEFAULT_TIMEOUT as DEFAULT_LOCK_TIMEOUT
 from mcd.host.runner import SubprocessRunner
+from mcd.planner.nodefacts import HIGHLY_AVAILABLE
 
 LOG = logging.getLogger(__name__)
 
@@ -138,7 +139,7 @@ class LocalAgent:
         disk = self.applier.disk_config()
         old = disk if disk is not None else empty_machineconfig()
         try:
-            facts = self.applier.facts(old, new, "HighlyAvailable")
+            facts = self.applier.facts(old, new, HIGHLY_AVAILABLE)
             p = self.applier.plan(old, new, facts, parsed.policies)
             if not p.reconcilable:
                 self.reporter.set(NodeState.UNRECONCILABLE, p.reason, parsed.desired)

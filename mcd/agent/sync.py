@@ -230,8 +230,7 @@ class Syncer:
             new = prefetched.result() if prefetched is not None else self._machineconfig(desired)
             policies, overrides = self._policies()
             node = self.writer.node()
-            topology = ann.SINGLE_REPLICA if node.single_replica else "HighlyAvailable"
-            facts = self.applier.facts(old, new, topology, checked=checked)
+            facts = self.applier.facts(old, new, node.topology, checked=checked)
             p = self.applier.plan(old, new, facts, policies, overrides)
         if not p.reconcilable:
             self.events.warning("FailedToReconcile", f"Reconciling node {self.name} failed: {p.reason}")

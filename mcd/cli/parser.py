@@ -13,7 +13,7 @@ from mcd import __version__
 from mcd.agent.watch.flags import add_watcher_flags
 from mcd.config.contents import DEFAULT_MAX_FILE_SIZE, parse_size
 from mcd.host.rootlock import DEFAULT_TIMEOUT as DEFAULT_LOCK_TIMEOUT
-from mcd.planner.nodefacts import TOPOLOGIES
+from mcd.planner.nodefacts import HIGHLY_AVAILABLE, TOPOLOGIES
 
 EXIT_INPUT = 1
 
@@ -124,7 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--node-fips", choices=("0", "1"), help="the node's /proc/sys/crypto/fips_enabled")
     p.add_argument(
         "--topology",
-        default="HighlyAvailable",
+        default=HIGHLY_AVAILABLE,
         choices=TOPOLOGIES,
         help="control plane topology (SingleReplica skips the drain)",
     )

@@ -50,6 +50,7 @@ def test_node_view_reads_a_node_object() -> None:
     }  # fmt: skip
     view = NodeView.from_object(obj)
     assert (view.name, view.resource_version, view.unschedulable) == ("w", "7", True)
-    assert view.drain_pending and view.single_replica
+    assert view.drain_pending and view.single_replica and view.topology == "SingleReplica"
     weird = {"metadata": {"annotations": {ann.CONTROL_PLANE_TOPOLOGY: "Weird"}}}
     assert not NodeView.from_object(weird).single_replica
+    assert NodeView.from_object(weird).topology == "HighlyAvailable"

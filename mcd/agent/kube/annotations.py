@@ -10,6 +10,8 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from mcd.planner.nodefacts import HIGHLY_AVAILABLE, SINGLE_REPLICA
+
 PREFIX = "machineconfiguration.openshift.io/"
 CURRENT_CONFIG = PREFIX + "currentConfig"
 DESIRED_CONFIG = PREFIX + "desiredConfig"
@@ -27,7 +29,6 @@ FIRST_PIVOT_CONFIG = PREFIX + "firstPivotConfig"
 REBOOTING = "Rebooting"
 DRAIN = "drain"
 UNCORDON = "uncordon"
-SINGLE_REPLICA = "SingleReplica"
 
 # upstream writes the reason with "%.2000s"
 REASON_LIMIT = 2000
@@ -126,8 +127,13 @@ class NodeView:
         return self.annotations.get(LAST_APPLIED_DRAIN, "")
 
     @property
+    def topology(self) -> str:
+        """The control plane topology the planner is given: SingleReplica or HighlyAvailable
+        (unknown values count as HighlyAvailable, as upstream's getControlPlaneTopology)."""
+        return SINGLE_REPLICA if self.single_replica else HIGHLY_AVAILABLE
+
+    @property
     def single_replica(self) -> bool:
-        # unknown values count as HighlyAvailable, as upstream's getControlPlaneTopology
         return self.annotations.get(CONTROL_PLANE_TOPOLOGY) == SINGLE_REPLICA
 
     @property
