@@ -140,7 +140,7 @@ class LocalAgent:
         old = disk if disk is not None else empty_machineconfig()
         try:
             facts = self.applier.facts(old, new, HIGHLY_AVAILABLE)
-            p = self.applier.plan(old, new, facts, parsed.policies)
+            p = self.applier.plan(old, new, facts, parsed.policies, parsed.storage_overrides)
             if not p.reconcilable:
                 self.reporter.set(NodeState.UNRECONCILABLE, p.reason, parsed.desired)
                 self.machine.to(AgentState.DEGRADED)
@@ -149,7 +149,9 @@ class LocalAgent:
             self.drift.stop()  # the update's own writes are not drift
             self.reporter.set(NodeState.WORKING, "", parsed.desired)
             LOG.info("updating the node from %s to %s (%s)", old.name, new.name, snap.checksum[:12])
-            applied = self.applier.apply(old, new, facts, parsed.policies)
+            applied = self.applier.apply(
+                old, new, facts, parsed.policies, storage_overrides=parsed.storage_overrides
+            )
             if applied.reboot:
                 return self._reboot(new.name)
         except McdError as exc:
