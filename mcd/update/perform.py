@@ -32,8 +32,9 @@ LOG = logging.getLogger(__name__)
 
 # what writing core's SSH keys may create, deepest first
 SSH_PATHS = (KEYS_PATH, KEYS_DIR, SSH_DIR)
-# a drain callback: only a cluster agent has one (once-from reports it skipped)
-Drainer = Callable[[], None]
+# what the executor calls at the plan's drain step: a cluster agent passes its drain (mcd.agent.drain
+# runs it); once-from has none and reports the step skipped
+DrainHook = Callable[[], None]
 
 
 class OsStepError(RuntimeError):
@@ -62,7 +63,7 @@ class StepRunner:
         host: Host,
         old_ign: IgnitionConfig,
         new_ign: IgnitionConfig,
-        drain: Drainer | None,
+        drain: DrainHook | None,
         *,
         legacy: bool = False,
         created: Sequence[str] = (),

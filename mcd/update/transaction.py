@@ -32,7 +32,7 @@ from mcd.planner import steps as st
 from mcd.planner.managed_paths import KUBECONFIG, KUBELET_CA, UNIT_DIR, dropin_path, unit_path
 from mcd.planner.nodefacts import Facts
 from mcd.planner.plan import Plan, plan
-from mcd.update.perform import Drainer, Ran, StepRunner, created_paths
+from mcd.update.perform import DrainHook, Ran, StepRunner, created_paths
 
 __all__ = ["Host", "Outcome", "Ran", "Unreconcilable", "UpdateError", "recover", "request_reboot", "update"]
 
@@ -140,7 +140,7 @@ def update(
     skip_reboot: bool = False,
     skip_certificate_write: bool = False,
     facts: Facts | None = None,
-    drain: Drainer | None = None,
+    drain: DrainHook | None = None,
     storage_overrides: Sequence[str] = (),
     earlier_created: Sequence[str] = (),
 ) -> Outcome:
@@ -171,7 +171,7 @@ def _apply(
     facts: Facts,
     *,
     skip_reboot: bool,
-    drain: Drainer | None,
+    drain: DrainHook | None,
     earlier: Sequence[str],
 ) -> Outcome:
     old_ign = old.config or EMPTY_IGNITION
