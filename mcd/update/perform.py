@@ -38,7 +38,8 @@ DrainHook = Callable[[], None]
 
 
 class OsStepError(RuntimeError):
-    """The OS step failed where the plan said it would (an `OsFailure` step)."""
+    """The OS step failed where the plan said it would (an `OsFailure` step); the transaction
+    rolls back and reports it as an UpdateError."""
 
 
 @dataclass(frozen=True)
@@ -359,7 +360,8 @@ CA_TRUST_SERVICE = "coreos-update-ca-trust.service"
 
 
 class ActionError(RuntimeError):
-    """A post-config action failed: the update rolls back (upstream's message)."""
+    """A post-config action failed (upstream's message); the transaction rolls back and reports
+    it as an UpdateError."""
 
 
 def reload_failed(unit: str) -> str:
