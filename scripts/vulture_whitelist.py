@@ -53,7 +53,6 @@ FIRST_PIVOT_CONFIG  # upstream key the first start copies from node-annotations.
 spawn
 
 # the watchers
-_.sessions  # the logins watcher's count of sessions seen, which its tests read
 _.drifted  # what the drift reporter holds, and what the monitor watches:
 _.watched_dirs  # introspection the drift tests assert on
 _.snapshot  # ParsedSnapshot: the snapshot a parse came from (checksum, target), kept with it
