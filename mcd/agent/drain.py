@@ -23,8 +23,10 @@ from typing import Any, Protocol
 
 from mcd.agent.errors import ApiError, McdError, NotFoundError, StoppingError
 from mcd.agent.kube import annotations as ann
+from mcd.agent.kube import machineconfignode as mcn
 from mcd.agent.kube.annotations import NodeView
 from mcd.agent.report.events import EventRecorder
+from mcd.agent.report.mcn import MachineConfigNodeReporter
 from mcd.agent.report.node import NodeWriter
 
 LOG = logging.getLogger(__name__)
@@ -132,9 +134,12 @@ class _Base:
         stop: threading.Event,
         *,
         own_pod: tuple[str, str] | None = None,
+        mcn: MachineConfigNodeReporter | None = None,
     ) -> None:
         self.writer, self.events, self.api, self.stop = writer, events, api, stop
         self.own_pod = own_pod
+        # the handshake's cordon, drain and uncordon are the controller's to report
+        self.mcn = mcn or MachineConfigNodeReporter(None, writer)
 
     @property
     def node(self) -> str:
@@ -225,6 +230,13 @@ class BuiltinDrainer(_Base):
         self.timeout, self.retry_seconds = timeout, retry_seconds
 
     def drain(self, config: str) -> None:
+        try:
+            self._drain(config)
+        except McdError as exc:
+            self.mcn.report(mcn.drain_failed(str(exc)))
+            raise
+
+    def _drain(self, config: str) -> None:
         assert self.api is not None
         node = self.writer.node()
         if not node.unschedulable:
@@ -234,9 +246,11 @@ class BuiltinDrainer(_Base):
             LOG.info(
                 "node %s was already cordoned by someone else: it stays cordoned after the update", self.node
             )
+        self.mcn.report(mcn.cordoned(True))
         # cordoned first, as kubectl drain does: no new pod lands while a budget holds the drain
         self.check_budgets()
         self.events.normal("Drain", "Draining node to update config.")
+        self.mcn.report(mcn.draining("evicting the pods on the node"))
         deadline = time.monotonic() + self.timeout
         pending = {
             (p["metadata"]["namespace"], p["metadata"]["name"]): str(p["metadata"].get("uid", ""))
@@ -261,6 +275,7 @@ class BuiltinDrainer(_Base):
             while not self._gone(ns, name, uid):
                 self._sleep_until(deadline, f"waiting for pod {ns}/{name} to terminate", step=0.2)
         LOG.info("drained node %s", self.node)
+        self.mcn.report(mcn.drained("no pod to evict is left on the node"))
 
     def _gone(self, ns: str, name: str, uid: str) -> bool:
         assert self.api is not None
@@ -281,7 +296,8 @@ class BuiltinDrainer(_Base):
     def uncordon(self, config: str) -> None:
         node = self.writer.node()
         if CORDONED_BY in node.annotations:
-            self.writer.set_annotations({CORDONED_BY: None}, unschedulable=False)
+            node = self.writer.set_annotations({CORDONED_BY: None}, unschedulable=False)
             self.events.normal(
                 "Uncordon", f"Update completed for config {config} and node has been uncordoned"
             )
+        self.mcn.report(mcn.uncordoned(node.unschedulable))
