@@ -202,6 +202,7 @@ class Syncer:
             raise McdError(str(exc)) from None
 
     def _drain(self, desired: str, then: mcn.Report) -> None:
+        self.mcn.flush()  # the controller's drain reports come after the update's own
         with self._phase("drain"):
             self.drainer.drain(desired)
         self.mcn.report(then)
@@ -327,6 +328,7 @@ class Syncer:
         """Upstream's updateConfigAndState for a node in its desired config: uncordon, NodeDone, Done."""
         node = self.writer.node()
         self.mcn.report(mcn.resumed(config))
+        self.mcn.flush()
         self.drainer.uncordon(config)
         self.events.normal("NodeDone", f"Setting node {self.name}, currentConfig {config} to Done")
         image = self.applier.disk_image() or ""

@@ -32,6 +32,7 @@ LOG = logging.getLogger(__name__)
 QUEUE_SIZE = 100
 CONFLICT_RETRIES = 5
 RETRY_CAP = 30.0
+FLUSH_SECONDS = 3.0
 
 Obj = dict[str, Any]
 
@@ -102,6 +103,15 @@ class MachineConfigNodeReporter:
         elif state is NodeState.DONE:
             self.report(mcn.not_degraded(self.name))
 
+    def flush(self, timeout: float = FLUSH_SECONDS) -> None:
+        """Wait (up to `timeout` seconds) until what is queued is written: before handing the node
+        to the controller (drain, uncordon), whose own reports must come after ours."""
+        if self._thread is None:
+            return
+        with self._cond:
+            if not self._cond.wait_for(lambda: not self._queue, timeout):
+                LOG.info("machineconfignode %s: reports still queued; going on", self.name)
+
     def start(self) -> None:
         if self.api is not None and self._thread is None:
             self._deadline = None
@@ -155,6 +165,7 @@ class MachineConfigNodeReporter:
             with self._cond:
                 if self._queue and self._queue[0] is item:
                     self._queue.popleft()
+                self._cond.notify_all()
 
     def _read(self) -> Obj | None:
         assert self.api is not None
