@@ -695,9 +695,10 @@ def print_figures(write: Callable[[str], None]) -> None:
     write("nspawn exit statuses (133: a reboot), the agent's RSS inside the node, logs")
     for f in FIGURES:
         rss_text = f"{f['rss_kib'] / 1024:.1f} MiB" if f.get("rss_kib") else "-"
+        stop = f"  systemctl stop {f['stop_seconds']} s" if "stop_seconds" in f else ""
         write(
             f"  {f['scenario']:<52} {f['seconds']:>5.1f} s  boots {f['boots']}/{f['journal_boots']}  "
-            f"exits {f['exits']}  rss {rss_text}  {f['workdir']}"
+            f"exits {f['exits']}  rss {rss_text}{stop}  {f['workdir']}"
         )
 
 

@@ -251,7 +251,7 @@ def check_disk(node: Node) -> dict[str, Any]:
     return out
 
 
-def test_f_systemctl_stop_in_an_update_leaves_one_config_and_start_converges(cluster_node: Parts) -> None:
+def test_f_systemctl_stop_mid_update_then_start_converges(cluster_node: Parts) -> None:
     """`systemctl stop` while the agent waits inside an update (its drain request held back by the
     controller): the unit stops by itself, well within TimeoutStopSec, the root is exactly in A
     with no update record or temp file left, and after `systemctl start` the update completes."""
