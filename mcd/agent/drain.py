@@ -32,6 +32,18 @@ LOG = logging.getLogger(__name__)
 # the built-in drainer's mark on a node it cordoned (removed when it uncordons)
 CORDONED_BY = "mcd/cordoned-for"
 MIRROR_POD = "kubernetes.io/config.mirror"
+# pods marked critical the legacy way: a drain leaves them on the node, as the design asks
+CRITICAL_POD = "scheduler.alpha.kubernetes.io/critical-pod"
+
+
+def duration_text(seconds: float) -> str:
+    """A timeout as upstream words its hour and ten minutes ("1 hour", "10 minutes"), for any
+    value the flags give. Pure."""
+    for unit, size in (("hour", 3600), ("minute", 60)):
+        if seconds >= size and seconds % size == 0:
+            n = int(seconds // size)
+            return f"{n} {unit}" + ("s" if n != 1 else "")
+    return f"{seconds:g} second" + ("s" if seconds != 1 else "")
 WAIT_SLICE = 1.0
 POLL_SECONDS = 5.0
 
@@ -87,13 +99,15 @@ def blocking_pdbs(pdbs: Sequence[Mapping[str, Any]], pods: Sequence[Mapping[str,
 def pods_to_evict(
     pods: Sequence[Mapping[str, Any]], own_pod: tuple[str, str] | None
 ) -> list[Mapping[str, Any]]:
-    """The pods a drain evicts: not DaemonSet pods, not mirror (static) pods, not the daemon's own. Pure."""
+    """The pods a drain evicts: not DaemonSet pods, not mirror (static) pods, not pods annotated
+    critical, not the daemon's own. Pure."""
     out = []
     for pod in pods:
         meta = pod.get("metadata") or {}
         if own_pod is not None and (meta.get("namespace"), meta.get("name")) == own_pod:
             continue
-        if MIRROR_POD in (meta.get("annotations") or {}):
+        annotations = meta.get("annotations") or {}
+        if MIRROR_POD in annotations or CRITICAL_POD in annotations:
             continue
         if any(
             o.get("kind") == "DaemonSet" and o.get("controller") for o in meta.get("ownerReferences") or []
@@ -186,7 +200,7 @@ class HandshakeDrainer(_Base):
         if self._wait(lambda n: n.last_applied_drain == value, self.drain_timeout) is None:
             self.events.warning("FailedToDrain", f"failed to drain node {self.node}")
             raise McdError(
-                f"failed to drain node: {self.node} after 1 hour. "
+                f"failed to drain node: {self.node} after {duration_text(self.drain_timeout)}. "
                 "Please see machine-config-controller logs for more information"
             )
 
@@ -197,7 +211,7 @@ class HandshakeDrainer(_Base):
             if self._wait(lambda n: n.last_applied_drain == value, self.uncordon_timeout) is None:
                 self.events.warning("FailedToUncordon", f"failed to uncordon node {self.node}")
                 raise McdError(
-                    f"failed to uncordon node: {self.node} after 10 minutes. "
+                    f"failed to uncordon node: {self.node} after {duration_text(self.uncordon_timeout)}. "
                     "Please see machine-config-controller logs for more information"
                 )
         self.events.normal("Uncordon", f"Update completed for config {config} and node has been uncordoned")

@@ -42,8 +42,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from mcd.config.findings import Finding, InputError
     from mcd.config.ignition import ParseOptions
     from mcd.config.load import load_objects, machineconfig_at
-    from mcd.config.overrides import storage_overrides
-    from mcd.policy import PolicyError, policies_from_machineconfiguration
+    from mcd.policy import PolicyError, settings_from_machineconfiguration
 
     # contents are streamed and measured, never kept: memory stays flat whatever the file sizes
     options = ParseOptions(max_file_size=args.max_file_size, keep_data_up_to=0)
@@ -56,10 +55,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 kind = obj.get("kind")
                 if kind == "MachineConfiguration":
                     try:
-                        policies_from_machineconfiguration(obj)
+                        settings_from_machineconfiguration(obj)
                     except PolicyError as exc:
                         findings += [f.located(path) for f in exc.findings]
-                    findings += [f.located(path) for f in storage_overrides(obj)[1]]
                 elif kind not in (None, "MachineConfig"):
                     msg = "expected a MachineConfig, an Ignition config or a MachineConfiguration"
                     findings.append(Finding(path, f"{msg}, got kind {kind!r}"))
@@ -115,12 +113,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
         else load_machineconfig(_read(args.old), args.old, options=options)
     )
     new = load_machineconfig(_read(args.new), args.new, options=options)
-    policies = policy.DEFAULT_POLICIES
-    overrides: tuple[str, ...] = ()
-    if args.policy:
-        machineconfiguration = load_machineconfiguration(_read(args.policy), args.policy)
-        policies = policy.policies_of(machineconfiguration)
-        overrides = machineconfiguration.storage_overrides
+    policies, overrides = (
+        policy.settings_of(load_machineconfiguration(_read(args.policy), args.policy))
+        if args.policy
+        else policy.DEFAULT_SETTINGS
+    )
     facts = Facts(
         forcefile=args.forcefile,
         node_fips=None if args.node_fips is None else args.node_fips == "1",

@@ -15,7 +15,7 @@ from mcd.cli.envdefaults import env_default, resolve, to_bool, to_count, to_seco
 from mcd.cli.watchflags import add_watcher_flags
 from mcd.config.contents import DEFAULT_MAX_FILE_SIZE, parse_size
 from mcd.host.rootlock import DEFAULT_TIMEOUT as DEFAULT_LOCK_TIMEOUT
-from mcd.planner.nodefacts import TOPOLOGIES
+from mcd.planner.nodefacts import HIGHLY_AVAILABLE, TOPOLOGIES
 
 EXIT_INPUT = 1
 
@@ -122,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--node-fips", choices=("0", "1"), help="the node's /proc/sys/crypto/fips_enabled")
     p.add_argument(
         "--topology",
-        default="HighlyAvailable",
+        default=HIGHLY_AVAILABLE,
         choices=TOPOLOGIES,
         help="control plane topology (SingleReplica skips the drain)",
     )

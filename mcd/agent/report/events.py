@@ -66,7 +66,6 @@ class EventRecorder:
         self.uid = ""
         self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue(QUEUE_SIZE)
         self._thread: threading.Thread | None = None
-        self.recorded: list[tuple[str, str, str]] = []  # (type, reason, message), newest last
 
     def start(self) -> None:
         if self.api is not None and self._thread is None:
@@ -90,8 +89,6 @@ class EventRecorder:
     def record(self, etype: str, reason: str, message: str) -> None:
         log = LOG.warning if etype == WARNING else LOG.info
         log("event %s on node %s: %s", reason, self.node, message)
-        self.recorded.append((etype, reason, message))
-        del self.recorded[:-QUEUE_SIZE]
         if self.api is None:
             return
         try:
@@ -104,8 +101,6 @@ class EventRecorder:
         `OSUpdateStaged` itself, in `default`, rather than through its recorder. A failure is
         logged, never raised."""
         LOG.info("event %s on node %s: %s", reason, self.node, message)
-        self.recorded.append((NORMAL, reason, message))
-        del self.recorded[:-QUEUE_SIZE]
         if self.api is None:
             return
         try:

@@ -52,7 +52,6 @@ class LoginMonitor:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._new = 0
-        self.sessions = 0
 
     def start(self) -> None:
         if self._thread is not None:
@@ -88,7 +87,6 @@ class LoginMonitor:
                 if n:
                     with self._lock:
                         self._new += n
-                        self.sessions += n
                     LOG.info("%d new login session(s) in the journal", n)
                     self._on_login()
                 reader.wait(_WAIT_SECONDS)
