@@ -21,6 +21,7 @@ from collections.abc import Callable
 from types import FrameType
 
 from mcd.agent import sdnotify
+from mcd.agent.certs import CertificateWriter
 from mcd.agent.drain import BuiltinDrainer, Drainer, HandshakeDrainer
 from mcd.agent.errors import ApiError, Backoff, GoneError, StoppingError, classify
 from mcd.agent.kube.annotations import NodeState
@@ -93,6 +94,11 @@ class Daemon:
             before_update=self._before_update,
             mcn_reporter=self.mcn,
         )
+        # upstream's ControllerConfig worker, beside the node sync (a thread of its own)
+        self.certs = CertificateWriter(
+            client, self.writer, self.events, applier.root, self.stop,
+            watch_timeout_seconds=settings.watch_timeout_seconds,
+        )  # fmt: skip
         self._in_sync = False
         self._retry_delay = 0.0
         self._last_loop = time.monotonic()
@@ -197,6 +203,7 @@ class Daemon:
             self._server.start()
         self._set_host_os()
         threading.Thread(target=self._watch, name="watch", daemon=True).start()
+        threading.Thread(target=self.certs.run, name="certs", daemon=True).start()
         if self.settings.kubelet_healthz_enabled:
             poll = KubeletHealth(
                 self.settings.kubelet_healthz_endpoint,

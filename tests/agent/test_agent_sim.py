@@ -28,6 +28,11 @@ AGENT_KEYS = {ann.STATE, ann.REASON, ann.CURRENT_CONFIG, ann.DESIRED_DRAIN, ann.
               ann.CURRENT_IMAGE, ann.DESIRED_IMAGE}  # fmt: skip
 
 
+# what the agent reads or writes (the certificate writer lists and watches controllerconfigs)
+AGENT_RESOURCES = {"nodes", "machineconfigs", "machineconfigurations", "controllerconfigs", "events", "pods",
+                   "poddisruptionbudgets", "machineconfignodes"}  # fmt: skip
+
+
 def _changed(event: WatchEvent) -> set[str]:
     """The annotation keys (and `spec.unschedulable`) a node commit changed."""
     before = ((event.old or {}).get("metadata") or {}).get("annotations") or {}
@@ -116,8 +121,7 @@ def test_reboot_update_through_the_handshake_seen_by_kubectl_and_the_audit_log(
     for e in mine:
         ref = e.get("objectRef") or {}
         # pods and budgets: listed (never changed) to name the budgets that would block the drain
-        assert ref.get("resource") in {"nodes", "machineconfigs", "machineconfigurations", "events",
-                                       "pods", "poddisruptionbudgets", "machineconfignodes"}, e  # fmt: skip
+        assert ref.get("resource") in AGENT_RESOURCES, e
         if ref.get("resource") == "machineconfignodes":  # its own, named after the node
             assert ref.get("name", NODE) == NODE, e
         if ref.get("resource") in {"pods", "poddisruptionbudgets"}:

@@ -24,6 +24,10 @@ DESIRED_DRAIN = PREFIX + "desiredDrain"
 LAST_APPLIED_DRAIN = PREFIX + "lastAppliedDrain"
 CONTROL_PLANE_TOPOLOGY = PREFIX + "controlPlaneTopology"
 FIRST_PIVOT_CONFIG = PREFIX + "firstPivotConfig"
+# the certificate writer's: the ControllerConfig resourceVersion last written to disk, and the
+# service-ca-rotate value last acted on
+LAST_SYNCED_CONTROLLER_CONFIG = PREFIX + "lastSyncedControllerConfigResourceVersion"
+LAST_OBSERVED_SERVER_CA = PREFIX + "lastObservedServerCAAnnotation"
 
 # marks a node whose reboot was requested (value of POST_CONFIG_ACTION); cleared after the boot
 REBOOTING = "Rebooting"

@@ -31,6 +31,7 @@ LOG = logging.getLogger(__name__)
 USER_AGENT = f"machine-config-daemon/mcd-{__version__}"
 MCO_GROUP = "machineconfiguration.openshift.io"
 MC_PATH = f"/apis/{MCO_GROUP}/v1/machineconfigs"
+CONTROLLERCONFIG_PATH = f"/apis/{MCO_GROUP}/v1/controllerconfigs"
 MACHINECONFIGURATION_PATH = "/apis/operator.openshift.io/v1/machineconfigurations"
 MCN_PATH = f"/apis/{MCO_GROUP}/v1/machineconfignodes"
 MERGE_PATCH = "application/merge-patch+json"
@@ -142,7 +143,12 @@ class KubeClient:
         GoneError when that version is too old (list again); ApiError when the stream breaks.
         Bookmarks are yielded too: they only carry a newer resourceVersion.
         """
-        path = "/api/v1/nodes"
+        return self._watch("/api/v1/nodes", f"node {name}", name, resource_version, timeout_seconds)
+
+    def _watch(
+        self, path: str, what: str, name: str, resource_version: str, timeout_seconds: int
+    ) -> Iterator[tuple[str, Obj]]:
+        """A watch of the one object `name` of the collection at `path` (by field selector)."""
         resp = self._send(
             "GET",
             path,
@@ -157,23 +163,23 @@ class KubeClient:
         )
         try:
             if resp.status == 410:
-                raise GoneError(410, f"watch of node {name}: resourceVersion {resource_version} is gone")
+                raise GoneError(410, f"watch of {what}: resourceVersion {resource_version} is gone")
             if not 200 <= resp.status < 300:
                 raise _api_error("GET", path, resp.status, resp.data, resp.headers.get("Retry-After"))
             for line in _lines(resp):
                 try:
                     event = json.loads(line)
                 except ValueError:
-                    raise ApiError(0, f"watch of node {name}: unreadable event") from None
+                    raise ApiError(0, f"watch of {what}: unreadable event") from None
                 etype, obj = str(event.get("type", "")), event.get("object") or {}
                 if etype == "ERROR":
                     code = int(obj.get("code", 0) or 0)
                     if code == 410:
-                        raise GoneError(410, f"watch of node {name}: {obj.get('message', 'gone')}")
-                    raise ApiError(code, f"watch of node {name}: {obj.get('message', 'error event')}")
+                        raise GoneError(410, f"watch of {what}: {obj.get('message', 'gone')}")
+                    raise ApiError(code, f"watch of {what}: {obj.get('message', 'error event')}")
                 yield etype, obj
         except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise ApiError(0, f"watch of node {name} broken: {exc}") from None
+            raise ApiError(0, f"watch of {what} broken: {exc}") from None
         finally:
             resp.release_conn()
 
@@ -207,6 +213,23 @@ class KubeClient:
         is a precondition (409 if stale)."""
         path = f"{MCN_PATH}/{_path(name)}" + ("/status" if status else "")
         return self._request("PUT", path, body=obj)
+
+    # -- the certificate writer's ControllerConfig (cluster-scoped; listed and watched by name)
+
+    def list_controllerconfig(self, name: str) -> tuple[Obj | None, str]:
+        """The ControllerConfig (None when it does not exist) and the list's resourceVersion."""
+        obj = self._request("GET", CONTROLLERCONFIG_PATH, query={"fieldSelector": f"metadata.name={name}"})
+        items = obj.get("items") or []
+        rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+        return (items[0] if items else None), rv
+
+    def watch_controllerconfig(
+        self, name: str, resource_version: str, timeout_seconds: int
+    ) -> Iterator[tuple[str, Obj]]:
+        """As `watch_node`, for the ControllerConfig `name`."""
+        return self._watch(
+            CONTROLLERCONFIG_PATH, f"controllerconfig {name}", name, resource_version, timeout_seconds
+        )
 
     # -- events
 
