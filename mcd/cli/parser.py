@@ -167,6 +167,10 @@ def build_parser() -> argparse.ArgumentParser:
                    metavar="SECONDS", help="give up a drain after this long (default 3600, as upstream)")
     s.add_argument("--resync-interval", type=float, default=float(_env("RESYNC_INTERVAL", "600")),
                    metavar="SECONDS", help="sync the node at least this often (default 600)")
+    s.add_argument("--api-unreachable-limit", type=float,
+                   default=float(_env("API_UNREACHABLE_LIMIT", "300")), metavar="SECONDS",
+                   help="/healthz and the watchdog fail once the API server has not answered this long "
+                   "(default 300)")
     add_watcher_flags(s, _env, _env_bool, _bool_flag)
     _max_file_size_flag(s)
     s.add_argument("-v", "--verbose", action="count", default=int(_env("VERBOSE", "0") or 0),

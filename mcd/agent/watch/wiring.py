@@ -112,8 +112,8 @@ class Watchers:
 
     def after_sync(self) -> None:
         if self.source is not None and not self._source_started:
-            self._source_started = True
             self.source.start()
+            self._source_started = True  # only once started: a failed start is tried again
             self._config(read=True)
         if self.logins is not None and not self._logins_started:
             self._logins_started = True
