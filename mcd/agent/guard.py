@@ -113,11 +113,10 @@ def call_guarded(what: str, fn: Callable[[], None]) -> bool:
 
 
 class SignalFlag:
-    """SIGTERM and SIGINT as a flag: the handler sets `received` and writes to a pipe; a guarded
-    thread calls `on_signal` (which may lock, log, queue) in ordinary thread context."""
+    """SIGTERM and SIGINT as a byte in a pipe (the handler does nothing else); a guarded thread
+    calls `on_signal` (which may lock, log, queue) in ordinary thread context."""
 
     def __init__(self, on_signal: Callable[[int], None]) -> None:
-        self.received = 0  # the last signal's number; 0 before any
         self._on_signal = on_signal
         self._read, self._write = os.pipe()
         os.set_blocking(self._write, False)
@@ -132,9 +131,8 @@ class SignalFlag:
             self._previous[signum] = signal.signal(signum, self._handler)
 
     def _handler(self, signum: int, _frame: FrameType | None) -> None:
-        # signal context: an attribute store and a write(2), nothing that takes a lock
-        self.received = signum
-        # a full pipe (OSError) means the thread has a byte to read already
+        # signal context: one write(2), nothing that takes a lock (a full pipe, OSError, means
+        # the thread has a byte to read already)
         with contextlib.suppress(OSError):
             os.write(self._write, bytes((signum & 0xFF,)))
 

@@ -18,21 +18,18 @@ from collections.abc import Callable
 
 LOG = logging.getLogger(__name__)
 
-# /healthz fails once the API server has not answered for this long (--api-unreachable-limit)
-DEFAULT_UNREACHABLE_LIMIT = 300.0
-
-_UNREACHABLE, _UNAUTHORIZED, _FORBIDDEN, _FAILING = "unreachable", "unauthorized", "forbidden", "failing"
+# an outage is the server down (no answer, or 5xx: one outage, however it shows) or the
+# credentials refused (401); a 403 is RBAC's answer to one request, not an outage
+_DOWN, _UNAUTHORIZED, _FORBIDDEN = "down", "unauthorized", "forbidden"
 
 
 def _kind(status: int) -> str | None:
-    if status == 0:
-        return _UNREACHABLE
+    if status == 0 or status >= 500:
+        return _DOWN
     if status == 401:
         return _UNAUTHORIZED
     if status == 403:
         return _FORBIDDEN
-    if status >= 500:
-        return _FAILING
     return None
 
 
@@ -70,7 +67,7 @@ class ApiReach:
                     self.url, what, message,
                 )  # fmt: skip
         else:
-            self._failed(kind, message)
+            self._failed(kind, status, message)
 
     def stream(self, opened: bool) -> None:
         """A watch stream opened (True) or ended: while one is open the API is reached."""
@@ -82,7 +79,7 @@ class ApiReach:
             self._last_ok = self._clock()
             outage, self._outage = self._outage, None
             since, failures = self._outage_since, self._outage_failures
-        if outage in (_UNREACHABLE, _FAILING):
+        if outage == _DOWN:
             LOG.warning(
                 "the API server at %s answers again, after %.0fs and %d failed request(s)",
                 self.url, self._clock() - since, failures,
@@ -98,7 +95,7 @@ class ApiReach:
         if was_forbidden:
             LOG.warning("the API server at %s allows %s again", self.url, what)
 
-    def _failed(self, kind: str, message: str) -> None:
+    def _failed(self, kind: str, status: int, message: str) -> None:
         with self._lock:
             # a 401 is an answer, but not a usable one: `_last_ok` stays where it was
             if self._outage == kind:
@@ -112,7 +109,7 @@ class ApiReach:
                 "retrying with backoff",
                 self.url, message,
             )  # fmt: skip
-        elif kind == _UNREACHABLE:
+        elif status == 0:
             LOG.warning(
                 "cannot reach the API server at %s: %s; check the kubeconfig's server address, the "
                 "network and that the API server runs - retrying with backoff",
@@ -124,11 +121,6 @@ class ApiReach:
             )
 
     # -- read by the health rule
-
-    @property
-    def in_outage(self) -> bool:
-        with self._lock:
-            return self._outage is not None
 
     def unreached_for(self) -> float:
         """Seconds since the API server last answered usefully (0 while a watch is open)."""

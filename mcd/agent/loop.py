@@ -248,6 +248,10 @@ class Daemon:
         self.stop.set()
         self.wake()
 
+    def install_signal_handlers(self) -> None:
+        """SIGTERM and SIGINT stop the agent; the handler only writes to a pipe (main thread)."""
+        self.signals.install()
+
     def start_threads(self) -> None:
         self.events.start()
         if self.settings.metrics_url:
@@ -280,7 +284,7 @@ class Daemon:
     def run(self) -> Result:
         """Sync until stopped; SIMULATED_REBOOT when the caller must restart the process."""
         if threading.current_thread() is threading.main_thread():
-            self.signals.install()
+            self.install_signal_handlers()
         self.start_threads()
         sdnotify.notify("READY=1")
         backoff = Backoff()
