@@ -116,9 +116,7 @@ class ApiReach:
                 self.url, message,
             )  # fmt: skip
         else:
-            LOG.warning(
-                "the API server at %s is failing: %s - retrying with backoff", self.url, message
-            )
+            LOG.warning("the API server at %s is failing: %s - retrying with backoff", self.url, message)
 
     # -- read by the health rule
 

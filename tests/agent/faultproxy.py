@@ -201,7 +201,8 @@ class FaultProxy:
             payload = json.dumps(status).encode()
             conn.sendall(
                 f"HTTP/1.1 {action} Injected\r\nContent-Type: application/json\r\n"
-                f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n".encode() + payload
+                f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n".encode()
+                + payload
             )
         else:
             self._forward(conn, method, target, headers, body)
