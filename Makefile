@@ -1,7 +1,7 @@
 # Every target that runs project code depends on `setup`, so a fresh checkout needs nothing else.
 BIN := .venv/bin
 
-.PHONY: setup test lint demo bench clean mutate image vagrant-check soak
+.PHONY: setup test lint demo bench clean mutate image vagrant-check node-test soak
 
 setup:
 	@bash scripts/setup.sh
@@ -20,6 +20,14 @@ test: setup
 	echo "== pytest -q -n auto"; $(BIN)/python -m pytest -q -n auto || failed="$$failed pytest"; \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
 	echo "make test: ruff, mypy, lint-imports, vulture and pytest passed"
+
+# The real-node tier (tests/node/, not part of `make test`): Debian roots built by mmdebstrap
+# (cached in /var/tmp/mcd-node-cache), installed as nodes and booted by systemd-nspawn with the
+# repo's unit, against `mcd sim-cluster`, kubectl playing the controller. Needs root;
+# scripts/node/deps.sh installs mmdebstrap and systemd-container when missing.
+node-test: setup
+	@bash scripts/node/deps.sh
+	MCD_NODE_TEST=1 $(BIN)/python -m pytest -v -p no:cacheprovider tests/node
 
 lint: setup
 	$(BIN)/ruff check .

@@ -37,6 +37,7 @@ from mcd.host import status
 from mcd.host.root import HostRoot
 from mcd.host.rootlock import DEFAULT_TIMEOUT as DEFAULT_LOCK_TIMEOUT
 from mcd.host.runner import SubprocessRunner
+from mcd.planner.nodefacts import HIGHLY_AVAILABLE
 
 LOG = logging.getLogger(__name__)
 
@@ -94,8 +95,6 @@ class LocalAgent:
             healer=healer,
         )
         self.source = ConfigDirSource(directory, lambda: self.queue.put("config"), grace=grace)
-        self.applied: list[str] = []  # checksums of the snapshots applied, oldest first
-        self.reboots = 0
         self._last: Snapshot | None = None
         self._backoff = Backoff()
         self._retry: set[str] = set()  # keys of a failed round, due again at _retry_at
@@ -183,8 +182,8 @@ class LocalAgent:
         disk = self.applier.disk_config()
         old = disk if disk is not None else empty_machineconfig()
         try:
-            facts = self.applier.facts(old, new, "HighlyAvailable")
-            p = self.applier.plan(old, new, facts, parsed.policies)
+            facts = self.applier.facts(old, new, HIGHLY_AVAILABLE)
+            p = self.applier.plan(old, new, facts, parsed.policies, parsed.storage_overrides)
             if not p.reconcilable:
                 self.reporter.set(NodeState.UNRECONCILABLE, p.reason, parsed.desired)
                 self.machine.to(AgentState.DEGRADED)
@@ -193,8 +192,9 @@ class LocalAgent:
             self.drift.stop()  # the update's own writes are not drift
             self.reporter.set(NodeState.WORKING, "", parsed.desired)
             LOG.info("updating the node from %s to %s (%s)", old.name, new.name, snap.checksum[:12])
-            applied = self.applier.apply(old, new, facts, parsed.policies)
-            self.applied.append(snap.checksum)
+            applied = self.applier.apply(
+                old, new, facts, parsed.policies, storage_overrides=parsed.storage_overrides
+            )
             if applied.reboot:
                 return self._reboot(new.name)
         except McdError as exc:
@@ -209,7 +209,6 @@ class LocalAgent:
 
     def _reboot(self, config: str) -> Result:
         reason = f"Node will reboot into config {config}"
-        self.reboots += 1
         if self.applier.reboot(reason):
             self.machine.to(AgentState.REBOOTING)
             return Result.REBOOTING

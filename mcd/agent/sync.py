@@ -30,7 +30,6 @@ from mcd.agent.report.events import EventRecorder
 from mcd.agent.report.metrics import Metrics
 from mcd.agent.report.node import NodeWriter
 from mcd.config.machineconfig import MachineConfig
-from mcd.config.overrides import storage_overrides
 from mcd.planner import steps
 from mcd.planner.plan import Plan
 
@@ -190,16 +189,10 @@ class Syncer:
 
     def _policies(self) -> tuple[policy.ClusterPolicies, tuple[str, ...]]:
         """The node disruption policy and the storage overrides of MachineConfiguration/cluster."""
-        obj = self.api.get_machineconfiguration("cluster")
-        if obj is None:
-            return policy.DEFAULT_POLICIES, ()
-        overrides, bad = storage_overrides(obj)
-        if bad:
-            raise McdError("; ".join(f.render("MachineConfiguration cluster") for f in bad))
         try:
-            return policy.policies_from_machineconfiguration(obj), tuple(overrides)
+            return policy.settings_from_machineconfiguration(self.api.get_machineconfiguration("cluster"))
         except policy.PolicyError as exc:
-            raise McdError(f"MachineConfiguration cluster: {exc}") from None
+            raise McdError(str(exc)) from None
 
     def _drain(self, desired: str) -> None:
         with self._phase("drain"):
@@ -230,8 +223,7 @@ class Syncer:
             new = prefetched.result() if prefetched is not None else self._machineconfig(desired)
             policies, overrides = self._policies()
             node = self.writer.node()
-            topology = ann.SINGLE_REPLICA if node.single_replica else "HighlyAvailable"
-            facts = self.applier.facts(old, new, topology, checked=checked)
+            facts = self.applier.facts(old, new, node.topology, checked=checked)
             p = self.applier.plan(old, new, facts, policies, overrides)
         if not p.reconcilable:
             self.events.warning("FailedToReconcile", f"Reconciling node {self.name} failed: {p.reason}")

@@ -16,10 +16,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from mcd.config.ignition import File, IgnitionConfig, Unit
 from mcd.host.atomicfs import holds_bytes, read_bytes_nofollow
-from mcd.host.originals import UNIT_FILE_MODE
 from mcd.host.root import DirCache, HostRoot, PathEscapeError
 from mcd.host.streamdata import Data, Stream, contents, data_size
-from mcd.planner.managed_paths import dropin_path, unit_path
+from mcd.planner.managed_paths import UNIT_FILE_MODE, dropin_path, unit_path
 
 log = logging.getLogger(__name__)
 

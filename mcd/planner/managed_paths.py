@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from mcd.config.ignition import Unit
 
 UNIT_DIR = "/etc/systemd/system"
+# the mode of every unit file and dropin the daemon writes (Ignition gives units no mode)
+UNIT_FILE_MODE = 0o644
 DEV_NULL = "/dev/null"
 KUBECONFIG = "/etc/kubernetes/kubeconfig"
 KUBELET_CA = "/etc/kubernetes/kubelet-ca.crt"

@@ -9,7 +9,7 @@ daemon loop retries with backoff anyway.
 
 Every failure surfaces as `mcd.agent.errors.ApiError` (NotFound, Conflict, Gone); transport errors
 are `ApiError(0, …)`. Every answer also goes to `reach` (`mcd.agent.health.ApiReach`), which
-logs an outage (unreachable, 401, 403, 5xx) once, with what to check, and its end once.
+logs an outage (unreachable, 401, 5xx; a 403 per request) once, with what to check, and its end once.
 """
 
 from __future__ import annotations
@@ -56,8 +56,6 @@ class KubeClient:
         self._api.user_agent = USER_AGENT
         self.host = str(configuration.host)
         self.reach = ApiReach(self.host)
-        # requests sent, by "METHOD kind": what the benchmark and the tests count
-        self.requests: dict[str, int] = {}
 
     @classmethod
     def from_kubeconfig(cls, path: str | None) -> KubeClient:
@@ -87,7 +85,6 @@ class KubeClient:
         body: Any = None,
         content_type: str = "application/json",
         timeout: tuple[float, float] = REQUEST_TIMEOUT,
-        what: str = "",
     ) -> Any:
         """The urllib3 response of one request, unread; ApiError for transport errors."""
         headers = {"Accept": "application/json"}
@@ -97,8 +94,6 @@ class KubeClient:
         _, url, headers, _, _ = self._api.param_serialize(
             method, path, query_params=params, header_params=headers, auth_settings=["BearerToken"]
         )
-        key = f"{method} {what or path}"
-        self.requests[key] = self.requests.get(key, 0) + 1
         data = None if body is None else json.dumps(body, separators=(",", ":"))
         try:
             return self._api.rest_client.pool_manager.request(
@@ -111,12 +106,12 @@ class KubeClient:
                 retries=False,
             )
         except (urllib3.exceptions.HTTPError, OSError) as exc:
-            self.reach.answered(0, key, str(exc))
+            self.reach.answered(0, f"{method} {path}", str(exc))
             raise ApiError(0, f"{method} {path}: {exc}") from None
 
-    def _request(self, method: str, path: str, *, what: str = "", **kwargs: Any) -> Obj:
-        resp = self._send(method, path, what=what, **kwargs)
-        key = f"{method} {what or path}"
+    def _request(self, method: str, path: str, **kwargs: Any) -> Obj:
+        resp = self._send(method, path, **kwargs)
+        key = f"{method} {path}"
         try:
             data = resp.data
         except (urllib3.exceptions.HTTPError, OSError) as exc:
@@ -140,13 +135,11 @@ class KubeClient:
     # -- nodes
 
     def get_node(self, name: str) -> Obj:
-        return self._request("GET", f"/api/v1/nodes/{_path(name)}", what="node")
+        return self._request("GET", f"/api/v1/nodes/{_path(name)}")
 
     def list_node(self, name: str) -> tuple[Obj | None, str]:
         """The node (None when it does not exist) and the list's resourceVersion to watch from."""
-        obj = self._request(
-            "GET", "/api/v1/nodes", query={"fieldSelector": f"metadata.name={name}"}, what="nodes (list)"
-        )
+        obj = self._request("GET", "/api/v1/nodes", query={"fieldSelector": f"metadata.name={name}"})
         items = obj.get("items") or []
         rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
         return (items[0] if items else None), rv
@@ -169,7 +162,6 @@ class KubeClient:
                 "timeoutSeconds": timeout_seconds,
             },
             timeout=(REQUEST_TIMEOUT[0], timeout_seconds + WATCH_MARGIN),
-            what="nodes (watch)",
         )
         key = "GET nodes (watch)"
         streaming = False
@@ -207,37 +199,33 @@ class KubeClient:
     def patch_node(self, name: str, patch: Mapping[str, Any], *, status: bool = False) -> Obj:
         """A JSON merge patch of the node (a resourceVersion in it is a precondition: 409 if stale)."""
         path = f"/api/v1/nodes/{_path(name)}" + ("/status" if status else "")
-        return self._request("PATCH", path, body=patch, content_type=MERGE_PATCH, what="node")
+        return self._request("PATCH", path, body=patch, content_type=MERGE_PATCH)
 
     # -- configs
 
     def get_machineconfig(self, name: str) -> Obj:
-        return self._request("GET", f"{MC_PATH}/{_path(name)}", what="machineconfig")
+        return self._request("GET", f"{MC_PATH}/{_path(name)}")
 
     def get_machineconfiguration(self, name: str = "cluster") -> Obj | None:
         """The operator's MachineConfiguration (None when absent: defaults apply)."""
         try:
-            return self._request(
-                "GET", f"{MACHINECONFIGURATION_PATH}/{_path(name)}", what="machineconfiguration"
-            )
+            return self._request("GET", f"{MACHINECONFIGURATION_PATH}/{_path(name)}")
         except NotFoundError:
             return None
 
     # -- events
 
     def create_event(self, namespace: str, event: Mapping[str, Any]) -> None:
-        self._request("POST", f"/api/v1/namespaces/{_path(namespace)}/events", body=event, what="event")
+        self._request("POST", f"/api/v1/namespaces/{_path(namespace)}/events", body=event)
 
     # -- drain
 
     def list_pods_on_node(self, node: str) -> list[Obj]:
-        obj = self._request(
-            "GET", "/api/v1/pods", query={"fieldSelector": f"spec.nodeName={node}"}, what="pods"
-        )
+        obj = self._request("GET", "/api/v1/pods", query={"fieldSelector": f"spec.nodeName={node}"})
         return list(obj.get("items") or [])
 
     def get_pod(self, namespace: str, name: str) -> Obj:
-        return self._request("GET", f"/api/v1/namespaces/{_path(namespace)}/pods/{_path(name)}", what="pod")
+        return self._request("GET", f"/api/v1/namespaces/{_path(namespace)}/pods/{_path(name)}")
 
     def evict_pod(self, namespace: str, name: str, grace_seconds: int | None = None) -> None:
         """POST pods/eviction; ApiError 429 when a PodDisruptionBudget forbids it now."""
@@ -249,10 +237,10 @@ class KubeClient:
         if grace_seconds is not None:
             body["deleteOptions"] = {"gracePeriodSeconds": grace_seconds}
         path = f"/api/v1/namespaces/{_path(namespace)}/pods/{_path(name)}/eviction"
-        self._request("POST", path, body=body, what="pods/eviction")
+        self._request("POST", path, body=body)
 
     def list_pdbs(self) -> list[Obj]:
-        obj = self._request("GET", "/apis/policy/v1/poddisruptionbudgets", what="poddisruptionbudgets")
+        obj = self._request("GET", "/apis/policy/v1/poddisruptionbudgets")
         return list(obj.get("items") or [])
 
 

@@ -68,7 +68,6 @@ class EventRecorder:
         self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue(QUEUE_SIZE)
         self._thread: threading.Thread | None = None
         self._stopped = threading.Event()
-        self.recorded: list[tuple[str, str, str]] = []  # (type, reason, message), newest last
 
     def start(self) -> None:
         if self.api is not None and self._thread is None:
@@ -93,8 +92,6 @@ class EventRecorder:
     def record(self, etype: str, reason: str, message: str) -> None:
         log = LOG.warning if etype == WARNING else LOG.info
         log("event %s on node %s: %s", reason, self.node, message)
-        self.recorded.append((etype, reason, message))
-        del self.recorded[:-QUEUE_SIZE]
         if self.api is None:
             return
         try:
@@ -107,8 +104,6 @@ class EventRecorder:
         `OSUpdateStaged` itself, in `default`, rather than through its recorder. A failure is
         logged, never raised."""
         LOG.info("event %s on node %s: %s", reason, self.node, message)
-        self.recorded.append((NORMAL, reason, message))
-        del self.recorded[:-QUEUE_SIZE]
         if self.api is None:
             return
         try:

@@ -316,15 +316,6 @@ class DriftMonitor:
             return ondisk.check_unit(self.root, m.unit, self._is_enabled)
         return ondisk.check_dropin(self.root, path, m.dropin)
 
-    def check_all(self) -> dict[str, str]:
-        """Drift of every managed path (a start that may have missed events, an overflowed queue)."""
-        out: dict[str, str] = {}
-        for path in self.managed:
-            err = self.check(path)
-            if err is not None:
-                out[path] = err
-        return out
-
     # -- watches (the notifier thread, and start() before the thread runs)
 
     def _host_dir(self, directory: str) -> Path | None:

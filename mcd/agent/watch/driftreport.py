@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import enum
 import logging
-import os
 import time
 from collections.abc import Callable
 from typing import Protocol
@@ -26,7 +25,7 @@ from mcd.agent.report.node import NodeWriter
 from mcd.agent.watch.drift import DriftMonitor
 from mcd.agent.watch.heal import Healer
 from mcd.config.machineconfig import MachineConfig
-from mcd.host import state, status
+from mcd.host import atomicfs, state, status
 from mcd.host.root import HostRoot
 
 LOG = logging.getLogger(__name__)
@@ -82,7 +81,7 @@ class DriftReporter:
         self.healer = healer
         self.monitor: DriftMonitor | None = None
         self.config_name = ""
-        self._signature: tuple[int, int, int] | None = None
+        self._signature: atomicfs.FileVersion | None = None
         self._drifted: dict[str, str] = {}
 
     @property
@@ -92,12 +91,11 @@ class DriftReporter:
 
     # -- lifecycle
 
-    def _config_signature(self) -> tuple[int, int, int] | None:
+    def _config_signature(self) -> atomicfs.FileVersion | None:
         try:
-            st = os.stat(self.applier.root.join(state.CURRENT_CONFIG))
+            return atomicfs.version_of(self.applier.root.join(state.CURRENT_CONFIG))
         except (OSError, ValueError):
             return None
-        return (st.st_ino, st.st_mtime_ns, st.st_size)
 
     def ensure(self) -> None:
         """Run the monitor against the config recorded on disk (started or restarted as needed)."""

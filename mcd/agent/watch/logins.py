@@ -55,7 +55,6 @@ class LoginMonitor:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._new = 0
-        self.sessions = 0
         self._reader: sd_journal.Reader | None = None
         self._cursor = ""  # the last entry counted: a reopened journal goes on after it
 
@@ -110,7 +109,6 @@ class LoginMonitor:
             if n:
                 with self._lock:
                     self._new += n
-                    self.sessions += n
                 LOG.info("%d new login session(s) in the journal", n)
                 self._on_login()
             reader.wait(_WAIT_SECONDS)

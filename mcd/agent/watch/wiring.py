@@ -146,8 +146,7 @@ class Watchers:
 
 def _cluster_policies(client: Any) -> Callable[[], policy.ClusterPolicies]:
     def read() -> policy.ClusterPolicies:
-        obj = client.get_machineconfiguration("cluster")
-        return policy.DEFAULT_POLICIES if obj is None else policy.policies_from_machineconfiguration(obj)
+        return policy.settings_from_machineconfiguration(client.get_machineconfiguration("cluster")).policies
 
     return read
 
