@@ -69,6 +69,12 @@ def _done_on(wire: Wire, config: str) -> bool:
     return (node["metadata"].get("annotations") or {}).get(ann.REASON, "") == ""
 
 
+def _monitoring(wire: Wire) -> bool:
+    """The drift monitor runs (started after the last update stopped it), from the agent's log."""
+    log = wire.agents[-1].log
+    return log.rfind("drift monitor watching") > log.rfind("Config Drift Monitor stopped")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=40)
@@ -109,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
                     desired = {"metadata": {"annotations": {ann.DESIRED_CONFIG: current}}}
                     wire.cluster.patch_node(NODE, desired)
                 else:
+                    # an edit before the monitor runs again is not seen (as upstream): wait for it
+                    _wait(lambda: _monitoring(wire), "the drift monitor running", wire)
                     path = root / A.lstrip("/")
                     good = path.read_text()
                     path.write_text("hand edit\n")
