@@ -35,6 +35,7 @@ from mcd.agent.kube.client import KubeClient
 from mcd.agent.kubelet import KubeletHealth
 from mcd.agent.node_apply import NodeApplier
 from mcd.agent.report.events import EventRecorder
+from mcd.agent.report.mcn import MachineConfigNodeReporter
 from mcd.agent.report.metrics import Metrics, MetricsServer, host_os
 from mcd.agent.report.node import NodeWriter
 from mcd.agent.settings import AgentSettings
@@ -84,6 +85,7 @@ class Daemon:
         self.metrics = Metrics()
         self.writer = NodeWriter(client, settings.node_name, on_state=self._state_changed)
         self.events = EventRecorder(client, settings.node_name)
+        self.mcn = MachineConfigNodeReporter(client, self.writer)
         own_pod = (os.environ.get("POD_NAMESPACE", ""), os.environ.get("POD_NAME", ""))
         drainer: Drainer
         if settings.builtin_drainer:
@@ -95,6 +97,7 @@ class Daemon:
                 own_pod=own_pod if all(own_pod) else None,
                 timeout=settings.drain_timeout_seconds,
                 retry_seconds=settings.eviction_retry_seconds,
+                mcn=self.mcn,
             )
         else:
             drainer = HandshakeDrainer(
@@ -122,6 +125,7 @@ class Daemon:
             applier=applier,
             drainer=drainer,
             before_update=self._before_update,
+            mcn_reporter=self.mcn,
         )
         self._in_sync = False
         self._sigterm_in_sync = False
@@ -146,6 +150,7 @@ class Daemon:
 
     def _state_changed(self, state: NodeState, reason: str) -> None:
         self.metrics.set_state(state.value, reason)
+        self.mcn.state_changed(state, reason)
         self.watchers.state_changed(state, reason)
 
     def healthy(self) -> bool:
@@ -254,6 +259,7 @@ class Daemon:
 
     def start_threads(self) -> None:
         self.events.start()
+        self.mcn.start()
         if self.settings.metrics_url:
             self._server = MetricsServer(self.metrics, self.settings.metrics_url, self.healthy)
             self._server.start()
@@ -423,6 +429,7 @@ class Daemon:
         self.signals.close()
         guard.call_guarded("stopping the watchers", self.watchers.stop)
         self.events.stop()
+        self.mcn.stop()
         if self._server is not None:
             self._server.stop()
             self._server = None

@@ -24,9 +24,11 @@ from mcd import policy
 from mcd.agent.drain import Drainer
 from mcd.agent.errors import McdError, NotFoundError, UnreconcilableError
 from mcd.agent.kube import annotations as ann
+from mcd.agent.kube import machineconfignode as mcn
 from mcd.agent.kube.annotations import NodeState, NodeView, decide_update
 from mcd.agent.node_apply import Applied, NodeApplier, parse_machineconfig
 from mcd.agent.report.events import EventRecorder
+from mcd.agent.report.mcn import MachineConfigNodeReporter
 from mcd.agent.report.metrics import Metrics
 from mcd.agent.report.node import NodeWriter
 from mcd.config.machineconfig import MachineConfig
@@ -60,8 +62,10 @@ class Syncer:
         applier: NodeApplier,
         drainer: Drainer,
         before_update: Callable[[], None] | None = None,
+        mcn_reporter: MachineConfigNodeReporter | None = None,
     ) -> None:
         self.api, self.writer, self.events, self.metrics = api, writer, events, metrics
+        self.mcn = mcn_reporter or MachineConfigNodeReporter(None, writer)
         self.applier, self.drainer = applier, drainer
         # upstream's triggerUpdate stops the drift monitor: the update's own writes are not drift
         self._before_update = before_update
@@ -84,6 +88,7 @@ class Syncer:
             return Result.IDLE
         if node.annotations.get(ann.POST_CONFIG_ACTION) == ann.REBOOTING:
             LOG.info("node %s has rebooted", self.name)
+            self.mcn.report(mcn.rebooted())
             node = self.writer.set_annotations({ann.POST_CONFIG_ACTION: ""})
         if boot:
             return self._first_run(node)
@@ -93,7 +98,9 @@ class Syncer:
         disk = self.applier.disk_config()
         decision = decide_update(node, disk.name if disk else None, self.applier.disk_image())
         if not decision.update:
+            self.mcn.report(mcn.updated(self.name))
             return Result.IDLE
+        self.mcn.report(mcn.needs_update(self.name))
         # the desired config is read and parsed while the disk is checked: both take a while
         # on a large config, and one waits on the API server and the other on the disk
         new = self._pool.submit(self._machineconfig, decision.desired_config)
@@ -194,9 +201,11 @@ class Syncer:
         except policy.PolicyError as exc:
             raise McdError(str(exc)) from None
 
-    def _drain(self, desired: str) -> None:
+    def _drain(self, desired: str, then: mcn.Report) -> None:
+        self.mcn.flush()  # the controller's drain reports come after the update's own
         with self._phase("drain"):
             self.drainer.drain(desired)
+        self.mcn.report(then)
 
     @contextmanager
     def _phase(self, name: str) -> Iterator[None]:
@@ -226,18 +235,24 @@ class Syncer:
             facts = self.applier.facts(old, new, node.topology, checked=checked)
             p = self.applier.plan(old, new, facts, policies, overrides)
         if not p.reconcilable:
+            self.mcn.report(mcn.not_prepared(old.name, new.name, p.reason))
             self.events.warning("FailedToReconcile", f"Reconciling node {self.name} failed: {p.reason}")
             raise UnreconcilableError(p.reason)
         LOG.info("updating node %s from %s to %s", self.name, old.name, new.name)
         self.writer.set_state(ann.transition(node.state, NodeState.WORKING))
+        self.mcn.report(mcn.prepared(p.actions, p.drain))
+        # upstream's pivot error gauge: counts failed OS changes, back to 0 after one succeeds
+        os_change = p.diff.os_update or p.diff.kernel_type or p.diff.extensions
+        applying = mcn.applying(os_change, p.diff.passwd)
         drain: Callable[[], None] | None = None
         if p.drain and not node.single_replica:
             # run by the executor at the plan's drain step, before anything on the node changes
-            drain = partial(self._drain, desired)
-        elif node.single_replica:
-            self.events.normal("Drain", "Drain not required, skipping")
-        # upstream's pivot error gauge: counts failed OS changes, back to 0 after one succeeds
-        os_change = p.diff.os_update or p.diff.kernel_type or p.diff.extensions
+            drain = partial(self._drain, desired, applying)
+        else:
+            if node.single_replica:
+                self.events.normal("Drain", "Drain not required, skipping")
+            self.mcn.report(mcn.drain_not_required())
+            self.mcn.report(applying)
         if self.applier.coreos:
             for reason, message in os_events_before(p, new):
                 self.events.normal(reason, message)
@@ -246,10 +261,13 @@ class Syncer:
                 applied = self.applier.apply(
                     old, new, facts, policies, drain=drain, storage_overrides=overrides
                 )
-            except McdError:
+            except McdError as exc:
                 if os_change:
                     self.metrics.pivot_errors.inc()
+                if self.mcn.last is applying:  # the drain (if any) went through: the apply failed
+                    self.mcn.report(mcn.apply_failed(str(exc)))
                 raise
+        self.mcn.report(mcn.applied(os_change, p.diff.passwd))
         if os_change:
             self.metrics.pivot_errors.set(0)
         if self.applier.coreos:
@@ -258,6 +276,7 @@ class Syncer:
             if os_update_staged(p, new):
                 self.events.post_now(OS_UPDATE_STAGED, "Changes to OS staged", namespace="default")
         if applied.reboot:
+            self.mcn.report(mcn.reboot_required())
             return self._reboot(new.name)
         self._report_actions(applied)
         self.metrics.reboots_avoided.inc()
@@ -269,8 +288,10 @@ class Syncer:
         """Upstream's events for a rebootless update; on a root that is not a running system the
         service actions were not run, and the events say so."""
         if not applied.actions:
+            self.mcn.report(mcn.post_action_none())
             self.events.normal("SkipReboot", "Config changes do not require reboot.")
             return
+        self.mcn.report(mcn.post_action_done([(a.verb, a.service) for a in applied.actions]))
         for action in applied.actions:
             note = " (skipped: not the live root)" if action.skipped else ""
             if action.verb == "restart":
@@ -306,6 +327,8 @@ class Syncer:
     def _done(self, config: str) -> None:
         """Upstream's updateConfigAndState for a node in its desired config: uncordon, NodeDone, Done."""
         node = self.writer.node()
+        self.mcn.report(mcn.resumed(config))
+        self.mcn.flush()
         self.drainer.uncordon(config)
         self.events.normal("NodeDone", f"Setting node {self.name}, currentConfig {config} to Done")
         image = self.applier.disk_image() or ""

@@ -117,7 +117,9 @@ def test_reboot_update_through_the_handshake_seen_by_kubectl_and_the_audit_log(
         ref = e.get("objectRef") or {}
         # pods and budgets: listed (never changed) to name the budgets that would block the drain
         assert ref.get("resource") in {"nodes", "machineconfigs", "machineconfigurations", "events",
-                                       "pods", "poddisruptionbudgets"}, e  # fmt: skip
+                                       "pods", "poddisruptionbudgets", "machineconfignodes"}, e  # fmt: skip
+        if ref.get("resource") == "machineconfignodes":  # its own, named after the node
+            assert ref.get("name", NODE) == NODE, e
         if ref.get("resource") in {"pods", "poddisruptionbudgets"}:
             assert e["verb"] == "list"
         if ref.get("resource") == "nodes":
@@ -129,7 +131,10 @@ def test_reboot_update_through_the_handshake_seen_by_kubectl_and_the_audit_log(
                 )
         if ref.get("resource") == "machineconfigs":
             assert e["verb"] == "get" and ref.get("name") in {"rendered-worker-a", "rendered-worker-b"}
-        assert e["verb"] in {"get", "list", "watch", "patch", "create"}, e
+        # update: the MachineConfigNode's spec and status (PUT, with its resourceVersion)
+        assert e["verb"] in {"get", "list", "watch", "patch", "create"} or (
+            e["verb"] == "update" and ref.get("resource") == "machineconfignodes"
+        ), e
     # every node write of the agent changed the node: the server commits nothing for a no-op
     # write, and only the agent changes these keys (the controller writes lastAppliedDrain and
     # the cordon, the test desiredConfig)

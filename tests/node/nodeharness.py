@@ -26,6 +26,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -44,14 +45,18 @@ CACHE = Path(os.environ.get("MCD_NODE_CACHE", "/var/tmp/mcd-node-cache"))
 
 SUITE = "bookworm"
 # what the node runs: systemd as PID 1 and D-Bus (the agent's systemd calls go over the bus),
-# sshd as on a real node, python3 for the shared libraries the agent's interpreter and its C
-# extensions (dbus-python, systemd-python) load; procps for ps in a debugging session
+# sshd as on a real node (libpam-systemd: an SSH login is a logind session, whose "New session"
+# journal entry the agent's login monitor reads), python3 for the shared libraries the agent's
+# interpreter and its C extensions (dbus-python, systemd-python) load; procps for ps in a
+# debugging session
 PACKAGES = (
-    "systemd", "systemd-sysv", "dbus", "openssh-server", "python3", "libdbus-1-3", "libglib2.0-0",
-    "libsystemd0", "procps",
+    "systemd", "systemd-sysv", "dbus", "openssh-server", "libpam-systemd", "python3", "libdbus-1-3",
+    "libglib2.0-0", "libsystemd0", "procps",
 )  # fmt: skip
 # bump when the root's preparation below changes (part of the cache key)
-ROOT_RECIPE = 1
+ROOT_RECIPE = 2
+CORE_USER = "core"
+SSHD_DROPIN = "etc/ssh/sshd_config.d/50-mcd-node.conf"
 
 PREFIX = "machineconfiguration.openshift.io/"
 CURRENT, DESIRED, STATE, REASON = (PREFIX + k for k in ("currentConfig", "desiredConfig", "state", "reason"))
@@ -126,6 +131,12 @@ def _prepare_base(root: Path) -> None:
     for unit in ("apt-daily.timer", "apt-daily-upgrade.timer", "console-getty.service"):
         (root / "etc/systemd/system" / unit).unlink(missing_ok=True)
         (root / "etc/systemd/system" / unit).symlink_to("/dev/null")
+    # CoreOS's user core, whose keys a config's passwd section sets (no password: "*" is not a
+    # lock, so sshd lets a key in)
+    subprocess.run(
+        ["useradd", f"--root={root}", "--create-home", "--shell=/bin/bash", "--password=*", CORE_USER],
+        check=True, capture_output=True,
+    )  # fmt: skip
 
 
 # --- the interpreter the node shares -----------------------------------------------------------
@@ -168,6 +179,9 @@ class Cluster:
         self._cond = threading.Condition()
         self.seen: list[NodeSeen] = []
         self.drains_answered: list[str] = []
+        # while set, drain requests (not uncordons) go unanswered: the agent waits inside its update
+        self.hold_drains = False
+        self._drain_lock = threading.Lock()
         self.errors: list[str] = []
         self._stopping = False
         self._server: subprocess.Popen[bytes] | None = None
@@ -295,16 +309,27 @@ class Cluster:
         with self._cond:
             self.seen.append(seen)
             self._cond.notify_all()
-        want, done = annotations.get(DESIRED_DRAIN, ""), annotations.get(LAST_DRAIN, "")
-        if want and want != done and (not self.drains_answered or self.drains_answered[-1] != want):
-            # upstream's controller: cordon (and evict; the node runs no pods) or uncordon, then
-            # acknowledge with lastAppliedDrain
-            try:
-                self.kubectl("uncordon" if want.startswith("uncordon-") else "cordon", self.node)
-                self.kubectl("annotate", "--overwrite", "node", self.node, f"{LAST_DRAIN}={want}")
-                self.drains_answered.append(want)
-            except NodeTestError as exc:
-                self.errors.append(str(exc))
+        self._answer_drain(annotations)
+
+    def _answer_drain(self, annotations: dict[str, str]) -> None:
+        with self._drain_lock:  # the watch thread and release_drains
+            want, done = annotations.get(DESIRED_DRAIN, ""), annotations.get(LAST_DRAIN, "")
+            if self.hold_drains and want.startswith("drain-"):
+                return
+            if want and want != done and (not self.drains_answered or self.drains_answered[-1] != want):
+                # upstream's controller: cordon (and evict; the node runs no pods) or uncordon, then
+                # acknowledge with lastAppliedDrain
+                try:
+                    self.kubectl("uncordon" if want.startswith("uncordon-") else "cordon", self.node)
+                    self.kubectl("annotate", "--overwrite", "node", self.node, f"{LAST_DRAIN}={want}")
+                    self.drains_answered.append(want)
+                except NodeTestError as exc:
+                    self.errors.append(str(exc))
+
+    def release_drains(self) -> None:
+        """Answer drain requests again, the one the node is waiting on first."""
+        self.hold_drains = False
+        self._answer_drain(self.annotations())
 
     def annotations(self) -> dict[str, str]:
         with self._cond:
@@ -368,6 +393,7 @@ class Node:
 
     def __post_init__(self) -> None:
         self.root = self.workdir / "root"
+        self.ssh_port = 0
         self._cond = threading.Condition()
         self._proc: subprocess.Popen[bytes] | None = None
         self._stopping = False
@@ -380,7 +406,21 @@ class Node:
         (self.root / ".mcd-node-complete").unlink()
         (self.root / "etc/hostname").write_text(self.hostname + "\n")
         (self.root / "etc/machine-id").write_text(uuid.uuid4().hex + "\n")
+        # the node shares the host's network: its sshd listens on loopback only, on a port free
+        # now (not 22), and reads the keys where the agent writes them (CoreOS reads
+        # authorized_keys.d/* through its ssh-key-dir helper)
+        self.ssh_port = free_port()
+        (self.root / SSHD_DROPIN).write_text(
+            f"Port {self.ssh_port}\nListenAddress 127.0.0.1\n"
+            "AuthorizedKeysFile .ssh/authorized_keys .ssh/authorized_keys.d/ignition\n"
+        )
         return self
+
+    def add_dropin(self, name: str, text: str, unit_name: str = AGENT_UNIT) -> None:
+        """A drop-in for `unit_name` (before boot, or followed by a daemon-reload)."""
+        d = self.root / "etc/systemd/system" / f"{unit_name}.d"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / name).write_text(text)
 
     def install(self, config: dict[str, Any], kubeconfig: Path) -> dict[str, Any]:
         """The installer's step, the unit, the kubeconfig; returns once-from's JSON summary."""
@@ -517,6 +557,9 @@ class Node:
     def agent_journal(self, *args: str) -> str:
         return self.sh(f"journalctl -b -u {AGENT_UNIT} -o cat --no-pager " + " ".join(args)).stdout
 
+    def unit_show(self, prop: str, unit_name: str = AGENT_UNIT) -> str:
+        return self.sh(f"systemctl show -P {prop} {unit_name}").stdout.strip()
+
     def agent_rss_kib(self) -> int:
         pid = self.sh(f"systemctl show -P MainPID {AGENT_UNIT}").stdout.strip()
         status = self.sh(f"cat /proc/{pid}/status").stdout
@@ -562,6 +605,14 @@ class Node:
             capture_output=True, text=True, check=False,
         )  # fmt: skip
         return len([ln for ln in proc.stdout.splitlines() if ln.strip()])
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
 
 
 def _terminate(proc: subprocess.Popen[Any] | None, timeout: float = 10) -> None:
@@ -644,9 +695,10 @@ def print_figures(write: Callable[[str], None]) -> None:
     write("nspawn exit statuses (133: a reboot), the agent's RSS inside the node, logs")
     for f in FIGURES:
         rss_text = f"{f['rss_kib'] / 1024:.1f} MiB" if f.get("rss_kib") else "-"
+        stop = f"  systemctl stop {f['stop_seconds']} s" if "stop_seconds" in f else ""
         write(
             f"  {f['scenario']:<52} {f['seconds']:>5.1f} s  boots {f['boots']}/{f['journal_boots']}  "
-            f"exits {f['exits']}  rss {rss_text}  {f['workdir']}"
+            f"exits {f['exits']}  rss {rss_text}{stop}  {f['workdir']}"
         )
 
 

@@ -8,6 +8,9 @@ controller with kubectl. `make node-test` runs them (tests/node/conftest.py).
 
 from __future__ import annotations
 
+import json
+import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +19,8 @@ import pytest
 from builders import ign_file, mc_object
 from nodeharness import (
     AGENT_UNIT,
+    CURRENT,
+    DESIRED_DRAIN,
     REASON,
     REBOOT_EXIT,
     STATE,
@@ -231,3 +236,144 @@ def test_d_rebootless_updates_reload_and_restart_a_real_unit(cluster_node: Parts
     assert cluster.drains_answered == [] or all(d.startswith("uncordon-") for d in cluster.drains_answered)
     figures["rss_kib"] = node.agent_rss_kib()
     assert node.boot_count == 1 and node.boots[0].exit_status is None
+
+
+# --- (f) -------------------------------------------------------------------------------------------
+
+# the names mcd's atomic writes give their temp files (mcd/host/atomicfs.py _temp_name)
+TEMP_FILES = r"find /etc /home /var -xdev -regextype posix-extended -regex '.*/\.[^/]+\.[0-9a-f]{16}\.tmp'"
+STATE_RECORDS = "/etc/machine-config-daemon/pendingconfig /etc/machine-config-daemon/txn.json"
+
+
+def check_disk(node: Node) -> dict[str, Any]:
+    """`mcd check-disk` inside the node, against the config recorded there."""
+    out: dict[str, Any] = json.loads(node.sh("mcd check-disk --root-mount / -o json", check=False).stdout)
+    return out
+
+
+def test_f_systemctl_stop_mid_update_then_start_converges(cluster_node: Parts) -> None:
+    """`systemctl stop` while the agent waits inside an update (its drain request held back by the
+    controller): the unit stops by itself, well within TimeoutStopSec, the root is exactly in A
+    with no update record or temp file left, and after `systemctl start` the update completes."""
+    cluster, node, figures = cluster_node
+    first_boot(cluster, node, config_a())
+    cluster.hold_drains = True
+    cluster.create(config_b())
+    cluster.set_desired_config(B)
+    asked = f"drain-{B}"
+    cluster.wait_node(
+        lambda a: a.get(STATE) == "Working" and a.get(DESIRED_DRAIN) == asked, 60, "the drain asked"
+    )
+    timeout_stop = node.unit_show("TimeoutStopUSec")
+    assert timeout_stop == "10min", timeout_stop
+    started = time.monotonic()
+    node.sh(f"systemctl stop {AGENT_UNIT}", timeout=660)
+    figures["stop_seconds"] = stopped_in = round(time.monotonic() - started, 1)
+    # stopped by itself (SIGTERM, exit 0), not killed at the end of TimeoutStopSec
+    assert node.unit_show("ActiveState") == "inactive"
+    assert (node.unit_show("Result"), node.unit_show("ExecMainCode"), node.unit_show("ExecMainStatus")) == (
+        "success", "1", "0",
+    ), node.agent_journal("-n", "30")  # fmt: skip
+    assert stopped_in < 60, stopped_in
+    cluster.wait_event("GotSigtermDuringUpdate", "actively updating")
+    # the root: exactly the old config, nothing of the new one, no record or temp file of the update
+    disk = check_disk(node)
+    assert (disk["config"], disk["clean"]) == (A, True), disk
+    assert node.sh(f"ls {STATE_RECORDS} {B_CONF} 2>/dev/null", check=False).stdout == ""
+    assert node.sh(f"systemctl cat {HELLO}", check=False).returncode != 0
+    assert node.sh(TEMP_FILES).stdout == ""
+    # the API: no failure reported, the update simply not done yet
+    a = cluster.annotations()
+    assert (a[STATE], a[CURRENT], a.get(REASON, "")) == ("Working", A, ""), a
+    assert node.boot_count == 1
+
+    node.sh(f"systemctl start {AGENT_UNIT}")
+    cluster.release_drains()
+    node.wait_boots(2, 120)
+    cluster.wait_node(done_on(B), 120, f"Done on {B} after the restart and the reboot")
+    node.wait_running()
+    assert [b.exit_status for b in node.boots] == [REBOOT_EXIT, None]
+    disk = check_disk(node)
+    assert (disk["config"], disk["clean"]) == (B, True), disk
+    assert node.sh(f"ls {STATE_RECORDS} 2>/dev/null", check=False).stdout == ""
+    assert node.sh(TEMP_FILES).stdout == ""
+    drains = cluster.drains_answered
+    assert drains == [f"uncordon-{A}", f"drain-{B}", f"uncordon-{B}"], drains
+    assert cluster.errors == []
+    figures["rss_kib"] = node.agent_rss_kib()
+
+
+# --- (g) -------------------------------------------------------------------------------------------
+
+# the unit's WatchdogSec (5 min), shortened for the test
+WATCHDOG_DROPIN = "[Service]\nWatchdogSec=6s\n"
+
+
+def test_g_the_watchdog_restarts_a_hung_agent(cluster_node: Parts) -> None:
+    """The agent's process stopped (SIGSTOP from outside, through nsenter): it sends no more
+    WATCHDOG=1, systemd aborts it (Python prints its threads' stacks) and restarts it, and the new
+    process reports Done again."""
+    cluster, node, figures = cluster_node
+    node.add_dropin("50-node-test-watchdog.conf", WATCHDOG_DROPIN)
+    first_boot(cluster, node, config_a())
+    assert node.unit_show("WatchdogUSec") == "6s"
+    hung = node.unit_show("MainPID")
+    assert node.unit_show("NRestarts") == "0"
+    node.sh(f"kill -STOP {hung}")
+
+    def restarted() -> str | None:
+        pid = node.unit_show("MainPID")
+        running = node.unit_show("SubState") == "running"
+        return pid if running and pid not in ("0", hung) else None
+
+    new = deadline_poll("a new agent process", restarted, 60, 0.5)
+    assert node.unit_show("NRestarts") == "1"
+    journal = node.agent_journal()
+    assert f"{AGENT_UNIT}: Watchdog timeout (limit 6s)!" in journal, journal
+    assert "Fatal Python error: Aborted" in journal, journal  # PYTHONFAULTHANDLER=1: the stacks
+    assert "Thread 0x" in journal, journal
+    # the new process synced: Done on A in its own log, a second NodeDone
+    done_line = f"node {cluster.node} is in config {A}: Done"
+    new_log = f"journalctl -b _PID={new} -o cat"
+    deadline_poll("the new process's Done", lambda: done_line in node.sh(new_log).stdout, 60, 0.5)
+    deadline_poll("a second NodeDone", lambda: len(cluster.event_messages("NodeDone")) >= 2, 30, 0.3)
+    assert done_on(A)(cluster.annotations())
+    assert node.boot_count == 1 and node.boots[0].exit_status is None
+    figures["rss_kib"] = node.agent_rss_kib()
+
+
+# --- (h) -------------------------------------------------------------------------------------------
+
+SSH_ANNOTATION = "machineconfiguration.openshift.io/ssh"
+NEW_SESSION = "8d45620c1a4348dbb17410da57c60c66"  # logind's "New session" message id
+
+
+def test_h_an_ssh_login_marks_the_node_accessed(cluster_node: Parts, workdir: Path) -> None:
+    """A config gives core an SSH key; a real login over ssh to the node's sshd is a logind session
+    in the node's journal, which the agent's login monitor reads: `ssh=accessed` on the node."""
+    cluster, node, figures = cluster_node
+    key = workdir / "id_ed25519"
+    keygen = ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "mcd-node-test", "-f", str(key)]
+    subprocess.run(keygen, check=True, capture_output=True)
+    public = key.with_suffix(".pub").read_text().strip()
+    first_boot(cluster, node, mc_object(A, files=[ign_file(A_CONF, "a=1\n")], ssh_keys=[public]))
+    assert SSH_ANNOTATION not in cluster.annotations()
+    keys = "/home/core/.ssh/authorized_keys.d/ignition"
+    assert node.sh(f"stat -c '%U %a' {keys}").stdout.strip() == "core 600"
+    assert node.sh(f"cat {keys}").stdout == public + "\n"
+    login = subprocess.run(
+        ["ssh", "-F", "/dev/null", "-i", str(key), "-p", str(node.ssh_port), "-o", "BatchMode=yes",
+         "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "ConnectTimeout=10",
+         "core@127.0.0.1", "id -un; cat /proc/sys/kernel/random/boot_id"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert login.returncode == 0, login.stderr
+    boot_id = node.sh("cat /proc/sys/kernel/random/boot_id").stdout
+    assert login.stdout == "core\n" + boot_id, login.stdout  # the node's sshd, not the host's
+    sessions = node.sh(f"journalctl -b -u systemd-logind MESSAGE_ID={NEW_SESSION} -o cat").stdout
+    assert "of user core." in sessions, sessions
+    cluster.wait_node(lambda a: a.get(SSH_ANNOTATION) == "accessed", 30, "ssh=accessed")
+    cluster.wait_event("SSHAccessed", "accessed over SSH")
+    assert done_on(A)(cluster.annotations())
+    assert node.boot_count == 1
+    figures["rss_kib"] = node.agent_rss_kib()

@@ -34,6 +34,7 @@ USER_AGENT = f"machine-config-daemon/mcd-{__version__}"
 MCO_GROUP = "machineconfiguration.openshift.io"
 MC_PATH = f"/apis/{MCO_GROUP}/v1/machineconfigs"
 MACHINECONFIGURATION_PATH = "/apis/operator.openshift.io/v1/machineconfigurations"
+MCN_PATH = f"/apis/{MCO_GROUP}/v1/machineconfignodes"
 MERGE_PATCH = "application/merge-patch+json"
 
 # (connect, read) seconds for one request; a watch reads for its own timeout plus this margin
@@ -212,6 +213,20 @@ class KubeClient:
             return self._request("GET", f"{MACHINECONFIGURATION_PATH}/{_path(name)}")
         except NotFoundError:
             return None
+
+    # -- the node's MachineConfigNode
+
+    def get_machineconfignode(self, name: str) -> Obj:
+        return self._request("GET", f"{MCN_PATH}/{_path(name)}")
+
+    def create_machineconfignode(self, obj: Mapping[str, Any]) -> Obj:
+        return self._request("POST", MCN_PATH, body=obj)
+
+    def update_machineconfignode(self, name: str, obj: Mapping[str, Any], *, status: bool = False) -> Obj:
+        """PUT the object (or, with `status`, its status subresource); the resourceVersion in it
+        is a precondition (409 if stale)."""
+        path = f"{MCN_PATH}/{_path(name)}" + ("/status" if status else "")
+        return self._request("PUT", path, body=obj)
 
     # -- events
 
