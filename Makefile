@@ -1,7 +1,7 @@
 # Every target that runs project code depends on `setup`, so a fresh checkout needs nothing else.
 BIN := .venv/bin
 
-.PHONY: setup test lint demo bench clean mutate image vagrant-check node-test
+.PHONY: setup test lint demo bench clean mutate image vagrant-check node-test soak
 
 setup:
 	@bash scripts/setup.sh
@@ -75,3 +75,13 @@ clean:
 CONCERNS ?=
 mutate: setup
 	@nice -n 10 $(BIN)/python scripts/mutate.py $(CONCERNS)
+
+# A randomized soak of the cluster agent behind the fault-injecting proxy (tests/soak/soak.py):
+# updates, hand edits, 5xx/401/resets/outages/cut watches; the agent must never exit and must
+# converge every round. Minutes, loopback only: not part of `make test` or CI.
+# ROUNDS, MINUTES and SEED bound and repeat it.
+ROUNDS ?= 40
+MINUTES ?= 8
+SEED ?=
+soak: setup
+	@$(BIN)/python tests/soak/soak.py --rounds $(ROUNDS) --minutes $(MINUTES) $(if $(SEED),--seed $(SEED))

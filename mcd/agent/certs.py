@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterator
 from typing import Any, Protocol
 
-from mcd.agent.errors import ApiError, Backoff, GoneError
+from mcd.agent.errors import ApiError, Backoff, GoneError, NotFoundError
 from mcd.agent.kube import annotations as ann
 from mcd.agent.report.events import EventRecorder
 from mcd.agent.report.node import NodeWriter
@@ -38,6 +38,9 @@ Obj = dict[str, Any]
 # a watch that keeps failing is retried at least this often; one ending sooner than this is
 # taken for a server that ends watches at once (back off, then list)
 WATCH_RETRY_MAX = 5.0
+# a cluster without the ControllerConfig API (no Machine Config Operator): looked for again this
+# seldom, and said once
+ABSENT_RECHECK = 600.0
 WATCH_MIN_SECONDS = 1.0
 # a retry due while the watch is open: the watch is asked to end by then (at least this long)
 MIN_WATCH_SECONDS = 2
@@ -79,6 +82,7 @@ class CertificateWriter:
         self.watch_timeout_seconds = watch_timeout_seconds
         self._latest: Obj | None = None
         self._retry_at: float | None = None
+        self._absent_said = False
         self._backoff = Backoff()
         self._told: dict[str, str] = {}  # what -> the resourceVersion last told about
         self._last_failure = ""
@@ -111,6 +115,13 @@ class CertificateWriter:
                     self.attempt()
             except GoneError:
                 LOG.info("watch of controllerconfig %s expired: listing it again", CONTROLLER_CONFIG)
+                rv = ""
+            except NotFoundError:
+                if not self._absent_said:
+                    LOG.info("this cluster serves no ControllerConfig: no certificates to write "
+                             "(looked for again every %.0fs)", ABSENT_RECHECK)  # fmt: skip
+                    self._absent_said = True
+                self.stop.wait(ABSENT_RECHECK)
                 rv = ""
             except ApiError as exc:
                 delay = backoff.next_delay()

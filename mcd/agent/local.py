@@ -6,17 +6,20 @@ put a key into one queue and this loop does the work. A snapshot of the director
 once it has been stable for the grace period (`mcd.agent.watch.configdir`); the update, the reboot
 decision and the drift handling are the cluster agent's (`NodeApplier`, `DriftReporter`). With
 no controller there is no drain: nothing else runs pods here.
+
+As the cluster agent, it never dies of an error (`mcd.agent.guard`): a failed round is logged,
+reported Degraded and tried again with backoff, and SIGTERM only sets a flag.
 """
 
 from __future__ import annotations
 
 import logging
-import signal
 import threading
+import time
 from pathlib import Path
-from types import FrameType
 
-from mcd.agent.errors import McdError
+from mcd.agent import guard
+from mcd.agent.errors import Backoff, McdError
 from mcd.agent.kube.annotations import NodeState
 from mcd.agent.node_apply import NodeApplier
 from mcd.agent.report.events import EventRecorder
@@ -93,34 +96,74 @@ class LocalAgent:
         )
         self.source = ConfigDirSource(directory, lambda: self.queue.put("config"), grace=grace)
         self._last: Snapshot | None = None
+        self._backoff = Backoff()
+        self._retry: set[str] = set()  # keys of a failed round, due again at _retry_at
+        self._retry_at = 0.0
+        self._started = False
+
+    def request_stop(self, _signum: int = 0) -> None:
+        """Stop after the round in progress (any thread, never signal context)."""
+        self.stop.set()
+        self.queue.put("stop")
 
     def run(self) -> Result:
         """Apply the directory's configs until stopped or a real reboot is on its way (a sandbox
         root's simulated reboot is taken in place: the agent goes on as after a boot)."""
-        self.applier.recover()
-        self.source.start()
+        self._started = False
         self.queue.put("config")  # what is there at start
         self.machine.to(AgentState.IDLE)
         try:
             while not self.stop.is_set():
-                self.queue.wait(self.source.due_in())
+                timeout = self.source.due_in()
+                if self._retry:
+                    left = max(0.0, self._retry_at - time.monotonic())
+                    timeout = left if timeout is None else min(timeout, left)
+                self.queue.wait(timeout)
                 keys = self.queue.take()
                 if self.stop.is_set():
                     break
-                if "config" in keys:
-                    self._read()
-                if "drift" in keys and self.drift.handle() and self._last is not None:
-                    self._apply(self._last)  # put back: re-apply the current config, report Done
-                snap = self.source.take()
-                if snap is not None:
-                    self._last = snap
-                    result = self._apply(snap)
-                    if result is not Result.IDLE:
-                        return result
+                if self._retry and time.monotonic() >= self._retry_at:
+                    keys |= self._retry
+                    self._retry = set()
+                try:
+                    result = self._round(keys)
+                except Exception as exc:  # nothing ends the agent: report, back off, try again
+                    self._failed(keys, exc)
+                    continue
+                self._backoff.reset()
+                if result is not Result.IDLE:
+                    return result
         finally:
-            self.source.stop()
-            self.drift.stop()
+            guard.call_guarded("stopping the config directory watch", self.source.stop)
+            guard.call_guarded("stopping the drift monitor", self.drift.stop)
         return Result.IDLE
+
+    def _round(self, keys: set[str]) -> Result:
+        if not self._started:
+            self.applier.recover()
+            self.source.start()
+            self._started = True
+        if "config" in keys:
+            self._read()
+        if "drift" in keys and self.drift.handle() and self._last is not None:
+            self._apply(self._last)  # put back: re-apply the current config, report Done
+        if "retry" in keys and self._last is not None:
+            return self._apply(self._last)
+        snap = self.source.take()
+        if snap is not None:
+            self._last = snap
+            return self._apply(snap)
+        return Result.IDLE
+
+    def _failed(self, keys: set[str], exc: Exception) -> None:
+        delay = self._backoff.next_delay()
+        LOG.error("round of the local agent failed (retry in %.0fs): %s", delay, exc)
+        LOG.debug("failure details", exc_info=exc)
+        if self.machine.state is AgentState.UPDATING:
+            self.machine.failed()
+        self.reporter.set(NodeState.DEGRADED, str(exc) or type(exc).__name__)
+        self._retry = (keys & {"config", "drift"}) | {"retry"}
+        self._retry_at = time.monotonic() + delay
 
     def _read(self) -> None:
         try:
@@ -192,11 +235,10 @@ def run_local(
     applier = NodeApplier(HostRoot(Path(root_mount)), SubprocessRunner(), lock_timeout=lock_timeout)
     agent = LocalAgent(applier, Path(config_dir), grace=grace, drift_policy=DriftPolicy(drift_policy))
 
-    def stop(_signum: int, _frame: FrameType | None) -> None:
-        agent.stop.set()
-        agent.queue.put("stop")
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    agent.run()
+    signals = guard.SignalFlag(agent.request_stop)
+    signals.install()
+    try:
+        agent.run()
+    finally:
+        signals.close()
     return 0

@@ -262,6 +262,7 @@ def _start_agent(args: argparse.Namespace) -> int:
         ssh_login_monitor=args.ssh_login_monitor,
         config_dir=args.config_dir or "",
         config_grace_seconds=args.config_grace,
+        api_unreachable_seconds=args.api_unreachable_limit,
     )
     client = KubeClient.from_kubeconfig(settings.kubeconfig or None)
     applier = NodeApplier(

@@ -168,6 +168,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--resync-interval", type=float,
                    default=env_default("RESYNC_INTERVAL", 600.0, to_seconds, "a number of seconds"),
                    metavar="SECONDS", help="sync the node at least this often (default 600)")
+    s.add_argument("--api-unreachable-limit", type=float,
+                   default=env_default("API_UNREACHABLE_LIMIT", 300.0, to_seconds, "a number of seconds"),
+                   metavar="SECONDS",
+                   help="/healthz and the watchdog fail once the API server has not answered this long "
+                   "(default 300)")
     add_watcher_flags(s, _bool_flag)
     _max_file_size_flag(s)
     s.add_argument("-v", "--verbose", action="count",

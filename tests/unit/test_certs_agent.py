@@ -80,3 +80,42 @@ def test_a_refused_controllerconfig_is_told_once_and_not_retried(tmp_path: Path)
     assert w._retry_at is None
     assert not (tmp_path / "etc").exists()
     assert api.node["metadata"]["annotations"] == {}
+
+
+def test_a_cluster_without_controllerconfigs_is_said_once_and_looked_at_seldom(
+    tmp_path: Path, caplog: Any
+) -> None:
+    """No Machine Config Operator (a 404 for the collection): no retry every few seconds."""
+    import logging
+
+    from mcd.agent import certs
+    from mcd.agent.errors import NotFoundError
+
+    api, events = Api(), Events()
+    node = NodeWriter(api, "n")
+    node.refresh()
+    stop = threading.Event()
+    lists: list[str] = []
+    waits: list[float] = []
+
+    class NoCrd(Api):
+        def list_controllerconfig(self, name: str) -> Any:
+            lists.append(name)
+            raise NotFoundError(404, "the server could not find the requested resource")
+
+    class CountingStop(threading.Event):
+        def wait(self, timeout: float | None = None) -> bool:
+            waits.append(timeout or 0.0)
+            if len(waits) == 3:
+                stop.set()
+            return stop.is_set()
+
+        def is_set(self) -> bool:
+            return stop.is_set()
+
+    w = CertificateWriter(NoCrd(), node, events, HostRoot(tmp_path), CountingStop())  # type: ignore[arg-type]
+    caplog.set_level(logging.INFO, logger="mcd.agent.certs")
+    w.run()
+    assert len(lists) == 3 and waits == [certs.ABSENT_RECHECK] * 3
+    assert sum("serves no ControllerConfig" in r.getMessage() for r in caplog.records) == 1
+    assert events.seen == []

@@ -8,7 +8,8 @@ line-by-line stream the daemon controls (resume from the last resourceVersion, l
 daemon loop retries with backoff anyway.
 
 Every failure surfaces as `mcd.agent.errors.ApiError` (NotFound, Conflict, Gone); transport errors
-are `ApiError(0, …)`.
+are `ApiError(0, …)`. Every answer also goes to `reach` (`mcd.agent.health.ApiReach`), which
+logs an outage (unreachable, 401, 5xx; a 403 per request) once, with what to check, and its end once.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from kubernetes import config as k8s_config
 
 from mcd import __version__
 from mcd.agent.errors import ApiError, ConflictError, GoneError, NotFoundError
+from mcd.agent.health import ApiReach
 
 LOG = logging.getLogger(__name__)
 
@@ -55,6 +57,7 @@ class KubeClient:
         self._api = k8s.ApiClient(configuration)
         self._api.user_agent = USER_AGENT
         self.host = str(configuration.host)
+        self.reach = ApiReach(self.host)
 
     @classmethod
     def from_kubeconfig(cls, path: str | None) -> KubeClient:
@@ -105,18 +108,24 @@ class KubeClient:
                 retries=False,
             )
         except (urllib3.exceptions.HTTPError, OSError) as exc:
+            self.reach.answered(0, f"{method} {path}", str(exc))
             raise ApiError(0, f"{method} {path}: {exc}") from None
 
     def _request(self, method: str, path: str, **kwargs: Any) -> Obj:
         resp = self._send(method, path, **kwargs)
+        key = f"{method} {path}"
         try:
             data = resp.data
         except (urllib3.exceptions.HTTPError, OSError) as exc:
+            self.reach.answered(0, key, str(exc))
             raise ApiError(0, f"{method} {path}: {exc}") from None
         finally:
             resp.release_conn()
         if not 200 <= resp.status < 300:
-            raise _api_error(method, path, resp.status, data, resp.headers.get("Retry-After"))
+            err = _api_error(method, path, resp.status, data, resp.headers.get("Retry-After"))
+            self.reach.answered(resp.status, key, str(err))
+            raise err
+        self.reach.answered(resp.status, key, "")
         try:
             obj = json.loads(data) if data else {}
         except ValueError as exc:
@@ -161,11 +170,19 @@ class KubeClient:
             },
             timeout=(REQUEST_TIMEOUT[0], timeout_seconds + WATCH_MARGIN),
         )
+        key = f"GET {path.rsplit('/', 1)[-1]} (watch)"
+        streaming = False
         try:
             if resp.status == 410:
+                self.reach.answered(410, key, "")
                 raise GoneError(410, f"watch of {what}: resourceVersion {resource_version} is gone")
             if not 200 <= resp.status < 300:
-                raise _api_error("GET", path, resp.status, resp.data, resp.headers.get("Retry-After"))
+                err = _api_error("GET", path, resp.status, resp.data, resp.headers.get("Retry-After"))
+                self.reach.answered(resp.status, key, str(err))
+                raise err
+            self.reach.answered(resp.status, key, "")
+            self.reach.stream(True)
+            streaming = True
             for line in _lines(resp):
                 try:
                     event = json.loads(line)
@@ -179,8 +196,11 @@ class KubeClient:
                     raise ApiError(code, f"watch of {what}: {obj.get('message', 'error event')}")
                 yield etype, obj
         except (urllib3.exceptions.HTTPError, OSError) as exc:
+            # a stream cut is not an outage (proxies end idle streams); the next request tells
             raise ApiError(0, f"watch of {what} broken: {exc}") from None
         finally:
+            if streaming:
+                self.reach.stream(False)
             resp.release_conn()
 
     def patch_node(self, name: str, patch: Mapping[str, Any], *, status: bool = False) -> Obj:

@@ -15,6 +15,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from mcd.agent import guard
 from mcd.agent.errors import ApiError
 
 LOG = logging.getLogger(__name__)
@@ -66,16 +67,18 @@ class EventRecorder:
         self.uid = ""
         self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue(QUEUE_SIZE)
         self._thread: threading.Thread | None = None
+        self._stopped = threading.Event()
 
     def start(self) -> None:
         if self.api is not None and self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="events", daemon=True)
-            self._thread.start()
+            self._stopped.clear()
+            self._thread = guard.spawn("events", self._run, self._stopped)
 
     def stop(self, timeout: float = 5.0) -> None:
         """Post what is queued (up to `timeout` seconds), then stop the thread."""
         if self._thread is None:
             return
+        self._stopped.set()
         self._queue.put(None)
         self._thread.join(timeout)
         self._thread = None

@@ -184,6 +184,8 @@ class ConfigDirSource:
         self._due = 0.0
         self._first = 0.0
         self.delivered = ""  # checksum of the last snapshot handed to the loop
+        self.taken = 0  # snapshots handed to the loop so far
+        self._last: Snapshot | None = None
 
     def start(self) -> None:
         self._watch.start()
@@ -225,4 +227,15 @@ class ConfigDirSource:
                 return None
             snap, self._pending = self._pending, None
             self.delivered = snap.checksum
+            self.taken += 1
+            self._last = snap
             return snap
+
+    def redeliver(self, delay: float) -> None:
+        """The last snapshot taken could not be reported: hand it out again in `delay` seconds
+        (unless a newer one is pending)."""
+        with self._lock:
+            if self._pending is None and self._last is not None:
+                self._pending = self._last
+                self._first = self._clock()
+                self._due = self._first + delay
