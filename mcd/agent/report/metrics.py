@@ -98,13 +98,28 @@ class Metrics:
 
 
 def host_os(os_release: str) -> tuple[str, str]:
-    """(ID, VERSION_ID) of an os-release text, ("unsupported", "") when it has no ID."""
+    """The labels upstream gives `mcd_host_os_and_version`: the os-release ID upper-cased (as
+    upstream has always fed it to Prometheus: RHCOS, FEDORA, SCOS) and the OS version, which is
+    RHEL_VERSION when the file has it, else VERSION with the OpenShift release prefix cut
+    ("418.94.202501…" on 4.18 gives "94.202501…"), else VERSION_ID; ("unsupported", "") when the
+    text names no ID. Pure."""
     fields: dict[str, str] = {}
     for line in os_release.splitlines():
         key, sep, value = line.partition("=")
         if sep:
-            fields[key.strip()] = value.strip().strip('"')
-    return (fields.get("ID") or "unsupported", fields.get("VERSION_ID", "") if fields.get("ID") else "")
+            fields[key.strip()] = value.strip().strip('"').strip("'")
+    os_id = fields.get("ID", "")
+    if not os_id:
+        return "unsupported", ""
+    if "RHEL_VERSION" in fields:
+        return os_id.upper(), fields["RHEL_VERSION"]
+    openshift = fields.get("OPENSHIFT_VERSION")
+    if openshift is not None:
+        prefix = openshift.replace(".", "") + "."
+        version = fields.get("VERSION", "")
+        if version.startswith(prefix):
+            return os_id.upper(), version.replace(prefix, "")
+    return os_id.upper(), fields.get("VERSION_ID", "")
 
 
 class MetricsServer:
