@@ -237,7 +237,9 @@ class Syncer:
             self.events.warning("FailedToReconcile", f"Reconciling node {self.name} failed: {p.reason}")
             raise UnreconcilableError(p.reason)
         LOG.info("updating node %s from %s to %s", self.name, old.name, new.name)
-        self.writer.set_state(ann.transition(node.state, NodeState.WORKING))
+        if ann.transition(node.state, NodeState.WORKING) is NodeState.WORKING:
+            self.writer.set_state(NodeState.WORKING)
+        # else the node stays Degraded/Unreconcilable, its reason kept, as upstream writes nothing
         drain: Callable[[], None] | None = None
         if p.drain and not node.single_replica:
             # run by the executor at the plan's drain step, before anything on the node changes
