@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Protocol
 
@@ -29,7 +30,7 @@ from mcd.agent.node_apply import Applied, NodeApplier, parse_machineconfig
 from mcd.agent.report.events import EventRecorder
 from mcd.agent.report.metrics import Metrics
 from mcd.agent.report.node import NodeWriter
-from mcd.config.machineconfig import MachineConfig
+from mcd.config.machineconfig import OCL_IMAGE_ANNOTATION, ORIGINAL_OS_IMAGE_ANNOTATION, MachineConfig
 from mcd.config.overrides import storage_overrides
 from mcd.planner import steps
 from mcd.planner.plan import Plan
@@ -95,14 +96,17 @@ class Syncer:
         decision = decide_update(node, disk.name if disk else None, self.applier.disk_image())
         if not decision.update:
             return Result.IDLE
+        images = Images(decision.current_image, decision.desired_image)
         # the desired config is read and parsed while the disk is checked: both take a while
         # on a large config, and one waits on the API server and the other on the disk
         new = self._pool.submit(self._machineconfig, decision.desired_config)
         checked = None
         if not self.applier.forcefile_present():
             with self._phase("check"):
-                checked = self._check_disk(decision.current_config, "PreflightConfigDriftCheckFailed")
-        return self._update(decision.current_config, decision.desired_config, new, checked=checked)
+                checked = self._check_disk(
+                    decision.current_config, images.current, "PreflightConfigDriftCheckFailed"
+                )
+        return self._update(decision.current_config, decision.desired_config, images, new, checked=checked)
 
     # -- boot path
 
@@ -120,20 +124,23 @@ class Syncer:
             )
             current = disk.name
         desired = node.desired_config
+        # the image recorded on disk wins too (as the config), when there is a config on disk
+        disk_image = self.applier.disk_image() if disk is not None else None
+        images = Images(node.current_image if disk_image is None else disk_image, node.desired_image)
         if self.applier.forcefile_present():
             LOG.info("forcefile present: skipping the on-disk check and re-applying %s", desired)
-            return self._update(current, desired)
-        checked = self._check_disk(current, "OnDiskStateValidationFailed")
-        if current == desired and self.applier.disk_image() in (None, node.desired_image):
+            return self._update(current, desired, images)
+        checked = self._check_disk(current, images.current, "OnDiskStateValidationFailed")
+        if current == desired and images.current == images.desired:
             if self.applier.reboot_pending():
                 # the config is on disk but the boot it needs has not happened (failed or skipped)
-                return self._update(current, desired, checked=checked)
+                return self._update(current, desired, images, checked=checked)
             self._done(current)
             return Result.IDLE
         self.events.normal(
             "BootResync", f"Booting node {self.name}, currentConfig {current}, desiredConfig {desired}"
         )
-        return self._update(current, desired, checked=checked)
+        return self._update(current, desired, images, checked=checked)
 
     def _load_bootstrap_annotations(self, node: NodeView) -> NodeView:
         """Upstream's loadNodeAnnotations: a node without currentConfig gets the bootstrap ones."""
@@ -152,9 +159,10 @@ class Syncer:
         LOG.info("setting initial annotations of node %s from the bootstrap config", self.name)
         return self.writer.set_annotations(changes)
 
-    def _check_disk(self, config: str, event_reason: str) -> MachineConfig:
-        """The config `config`, verified on disk (the probe need not read its files again)."""
-        mc = self._disk_or_cluster(config)
+    def _check_disk(self, config: str, image: str, event_reason: str) -> MachineConfig:
+        """The config `config` (running the layered `image`, if any), verified on disk (the probe
+        need not read its files again)."""
+        mc = with_image(self._disk_or_cluster(config), image)
         error = self.applier.check(mc)
         if error is not None:
             # upstream names the on-cluster-layering image the node should run, when there is one
@@ -217,6 +225,7 @@ class Syncer:
         self,
         current: str,
         desired: str,
+        images: Images,
         prefetched: Future[MachineConfig] | None = None,
         *,
         checked: MachineConfig | None = None,
@@ -226,8 +235,11 @@ class Syncer:
         if self._before_update is not None:
             self._before_update()
         with self._phase("prepare"):
-            old = self._disk_or_cluster(current)
+            old = with_image(self._disk_or_cluster(current), images.current)
             new = prefetched.result() if prefetched is not None else self._machineconfig(desired)
+            # upstream's triggerUpdate: the layered images ride in copies of the configs, so the
+            # update rebases to the desired one (and reboots) like any OS change
+            new = with_image(new, images.desired)
             policies, overrides = self._policies()
             node = self.writer.node()
             topology = ann.SINGLE_REPLICA if node.single_replica else "HighlyAvailable"
@@ -319,12 +331,41 @@ class Syncer:
         self.drainer.uncordon(config)
         self.events.normal("NodeDone", f"Setting node {self.name}, currentConfig {config} to Done")
         image = self.applier.disk_image() or ""
+        if node.desired_image and image != node.desired_image:
+            # never Done outside the desired image: that would be asked to update again at once
+            raise McdError(
+                f"node {self.name} is in config {config} but runs image {image or '(none)'}, "
+                f"not its desiredImage {node.desired_image}"
+            )
         extra: dict[str, str | None] = {ann.CURRENT_CONFIG: config, ann.CURRENT_IMAGE: image or None}
         if not node.desired_image:
             extra[ann.DESIRED_IMAGE] = None
         self.writer.set_state(NodeState.DONE, "", extra)
         self.metrics.set_update(config)
         LOG.info("node %s is in config %s: Done", self.name, config)
+
+
+@dataclass(frozen=True)
+class Images:
+    """The on-cluster-layering images of an update: the node's now, and the desired one ("" none)."""
+
+    current: str
+    desired: str
+
+
+def with_image(mc: MachineConfig, image: str) -> MachineConfig:
+    """`mc` running the layered `image`, as upstream's daemon embeds it in a copy of the config
+    (`osImageURL` replaced, the original kept in an annotation); `mc` itself without one.
+
+    Only the value changes: `raw`, which the update records as currentconfig, stays as read
+    (upstream strips the image from the record too; it goes to currentimage).
+    """
+    if not image or mc.ocl_image == image:
+        return mc
+    annotations = dict(mc.annotations)
+    annotations[ORIGINAL_OS_IMAGE_ANNOTATION] = mc.os_image_url
+    annotations[OCL_IMAGE_ANNOTATION] = image
+    return replace(mc, os_image_url=image, annotations=tuple(annotations.items()))
 
 
 # --- upstream's OS update events (spec §5.1, §12) ---------------------------------------------

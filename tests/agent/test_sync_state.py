@@ -28,3 +28,29 @@ def test_an_update_of_a_degraded_node_keeps_its_state_and_reason_until_done(
     assert syncer(root, api).sync(boot=False) is Result.IDLE
     # upstream writes no Working on such a node: state and reason stay until Done
     assert api.states() == [(state, "the reason it is in"), ("Done", "")]
+
+
+IMAGE = "quay.io/openshift/os@sha256:" + "b" * 64
+
+
+def test_a_desired_image_is_one_update_with_a_reboot_then_done_in_that_image(tmp_path: Path) -> None:
+    root = make_root(tmp_path, OLD)
+    api = MemoryApi(
+        {ann.CURRENT_CONFIG: "rendered-old", ann.DESIRED_CONFIG: "rendered-old", ann.STATE: "Done"}
+    )
+    api.mcs["rendered-old"] = OLD
+    s = syncer(root, api)
+    assert s.sync(boot=True) is Result.IDLE
+    api.set(desiredImage=IMAGE)  # the controller built the pool's image
+    s.writer.refresh()  # what the watch does
+    # an OS change: the update records the image and asks for the reboot (simulated here)
+    assert s.sync(boot=False) is Result.SIMULATED_REBOOT
+    assert (root / "etc/machine-config-daemon/currentimage").read_text() == IMAGE
+    after = syncer(root, api)  # the process after the boot
+    assert after.sync(boot=True) is Result.IDLE
+    a = api.history[-1]
+    assert (a[ann.STATE], a[ann.CURRENT_IMAGE], a[ann.DESIRED_IMAGE]) == ("Done", IMAGE, IMAGE)
+    writes = len(api.history)
+    assert after.sync(boot=False) is Result.IDLE  # nothing more to do: no loop
+    assert len(api.history) == writes
+    assert [s for s, _ in api.states()] == ["Done", "Working", "Done"]
