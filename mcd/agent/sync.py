@@ -71,6 +71,8 @@ class Syncer:
         self._mcs: dict[str, tuple[str, MachineConfig]] = {}
         self._mcs_lock = threading.Lock()
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="prefetch")
+        # the boot path's recovery and `rpm-ostree cleanup -r` are done (for this process)
+        self._recovered = False
 
     @property
     def name(self) -> str:
@@ -111,9 +113,14 @@ class Syncer:
     # -- boot path
 
     def _first_run(self, node: NodeView) -> Result:
-        self.applier.recover()
+        if not self._recovered:
+            # once per process: a failing boot check is retried without finishing (or cleaning
+            # up) again what the first try already finished
+            self.applier.recover()
         node = self._load_bootstrap_annotations(node)
-        self.applier.cleanup_rollback()
+        if not self._recovered:
+            self.applier.cleanup_rollback()
+            self._recovered = True
         if self.applier.bootstrap_annotations() is not None:
             self.applier.retire_bootstrap_annotations()
         current = node.current_config

@@ -9,6 +9,7 @@ from builders import ign_file, mc_object
 from harness import make_root
 from inproc import MemoryApi, syncer
 
+from mcd.agent.errors import McdError
 from mcd.agent.kube import annotations as ann
 from mcd.agent.sync import Result
 
@@ -54,3 +55,22 @@ def test_a_desired_image_is_one_update_with_a_reboot_then_done_in_that_image(tmp
     assert after.sync(boot=False) is Result.IDLE  # nothing more to do: no loop
     assert len(api.history) == writes
     assert [s for s, _ in api.states()] == ["Done", "Working", "Done"]
+
+
+def test_a_failing_boot_check_is_retried_without_recovering_again(tmp_path: Path) -> None:
+    root = make_root(tmp_path, OLD)
+    (root / POLICY.lstrip("/")).write_text("edited\n")
+    api = MemoryApi(
+        {ann.CURRENT_CONFIG: "rendered-old", ann.DESIRED_CONFIG: "rendered-old", ann.STATE: "Done"}
+    )
+    s = syncer(root, api)
+    calls: list[str] = []
+    s.applier.recover = lambda: calls.append("recover")  # type: ignore[method-assign]
+    s.applier.cleanup_rollback = lambda: calls.append("cleanup -r")  # type: ignore[method-assign]
+    for _ in range(3):
+        with pytest.raises(McdError, match="unexpected on-disk state validating against rendered-old"):
+            s.sync(boot=True)
+    assert calls == ["recover", "cleanup -r"]
+    (root / POLICY.lstrip("/")).write_text("{}\n")  # put back: the next try is Done
+    assert s.sync(boot=True) is Result.IDLE
+    assert calls == ["recover", "cleanup -r"]
