@@ -88,6 +88,7 @@ class Daemon:
             applier=applier,
             drainer=drainer,
             before_update=self._before_update,
+            watch=self.watchers.drift,
         )
         self._in_sync = False
         self._retry_delay = 0.0

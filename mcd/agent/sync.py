@@ -44,6 +44,16 @@ class ConfigApi(Protocol):
     def get_machineconfiguration(self, name: str = "cluster") -> dict[str, Any] | None: ...
 
 
+class DiskWatch(Protocol):
+    """The drift monitor as the sync uses it (`mcd.agent.watch.driftreport.DriftReporter`)."""
+
+    def arm(self, mc: MachineConfig) -> bool: ...
+
+    def unverified(self, mc: MachineConfig) -> frozenset[str] | None: ...
+
+    def unverify(self, paths: frozenset[str] | None) -> None: ...
+
+
 class Result(enum.Enum):
     IDLE = "idle"  # nothing more to do until the node changes
     WAITING = "waiting"  # waiting for the controller (a drain in progress)
@@ -62,11 +72,14 @@ class Syncer:
         applier: NodeApplier,
         drainer: Drainer,
         before_update: Callable[[], None] | None = None,
+        watch: DiskWatch | None = None,
     ) -> None:
         self.api, self.writer, self.events, self.metrics = api, writer, events, metrics
         self.applier, self.drainer = applier, drainer
         # upstream's triggerUpdate stops the drift monitor: the update's own writes are not drift
         self._before_update = before_update
+        # the drift monitor: armed before Done, trusted by the on-disk checks for what it saw
+        self._watch = watch
         # parsed MachineConfigs by name and resourceVersion (rendered configs are large and immutable)
         self._mcs: dict[str, tuple[str, MachineConfig]] = {}
         self._mcs_lock = threading.Lock()
@@ -121,6 +134,8 @@ class Syncer:
         if not self._recovered:
             self.applier.cleanup_rollback()
             self._recovered = True
+        # armed before the check: what changes from now on is seen, what the check reads is known
+        self._arm()
         if self.applier.bootstrap_annotations() is not None:
             self.applier.retire_bootstrap_annotations()
         current = node.current_config
@@ -149,6 +164,13 @@ class Syncer:
         )
         return self._update(current, desired, images, checked=checked)
 
+    def _arm(self) -> bool:
+        """Arm the drift monitor against the config on disk; True when a path drifted from it."""
+        on_disk = self.applier.disk_config()
+        if self._watch is None or on_disk is None or on_disk.config is None:
+            return False
+        return self._watch.arm(on_disk)
+
     def _load_bootstrap_annotations(self, node: NodeView) -> NodeView:
         """Upstream's loadNodeAnnotations: a node without currentConfig gets the bootstrap ones."""
         if node.current_config:
@@ -170,8 +192,12 @@ class Syncer:
         """The config `config` (running the layered `image`, if any), verified on disk (the probe
         need not read its files again)."""
         mc = with_image(self._disk_or_cluster(config), image)
-        error = self.applier.check(mc)
+        # the monitor watching this very config vouches for what it saw no change to
+        only = self._watch.unverified(mc) if self._watch is not None else None
+        error = self.applier.check(mc, only=only)
         if error is not None:
+            if self._watch is not None:
+                self._watch.unverify(only)
             # upstream names the on-cluster-layering image the node should run, when there is one
             reason = f"unexpected on-disk state validating against {mc.ocl_image or config}: {error}"
             self.events.warning(event_reason, reason)
@@ -333,7 +359,14 @@ class Syncer:
         return Result.SIMULATED_REBOOT
 
     def _done(self, config: str) -> None:
-        """Upstream's updateConfigAndState for a node in its desired config: uncordon, NodeDone, Done."""
+        """Upstream's updateConfigAndState for a node in its desired config: uncordon, NodeDone, Done.
+
+        The drift monitor is armed against the config on disk first: a path changed while the
+        update ran is reported (Degraded) instead of Done.
+        """
+        if self._arm():
+            LOG.warning("node %s drifted from %s while it was updated: not Done", self.name, config)
+            return
         node = self.writer.node()
         self.drainer.uncordon(config)
         self.events.normal("NodeDone", f"Setting node {self.name}, currentConfig {config} to Done")

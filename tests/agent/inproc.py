@@ -58,7 +58,7 @@ class MemoryApi:
 
     def get_machineconfig(self, name: str) -> dict[str, Any]:
         if name not in self.mcs:
-            raise NotFoundError(f"machineconfig {name} not found")
+            raise NotFoundError(404, f"machineconfig {name} not found")
         return json.loads(json.dumps(self.mcs[name]))
 
     def get_machineconfiguration(self, name: str = "cluster") -> dict[str, Any] | None:

@@ -101,6 +101,8 @@ class _NotifierThread:
         self._notifier = pyinotify.Notifier(wm, default_proc_fun=proc_fun)
         self._fd = wm.get_fd()
         self._pipe = os.pipe()
+        # one reader at a time: the thread, or a caller of `flush`
+        self._reading = threading.Lock()
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
 
@@ -111,7 +113,16 @@ class _NotifierThread:
         while True:
             if any(fd == self._pipe[0] for fd, _ in poll.poll()):
                 return
-            self._notifier.read_events()
+            self.flush()
+
+    def flush(self) -> None:
+        """Handle every event queued now, on the calling thread. The kernel queues an event
+        within the system call that caused it: after `flush`, every change made before the
+        call has been handed to `proc_fun`."""
+        with self._reading:
+            # only when something is queued: a read of an empty inotify queue waits for an event
+            if select.select([self._fd], [], [], 0)[0]:
+                self._notifier.read_events()
             self._notifier.process_events()
 
     def stop(self) -> None:
@@ -170,6 +181,11 @@ def managed_paths(config: IgnitionConfig) -> dict[str, Managed]:
     return out
 
 
+def _same(old: Managed | None, new: Managed) -> bool:
+    """Whether a path is declared alike in two configs (its position aside)."""
+    return old is not None and (old.file, old.unit, old.dropin) == (new.file, new.unit, new.dropin)
+
+
 def _parent(path: str) -> str:
     return path.rpartition("/")[0] or "/"
 
@@ -198,10 +214,26 @@ class DriftMonitor:
         owners: ondisk.Owners | None = None,
     ) -> None:
         self.root = root
-        self.config = config
         self._on_change = on_change
         self._is_enabled = is_enabled
         self._owners = owners
+        self._expect(config)
+        self._lock = threading.Lock()
+        self._pending: set[str] = set()
+        # the managed paths not known to match since the last check took them (`take_unverified`);
+        # everything until a first check, and after an overflowed queue
+        self._dirty: set[str] = set()
+        self._all_dirty = True
+        # the watches and their maps, changed by the notifier thread and by `retarget`
+        self._watch_lock = threading.RLock()
+        self._wm: Any = None
+        self._notifier: _NotifierThread | None = None
+        self._wd_dir: dict[int, str] = {}
+        self._dir_wd: dict[str, int] = {}
+
+    def _expect(self, config: IgnitionConfig) -> None:
+        """Take `config`'s paths as the ones watched (the index only; watches are placed apart)."""
+        self.config = config
         self.managed = managed_paths(config)
         self._by_dir: dict[str, set[str]] = {}
         for path in self.managed:
@@ -216,12 +248,6 @@ class DriftMonitor:
             for u in config.units
             if u.enabled is not None and u.contents and not u.mask
         }
-        self._lock = threading.Lock()
-        self._pending: set[str] = set()
-        self._wm: Any = None
-        self._notifier: _NotifierThread | None = None
-        self._wd_dir: dict[int, str] = {}
-        self._dir_wd: dict[str, int] = {}
 
     # -- lifecycle
 
@@ -233,12 +259,40 @@ class DriftMonitor:
         """Add every watch, then start the notifier thread (events after this call are seen)."""
         if self._notifier is not None:
             return
-        self._wm = _WatchManager()
-        for d in sorted(self._by_dir):
-            self._place(d)
-        if self._enablement:
-            self._watch_link_dirs()
+        with self._watch_lock:
+            self._wm = _WatchManager()
+            for d in sorted(self._by_dir):
+                self._place(d)
+            if self._enablement:
+                self._watch_link_dirs()
         self._notifier = _NotifierThread(self._wm, self._on_event, "drift-monitor")
+        LOG.info("drift monitor watching %d paths in %d directories", len(self.managed), len(self._dir_wd))
+
+    def retarget(self, config: IgnitionConfig) -> None:
+        """Watch `config` instead, without a moment unwatched: the new paths' watches are added,
+        those no path needs any more dropped. Events seen so far stay for the paths both configs
+        manage; a path declared differently, or new, counts as unverified (the update wrote it,
+        maybe before its directory was watched)."""
+        with self._watch_lock:
+            old = self.managed
+            self._expect(config)
+            with self._lock:
+                self._pending = {p for p in self._pending if p in self.managed}
+                self._dirty = {p for p in self._dirty if p in self.managed}
+                self._dirty.update(p for p, m in self.managed.items() if not _same(old.get(p), m))
+            if self._wm is None:
+                return
+            keep = self._needed | {
+                d for d in self._dir_wd if _parent(d) == UNIT_DIR and d.endswith(LINK_DIR_SUFFIXES)
+            }
+            for d in [d for d in self._dir_wd if d not in keep]:
+                wd = self._dir_wd.pop(d)
+                self._wd_dir.pop(wd, None)
+                self._wm.rm_watch(wd, quiet=True)
+            for d in sorted(self._by_dir):
+                self._place(d)
+            if self._enablement:
+                self._watch_link_dirs()
         LOG.info("drift monitor watching %d paths in %d directories", len(self.managed), len(self._dir_wd))
 
     def stop(self) -> None:
@@ -248,9 +302,11 @@ class DriftMonitor:
             notifier.stop()
         with self._lock:
             self._pending.clear()
-        self._wd_dir.clear()
-        self._dir_wd.clear()
-        self._wm = None
+            self._all_dirty = True
+        with self._watch_lock:
+            self._wd_dir.clear()
+            self._dir_wd.clear()
+            self._wm = None
 
     @property
     def watched_dirs(self) -> list[str]:
@@ -259,11 +315,35 @@ class DriftMonitor:
 
     # -- what the loop calls
 
+    def flush(self) -> None:
+        """Take in every event the kernel has queued: changes made before this call are known."""
+        notifier = self._notifier
+        if notifier is not None:
+            notifier.flush()
+
     def take(self) -> list[str]:
         """The managed paths touched since the last call, in validation order."""
+        self.flush()
         with self._lock:
             paths, self._pending = self._pending, set()
         return sorted(paths, key=lambda p: self.managed[p].order)
+
+    def take_unverified(self) -> frozenset[str] | None:
+        """The managed paths not known to match (None: all of them), from now on taken as
+        verified: the caller checks them (events from now on mark paths again)."""
+        self.flush()
+        with self._lock:
+            everything, self._all_dirty = self._all_dirty, False
+            paths, self._dirty = self._dirty, set()
+        return None if everything else frozenset(paths)
+
+    def unverify(self, paths: Iterable[str] | None) -> None:
+        """The check of `paths` (None: all) failed: they are not known to match after all."""
+        with self._lock:
+            if paths is None:
+                self._all_dirty = True
+            else:
+                self._dirty.update(p for p in paths if p in self.managed)
 
     def check(self, path: str) -> str | None:
         """Drift of one managed path (upstream's message), or None when it matches the config."""
@@ -361,8 +441,14 @@ class DriftMonitor:
         return {p for p in self.managed if p.startswith(prefix)}
 
     def _on_event(self, event: Any) -> None:
+        with self._watch_lock:
+            self._event(event)
+
+    def _event(self, event: Any) -> None:
         if event.mask & pyinotify.IN_Q_OVERFLOW:
             LOG.warning("inotify queue overflowed: checking every managed path")
+            with self._lock:
+                self._all_dirty = True
             self._touch(self.managed)
             return
         directory = self._wd_dir.get(event.wd)
@@ -405,9 +491,11 @@ class DriftMonitor:
             self._touch(self._under(directory))
 
     def _touch(self, paths: Iterable[str]) -> None:
+        touched = set(paths)
         with self._lock:
             before = len(self._pending)
-            self._pending.update(paths)
+            self._pending.update(touched)
+            self._dirty.update(touched)
             grew = len(self._pending) > before
         if grew:
             self._on_change()
