@@ -258,8 +258,10 @@ class NodeApplier:
         *,
         drain: Callable[[], None] | None = None,
         storage_overrides: Sequence[str] = (),
+        planned: Plan | None = None,
     ) -> Applied:
-        """Run the update transaction (rolled back on failure); the reboot is left to the caller."""
+        """Run the update transaction (rolled back on failure); the reboot is left to the caller.
+        `planned`: what `plan` gave for the same arguments (it is not made again)."""
         try:
             outcome = update(
                 self.host(),
@@ -272,6 +274,7 @@ class NodeApplier:
                 facts=facts,
                 drain=drain,
                 storage_overrides=storage_overrides,
+                planned=planned,
             )
         except Unreconcilable as exc:
             raise McdError(exc.plan.reason) from exc

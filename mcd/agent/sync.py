@@ -299,7 +299,7 @@ class Syncer:
         with self._phase("apply"):
             try:
                 applied = self.applier.apply(
-                    old, new, facts, policies, drain=drain, storage_overrides=overrides
+                    old, new, facts, policies, drain=drain, storage_overrides=overrides, planned=p
                 )
             except McdError:
                 if os_change:

@@ -290,7 +290,8 @@ class DriftMonitor:
                 self._wd_dir.pop(wd, None)
                 self._wm.rm_watch(wd, quiet=True)
             for d in sorted(self._by_dir):
-                self._place(d)
+                if d not in self._dir_wd:  # the others are watched already
+                    self._place(d)
             if self._enablement:
                 self._watch_link_dirs()
         LOG.info("drift monitor watching %d paths in %d directories", len(self.managed), len(self._dir_wd))
