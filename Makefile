@@ -1,7 +1,7 @@
 # Every target that runs project code depends on `setup`, so a fresh checkout needs nothing else.
 BIN := .venv/bin
 
-.PHONY: setup test lint demo bench clean mutate image vagrant-check
+.PHONY: setup test lint demo bench clean mutate image vagrant-check node-test soak
 
 setup:
 	@bash scripts/setup.sh
@@ -20,6 +20,14 @@ test: setup
 	echo "== pytest -q -n auto"; $(BIN)/python -m pytest -q -n auto || failed="$$failed pytest"; \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
 	echo "make test: ruff, mypy, lint-imports, vulture and pytest passed"
+
+# The real-node tier (tests/node/, not part of `make test`): Debian roots built by mmdebstrap
+# (cached in /var/tmp/mcd-node-cache), installed as nodes and booted by systemd-nspawn with the
+# repo's unit, against `mcd sim-cluster`, kubectl playing the controller. Needs root;
+# scripts/node/deps.sh installs mmdebstrap and systemd-container when missing.
+node-test: setup
+	@bash scripts/node/deps.sh
+	MCD_NODE_TEST=1 $(BIN)/python -m pytest -v -p no:cacheprovider tests/node
 
 lint: setup
 	$(BIN)/ruff check .
@@ -67,3 +75,13 @@ clean:
 CONCERNS ?=
 mutate: setup
 	@nice -n 10 $(BIN)/python scripts/mutate.py $(CONCERNS)
+
+# A randomized soak of the cluster agent behind the fault-injecting proxy (tests/soak/soak.py):
+# updates, hand edits, 5xx/401/resets/outages/cut watches; the agent must never exit and must
+# converge every round. Minutes, loopback only: not part of `make test` or CI.
+# ROUNDS, MINUTES and SEED bound and repeat it.
+ROUNDS ?= 40
+MINUTES ?= 8
+SEED ?=
+soak: setup
+	@$(BIN)/python tests/soak/soak.py --rounds $(ROUNDS) --minutes $(MINUTES) $(if $(SEED),--seed $(SEED))

@@ -93,8 +93,7 @@ class TimedRunner:
 
 def config_writes(ign: IgnitionConfig) -> list[Write]:
     """Every file, dropin and unit file the config declares, as the writers would write them."""
-    from mcd.host.originals import UNIT_FILE_MODE
-    from mcd.planner.managed_paths import dropin_path, unit_path
+    from mcd.planner.managed_paths import UNIT_FILE_MODE, dropin_path, unit_path
 
     writes = [(f.path, f.data, f.effective_mode) for f in ign.files]
     for u in ign.units:

@@ -44,7 +44,6 @@ truncate  # mcd.agent.kube.annotations: upstream's truncate helper, pinned by it
 _.retries  # kubernetes.client.Configuration fields the agent's client sets
 _.user_agent
 _.config_drift  # the mcd_config_drift gauge, set by the drift monitor
-_.patches  # NodeWriter's count of PATCHes sent, read by the tests that check nothing is written twice
 _.daemon_threads  # http.server attributes and handler hooks of the metrics endpoint
 do_GET
 log_message
@@ -54,12 +53,8 @@ FIRST_PIVOT_CONFIG  # upstream key the first start copies from node-annotations.
 spawn
 
 # the watchers
-_.reboots  # counters the watcher and config-dir tests read (reboots, heals, sessions seen)
-_.heals
-_.sessions
-_.drifted  # what the drift reporter holds, and what the monitor watches / finds on a full pass:
+_.drifted  # what the drift reporter holds, and what the monitor watches:
 _.watched_dirs  # introspection the drift tests assert on
-_.check_all
 _.snapshot  # ParsedSnapshot: the snapshot a parse came from (checksum, target), kept with it
 _._get_errno_func  # pyinotify internals set on its objects (our libc, no ldconfig fork)
 _._ignore_events

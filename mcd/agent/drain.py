@@ -23,8 +23,10 @@ from typing import Any, Protocol
 
 from mcd.agent.errors import ApiError, McdError, NotFoundError, StoppingError
 from mcd.agent.kube import annotations as ann
+from mcd.agent.kube import machineconfignode as mcn
 from mcd.agent.kube.annotations import NodeView
 from mcd.agent.report.events import EventRecorder
+from mcd.agent.report.mcn import MachineConfigNodeReporter
 from mcd.agent.report.node import NodeWriter
 
 LOG = logging.getLogger(__name__)
@@ -32,6 +34,18 @@ LOG = logging.getLogger(__name__)
 # the built-in drainer's mark on a node it cordoned (removed when it uncordons)
 CORDONED_BY = "mcd/cordoned-for"
 MIRROR_POD = "kubernetes.io/config.mirror"
+# pods marked critical the legacy way: a drain leaves them on the node, as the design asks
+CRITICAL_POD = "scheduler.alpha.kubernetes.io/critical-pod"
+
+
+def duration_text(seconds: float) -> str:
+    """A timeout as upstream words its hour and ten minutes ("1 hour", "10 minutes"), for any
+    value the flags give. Pure."""
+    for unit, size in (("hour", 3600), ("minute", 60)):
+        if seconds >= size and seconds % size == 0:
+            n = int(seconds // size)
+            return f"{n} {unit}" + ("s" if n != 1 else "")
+    return f"{seconds:g} second" + ("s" if seconds != 1 else "")
 WAIT_SLICE = 1.0
 POLL_SECONDS = 5.0
 
@@ -87,13 +101,15 @@ def blocking_pdbs(pdbs: Sequence[Mapping[str, Any]], pods: Sequence[Mapping[str,
 def pods_to_evict(
     pods: Sequence[Mapping[str, Any]], own_pod: tuple[str, str] | None
 ) -> list[Mapping[str, Any]]:
-    """The pods a drain evicts: not DaemonSet pods, not mirror (static) pods, not the daemon's own. Pure."""
+    """The pods a drain evicts: not DaemonSet pods, not mirror (static) pods, not pods annotated
+    critical, not the daemon's own. Pure."""
     out = []
     for pod in pods:
         meta = pod.get("metadata") or {}
         if own_pod is not None and (meta.get("namespace"), meta.get("name")) == own_pod:
             continue
-        if MIRROR_POD in (meta.get("annotations") or {}):
+        annotations = meta.get("annotations") or {}
+        if MIRROR_POD in annotations or CRITICAL_POD in annotations:
             continue
         if any(
             o.get("kind") == "DaemonSet" and o.get("controller") for o in meta.get("ownerReferences") or []
@@ -118,9 +134,12 @@ class _Base:
         stop: threading.Event,
         *,
         own_pod: tuple[str, str] | None = None,
+        mcn: MachineConfigNodeReporter | None = None,
     ) -> None:
         self.writer, self.events, self.api, self.stop = writer, events, api, stop
         self.own_pod = own_pod
+        # the handshake's cordon, drain and uncordon are the controller's to report
+        self.mcn = mcn or MachineConfigNodeReporter(None, writer)
 
     @property
     def node(self) -> str:
@@ -186,7 +205,7 @@ class HandshakeDrainer(_Base):
         if self._wait(lambda n: n.last_applied_drain == value, self.drain_timeout) is None:
             self.events.warning("FailedToDrain", f"failed to drain node {self.node}")
             raise McdError(
-                f"failed to drain node: {self.node} after 1 hour. "
+                f"failed to drain node: {self.node} after {duration_text(self.drain_timeout)}. "
                 "Please see machine-config-controller logs for more information"
             )
 
@@ -197,7 +216,7 @@ class HandshakeDrainer(_Base):
             if self._wait(lambda n: n.last_applied_drain == value, self.uncordon_timeout) is None:
                 self.events.warning("FailedToUncordon", f"failed to uncordon node {self.node}")
                 raise McdError(
-                    f"failed to uncordon node: {self.node} after 10 minutes. "
+                    f"failed to uncordon node: {self.node} after {duration_text(self.uncordon_timeout)}. "
                     "Please see machine-config-controller logs for more information"
                 )
         self.events.normal("Uncordon", f"Update completed for config {config} and node has been uncordoned")
@@ -211,6 +230,13 @@ class BuiltinDrainer(_Base):
         self.timeout, self.retry_seconds = timeout, retry_seconds
 
     def drain(self, config: str) -> None:
+        try:
+            self._drain(config)
+        except McdError as exc:
+            self.mcn.report(mcn.drain_failed(str(exc)))
+            raise
+
+    def _drain(self, config: str) -> None:
         assert self.api is not None
         node = self.writer.node()
         if not node.unschedulable:
@@ -220,9 +246,11 @@ class BuiltinDrainer(_Base):
             LOG.info(
                 "node %s was already cordoned by someone else: it stays cordoned after the update", self.node
             )
+        self.mcn.report(mcn.cordoned(True))
         # cordoned first, as kubectl drain does: no new pod lands while a budget holds the drain
         self.check_budgets()
         self.events.normal("Drain", "Draining node to update config.")
+        self.mcn.report(mcn.draining("evicting the pods on the node"))
         deadline = time.monotonic() + self.timeout
         pending = {
             (p["metadata"]["namespace"], p["metadata"]["name"]): str(p["metadata"].get("uid", ""))
@@ -247,6 +275,7 @@ class BuiltinDrainer(_Base):
             while not self._gone(ns, name, uid):
                 self._sleep_until(deadline, f"waiting for pod {ns}/{name} to terminate", step=0.2)
         LOG.info("drained node %s", self.node)
+        self.mcn.report(mcn.drained("no pod to evict is left on the node"))
 
     def _gone(self, ns: str, name: str, uid: str) -> bool:
         assert self.api is not None
@@ -267,7 +296,8 @@ class BuiltinDrainer(_Base):
     def uncordon(self, config: str) -> None:
         node = self.writer.node()
         if CORDONED_BY in node.annotations:
-            self.writer.set_annotations({CORDONED_BY: None}, unschedulable=False)
+            node = self.writer.set_annotations({CORDONED_BY: None}, unschedulable=False)
             self.events.normal(
                 "Uncordon", f"Update completed for config {config} and node has been uncordoned"
             )
+        self.mcn.report(mcn.uncordoned(node.unschedulable))

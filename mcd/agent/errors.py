@@ -1,4 +1,14 @@
-"""The daemon's error kinds and the one place that turns an error into a node state and a retry.
+"""The agent's errors, and the one place (`classify`, with `Backoff`) that turns an error into a
+node state and a retry delay.
+
+Which errors: `McdError`, whose message the node reports, and its kinds `UnreconcilableError`,
+`TransientError`, `StoppingError` and `HostCommandError`, raised by the sync, the drain, the node
+writer and `NodeApplier` (which turns the executor's `UpdateError` and the host layer's errors
+into them); and `ApiError` with `NotFoundError`, `ConflictError` and `GoneError`, raised by the
+API client (`mcd.agent.kube.client`) for a refusal or failure of the API server. For whom: the
+agent's loops (`mcd.agent.loop`, `mcd.agent.local`), which report them on the node or in the
+status record; nothing outside `mcd.agent` imports them (the CLI prints one that ends a command
+as `mcd: MESSAGE`).
 
 Upstream sorts every sync error once (`updateErrorState`): an unreconcilable config makes the
 node Unreconcilable, anything else Degraded, and the node is synced again with backoff. mcd

@@ -1,11 +1,14 @@
 """Upstream's kubelet health poll: consecutive transport failures become `mcd_kubelet_state`.
 
 As upstream, a body other than `ok` is only logged (the kubelet answered, so it is alive);
-the alert `KubeletHealthState` fires on `mcd_kubelet_state > 2`.
+the alert `KubeletHealthState` fires on `mcd_kubelet_state > 2`. Anything that is not an
+answer counts as a failure: a refused connection, a timeout, and also something on the port
+that does not speak HTTP (`http.client.BadStatusLine`, which is no OSError).
 """
 
 from __future__ import annotations
 
+import http.client
 import logging
 import threading
 import urllib.request
@@ -30,9 +33,11 @@ class KubeletHealth:
             self.failures = 0
             if body != "ok":
                 LOG.info("kubelet health at %s answered %r", self.url, body)
-        except OSError as exc:
+        except (OSError, http.client.HTTPException, ValueError) as exc:
             self.failures += 1
-            LOG.warning("kubelet health check failed (%d in a row): %s", self.failures, exc)
+            LOG.warning(
+                "kubelet health check failed (%d in a row): %s", self.failures, str(exc) or type(exc).__name__
+            )
         self.gauge.set(self.failures)
 
     def run(self) -> None:

@@ -6,17 +6,20 @@ put a key into one queue and this loop does the work. A snapshot of the director
 once it has been stable for the grace period (`mcd.agent.watch.configdir`); the update, the reboot
 decision and the drift handling are the cluster agent's (`NodeApplier`, `DriftReporter`). With
 no controller there is no drain: nothing else runs pods here.
+
+As the cluster agent, it never dies of an error (`mcd.agent.guard`): a failed round is logged,
+reported Degraded and tried again with backoff, and SIGTERM only sets a flag.
 """
 
 from __future__ import annotations
 
 import logging
-import signal
 import threading
+import time
 from pathlib import Path
-from types import FrameType
 
-from mcd.agent.errors import McdError
+from mcd.agent import guard
+from mcd.agent.errors import Backoff, McdError
 from mcd.agent.kube.annotations import NodeState
 from mcd.agent.node_apply import NodeApplier
 from mcd.agent.report.events import EventRecorder
@@ -34,6 +37,7 @@ from mcd.host import status
 from mcd.host.root import HostRoot
 from mcd.host.rootlock import DEFAULT_TIMEOUT as DEFAULT_LOCK_TIMEOUT
 from mcd.host.runner import SubprocessRunner
+from mcd.planner.nodefacts import HIGHLY_AVAILABLE
 
 LOG = logging.getLogger(__name__)
 
@@ -91,37 +95,75 @@ class LocalAgent:
             healer=healer,
         )
         self.source = ConfigDirSource(directory, lambda: self.queue.put("config"), grace=grace)
-        self.applied: list[str] = []  # checksums of the snapshots applied, oldest first
-        self.reboots = 0
         self._last: Snapshot | None = None
+        self._backoff = Backoff()
+        self._retry: set[str] = set()  # keys of a failed round, due again at _retry_at
+        self._retry_at = 0.0
+        self._started = False
+
+    def request_stop(self, _signum: int = 0) -> None:
+        """Stop after the round in progress (any thread, never signal context)."""
+        self.stop.set()
+        self.queue.put("stop")
 
     def run(self) -> Result:
         """Apply the directory's configs until stopped or a real reboot is on its way (a sandbox
         root's simulated reboot is taken in place: the agent goes on as after a boot)."""
-        self.applier.recover()
-        self.source.start()
+        self._started = False
         self.queue.put("config")  # what is there at start
         self.machine.to(AgentState.IDLE)
         try:
             while not self.stop.is_set():
-                self.queue.wait(self.source.due_in())
+                timeout = self.source.due_in()
+                if self._retry:
+                    left = max(0.0, self._retry_at - time.monotonic())
+                    timeout = left if timeout is None else min(timeout, left)
+                self.queue.wait(timeout)
                 keys = self.queue.take()
                 if self.stop.is_set():
                     break
-                if "config" in keys:
-                    self._read()
-                if "drift" in keys and self.drift.handle() and self._last is not None:
-                    self._apply(self._last)  # put back: re-apply the current config, report Done
-                snap = self.source.take()
-                if snap is not None:
-                    self._last = snap
-                    result = self._apply(snap)
-                    if result is not Result.IDLE:
-                        return result
+                if self._retry and time.monotonic() >= self._retry_at:
+                    keys |= self._retry
+                    self._retry = set()
+                try:
+                    result = self._round(keys)
+                except Exception as exc:  # nothing ends the agent: report, back off, try again
+                    self._failed(keys, exc)
+                    continue
+                self._backoff.reset()
+                if result is not Result.IDLE:
+                    return result
         finally:
-            self.source.stop()
-            self.drift.stop()
+            guard.call_guarded("stopping the config directory watch", self.source.stop)
+            guard.call_guarded("stopping the drift monitor", self.drift.stop)
         return Result.IDLE
+
+    def _round(self, keys: set[str]) -> Result:
+        if not self._started:
+            self.applier.recover()
+            self.source.start()
+            self._started = True
+        if "config" in keys:
+            self._read()
+        if "drift" in keys and self.drift.handle() and self._last is not None:
+            self._apply(self._last)  # put back: re-apply the current config, report Done
+        if "retry" in keys and self._last is not None:
+            return self._apply(self._last)
+        snap = self.source.take()
+        if snap is not None:
+            self._last = snap
+            return self._apply(snap)
+        return Result.IDLE
+
+    def _failed(self, keys: set[str], exc: Exception) -> None:
+        delay = self._backoff.next_delay()
+        LOG.error("round of the local agent failed (retry in %.0fs): %s", delay, exc)
+        LOG.debug("failure details", exc_info=exc)
+        if self.machine.state is AgentState.UPDATING:
+            self.machine.failed()
+        self.reporter.set(NodeState.DEGRADED, str(exc) or type(exc).__name__)
+        self._retry = (keys & {"config", "drift"}) | {"retry"}
+        self._retry_at = time.monotonic() + delay
 
     def _read(self) -> None:
         try:
@@ -140,8 +182,8 @@ class LocalAgent:
         disk = self.applier.disk_config()
         old = disk if disk is not None else empty_machineconfig()
         try:
-            facts = self.applier.facts(old, new, "HighlyAvailable")
-            p = self.applier.plan(old, new, facts, parsed.policies)
+            facts = self.applier.facts(old, new, HIGHLY_AVAILABLE)
+            p = self.applier.plan(old, new, facts, parsed.policies, parsed.storage_overrides)
             if not p.reconcilable:
                 self.reporter.set(NodeState.UNRECONCILABLE, p.reason, parsed.desired)
                 self.machine.to(AgentState.DEGRADED)
@@ -150,8 +192,9 @@ class LocalAgent:
             self.drift.suspend()  # the update's own writes are not drift
             self.reporter.set(NodeState.WORKING, "", parsed.desired)
             LOG.info("updating the node from %s to %s (%s)", old.name, new.name, snap.checksum[:12])
-            applied = self.applier.apply(old, new, facts, parsed.policies)
-            self.applied.append(snap.checksum)
+            applied = self.applier.apply(
+                old, new, facts, parsed.policies, storage_overrides=parsed.storage_overrides
+            )
             if applied.reboot:
                 return self._reboot(new.name)
         except McdError as exc:
@@ -166,7 +209,6 @@ class LocalAgent:
 
     def _reboot(self, config: str) -> Result:
         reason = f"Node will reboot into config {config}"
-        self.reboots += 1
         if self.applier.reboot(reason):
             self.machine.to(AgentState.REBOOTING)
             return Result.REBOOTING
@@ -193,11 +235,10 @@ def run_local(
     applier = NodeApplier(HostRoot(Path(root_mount)), SubprocessRunner(), lock_timeout=lock_timeout)
     agent = LocalAgent(applier, Path(config_dir), grace=grace, drift_policy=DriftPolicy(drift_policy))
 
-    def stop(_signum: int, _frame: FrameType | None) -> None:
-        agent.stop.set()
-        agent.queue.put("stop")
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    agent.run()
+    signals = guard.SignalFlag(agent.request_stop)
+    signals.install()
+    try:
+        agent.run()
+    finally:
+        signals.close()
     return 0

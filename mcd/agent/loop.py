@@ -6,6 +6,14 @@ loop, which re-reads and syncs (`mcd.agent.sync`). A failed sync is classified o
 the state alone, and the sync is retried with upstream's backoff (1 s doubling to 60 s). The
 watch resumes from the last resourceVersion it saw when the stream breaks and lists again on
 410 Gone, so no change of the node is missed.
+
+Nothing ends the process but SIGTERM or a reboot (`mcd.agent.guard`): every thread runs under
+the guard, and what the watchers do on this loop's thread (drift, login and config-dir
+reports) is retried with the same backoff when it fails. The signal handler only sets a flag;
+the loop, woken by the guard's signal thread, does the rest. `healthy()` (for `/healthz` and
+the systemd watchdog) fails when the loop stopped waking, when a sync has run past its
+deadline (`mcd.agent.health.SyncClock`) or when the API server has not answered for
+`--api-unreachable-limit` seconds.
 """
 
 from __future__ import annotations
@@ -14,20 +22,21 @@ import ctypes
 import gc
 import logging
 import os
-import signal
 import threading
 import time
 from collections.abc import Callable
-from types import FrameType
 
-from mcd.agent import sdnotify
+from mcd.agent import guard, sdnotify
+from mcd.agent.certs import CertificateWriter
 from mcd.agent.drain import BuiltinDrainer, Drainer, HandshakeDrainer
 from mcd.agent.errors import ApiError, Backoff, GoneError, StoppingError, classify
+from mcd.agent.health import SyncClock
 from mcd.agent.kube.annotations import NodeState
 from mcd.agent.kube.client import KubeClient
 from mcd.agent.kubelet import KubeletHealth
 from mcd.agent.node_apply import NodeApplier
 from mcd.agent.report.events import EventRecorder
+from mcd.agent.report.mcn import MachineConfigNodeReporter
 from mcd.agent.report.metrics import Metrics, MetricsServer, host_os
 from mcd.agent.report.node import NodeWriter
 from mcd.agent.settings import AgentSettings
@@ -35,12 +44,35 @@ from mcd.agent.state import AgentMachine, AgentState
 from mcd.agent.sync import Result, Syncer
 from mcd.agent.watch.wiring import watchers_for
 from mcd.agent.workqueue import WorkQueue
+from mcd.host.runner import longest_timeout
 
 LOG = logging.getLogger(__name__)
 
 # a watch that keeps failing is retried at least this often: the node's changes are the work
 WATCH_RETRY_MAX = 5.0
 WATCH_MIN_SECONDS = 1.0
+# the keys the watchers' reports answer; a failed report puts them back after a backoff
+WATCHER_KEYS = frozenset({"drift", "login", "config"})
+# what starts the watchers after a sync (the key of a failed start, retried the same way)
+AFTER_SYNC = "after-sync"
+# a sync may run this long beyond its longest command (the API requests and the disk around it)
+SYNC_MARGIN = 300.0
+
+
+class _ClockedDrainer:
+    """A drainer whose waits move the sync's deadline on by their own timeouts: a drain that
+    waits an hour for the controller is not a stuck loop."""
+
+    def __init__(self, inner: Drainer, clock: SyncClock, drain: float, uncordon: float) -> None:
+        self.inner, self.clock, self.drain_seconds, self.uncordon_seconds = inner, clock, drain, uncordon
+
+    def drain(self, config: str) -> None:
+        self.clock.extend(self.drain_seconds)
+        self.inner.drain(config)
+
+    def uncordon(self, config: str) -> None:
+        self.clock.extend(self.uncordon_seconds)
+        self.inner.uncordon(config)
 
 
 class Daemon:
@@ -54,6 +86,7 @@ class Daemon:
         self.metrics = Metrics()
         self.writer = NodeWriter(client, settings.node_name, on_state=self._state_changed)
         self.events = EventRecorder(client, settings.node_name)
+        self.mcn = MachineConfigNodeReporter(client, self.writer)
         own_pod = (os.environ.get("POD_NAMESPACE", ""), os.environ.get("POD_NAME", ""))
         drainer: Drainer
         if settings.builtin_drainer:
@@ -65,6 +98,7 @@ class Daemon:
                 own_pod=own_pod if all(own_pod) else None,
                 timeout=settings.drain_timeout_seconds,
                 retry_seconds=settings.eviction_retry_seconds,
+                mcn=self.mcn,
             )
         else:
             drainer = HandshakeDrainer(
@@ -76,6 +110,10 @@ class Daemon:
                 drain_timeout=settings.drain_timeout_seconds,
                 uncordon_timeout=settings.uncordon_timeout_seconds,
             )
+        self.sync_clock = SyncClock()
+        drainer = _ClockedDrainer(
+            drainer, self.sync_clock, settings.drain_timeout_seconds, settings.uncordon_timeout_seconds
+        )
         self.watchers = watchers_for(
             settings, client, applier, writer=self.writer, events=self.events, metrics=self.metrics,
             enqueue=self.enqueue,
@@ -89,11 +127,23 @@ class Daemon:
             drainer=drainer,
             before_update=self._before_update,
             watch=self.watchers.drift,
+            mcn_reporter=self.mcn,
         )
+        # upstream's ControllerConfig worker, beside the node sync (a thread of its own)
+        self.certs = CertificateWriter(
+            client, self.writer, self.events, applier.root, self.stop,
+            watch_timeout_seconds=settings.watch_timeout_seconds,
+        )  # fmt: skip
         self._in_sync = False
+        self._sigterm_in_sync = False
         self._retry_delay = 0.0
         self._last_loop = time.monotonic()
         self._server: MetricsServer | None = None
+        self.signals = guard.SignalFlag(self._on_signal)
+        # watcher keys whose handling failed, and when they are due again
+        self._retry_keys: set[str] = set()
+        self._retry_at = 0.0
+        self._watcher_backoff = Backoff()
 
     # -- state hooks
 
@@ -107,13 +157,28 @@ class Daemon:
 
     def _state_changed(self, state: NodeState, reason: str) -> None:
         self.metrics.set_state(state.value, reason)
+        self.mcn.state_changed(state, reason)
         self.watchers.state_changed(state, reason)
 
     def healthy(self) -> bool:
-        """The loop is alive: syncing now, or idle and woken within the last two resync periods."""
+        """Alive and useful: the loop syncing within its deadline or woken within the last two
+        resync periods, and the API server answering within `api_unreachable_seconds`."""
+        return not self.unhealthy()
+
+    def unhealthy(self) -> str:
+        """Why the agent is not healthy ("" when it is)."""
         if self.stop.is_set():
-            return False
-        return self._in_sync or time.monotonic() - self._last_loop < 2 * self.settings.resync_seconds + 60
+            return "stopping"
+        overdue = self.sync_clock.overdue()
+        if overdue > 0:
+            return f"the sync in progress is {overdue:.0f}s past its deadline"
+        idle = time.monotonic() - self._last_loop
+        if not self._in_sync and idle >= 2 * self.settings.resync_seconds + 60:
+            return f"the loop has not woken for {idle:.0f}s"
+        unreached = self.client.reach.unreached_for()
+        if unreached >= self.settings.api_unreachable_seconds:
+            return f"the API server at {self.client.reach.url} has not answered for {unreached:.0f}s"
+        return ""
 
     # -- threads
 
@@ -172,26 +237,42 @@ class Daemon:
         self.wake()
 
     def _watchdog(self, interval: float) -> None:
+        reported = ""
         while not self.stop.wait(interval):
-            if self.healthy():
+            why = self.unhealthy()
+            if why != reported:
+                if why:
+                    LOG.error("unhealthy, no WATCHDOG=1 to systemd and /healthz 503: %s", why)
+                else:
+                    LOG.warning("healthy again")
+                reported = why
+            if not why:
                 sdnotify.notify("WATCHDOG=1")
 
     # -- the loop
 
-    def _on_sigterm(self, _signum: int, _frame: FrameType | None) -> None:
+    def _on_signal(self, signum: int) -> None:
+        """SIGTERM or SIGINT, on the guard's signal thread (never in signal context)."""
+        LOG.info("got signal %d: stopping", signum)
         if self._in_sync:
+            self._sigterm_in_sync = True
             LOG.warning("got SIGTERM during a sync: stopping once it is finished")
-            self.events.warning("GotSigtermDuringUpdate", "Got SIGTERM, but actively updating")
         self.stop.set()
         self.wake()
 
+    def install_signal_handlers(self) -> None:
+        """SIGTERM and SIGINT stop the agent; the handler only writes to a pipe (main thread)."""
+        self.signals.install()
+
     def start_threads(self) -> None:
         self.events.start()
+        self.mcn.start()
         if self.settings.metrics_url:
             self._server = MetricsServer(self.metrics, self.settings.metrics_url, self.healthy)
             self._server.start()
         self._set_host_os()
-        threading.Thread(target=self._watch, name="watch", daemon=True).start()
+        guard.spawn("watch", self._watch, self.stop)
+        guard.spawn("certs", self.certs.run, self.stop)
         if self.settings.kubelet_healthz_enabled:
             poll = KubeletHealth(
                 self.settings.kubelet_healthz_endpoint,
@@ -199,10 +280,10 @@ class Daemon:
                 self.metrics.kubelet_state,
                 self.stop,
             )
-            threading.Thread(target=poll.run, name="kubelet-health", daemon=True).start()
+            guard.spawn("kubelet-health", poll.run, self.stop)
         interval = sdnotify.watchdog_interval()
         if interval is not None:
-            threading.Thread(target=self._watchdog, args=(interval,), name="watchdog", daemon=True).start()
+            guard.spawn("watchdog", lambda: self._watchdog(interval), self.stop)
 
     def _set_host_os(self) -> None:
         text = ""
@@ -217,8 +298,7 @@ class Daemon:
     def run(self) -> Result:
         """Sync until stopped; SIMULATED_REBOOT when the caller must restart the process."""
         if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, self._on_sigterm)
-            signal.signal(signal.SIGINT, self._on_sigterm)
+            self.install_signal_handlers()
         self.start_threads()
         sdnotify.notify("READY=1")
         backoff = Backoff()
@@ -229,15 +309,19 @@ class Daemon:
                 due = self.watchers.due_in()
                 if due is not None:
                     timeout = min(timeout, due)
+                if self._retry_keys:
+                    timeout = min(timeout, max(0.0, self._retry_at - time.monotonic()))
                 self.queue.wait(timeout)
                 self._last_loop = time.monotonic()
                 if self.stop.is_set():
                     break
-                keys = self.queue.take()
+                keys = self.queue.take() | self._due_retries()
                 if not self.machine.syncs():
                     next_sync = time.monotonic() + self.settings.resync_seconds
                     continue
-                if self.watchers.handle(keys):
+                if AFTER_SYNC in keys:
+                    self._after_sync()
+                if self._handle(keys):
                     keys.add("node")  # drift put back: sync now, not at the next retry
                 if "node" not in keys and time.monotonic() < next_sync:
                     continue
@@ -250,7 +334,7 @@ class Daemon:
                 if result is Result.SIMULATED_REBOOT:
                     return result
                 if result is not Result.REBOOTING:
-                    self.watchers.after_sync()
+                    self._after_sync()
                 if result is None:
                     next_sync = time.monotonic() + self._retry_delay
                 else:
@@ -259,9 +343,51 @@ class Daemon:
             self.shutdown()
         return Result.IDLE
 
+    # -- the watchers' work on this thread: a failure is retried, never raised
+
+    def _due_retries(self) -> set[str]:
+        if not self._retry_keys or time.monotonic() < self._retry_at:
+            return set()
+        keys, self._retry_keys = self._retry_keys, set()
+        return keys
+
+    def _retry_later(self, keys: set[str], what: str, exc: Exception) -> float:
+        """Put `keys` back after the watchers' backoff; the delay."""
+        retry_after = exc.retry_after if isinstance(exc, ApiError) else None
+        delay = self._watcher_backoff.next_delay(retry_after)
+        self._retry_keys |= keys
+        self._retry_at = time.monotonic() + delay
+        LOG.warning("%s failed (retry in %.0fs): %s", what, delay, exc)
+        if not isinstance(exc, ApiError):
+            LOG.debug("%s failure details", what, exc_info=exc)
+        return delay
+
+    def _handle(self, keys: set[str]) -> bool:
+        """The watchers' reports of `keys`; True when a sync should run now."""
+        source = self.watchers.source
+        taken = source.taken if source is not None else 0
+        try:
+            sync = self.watchers.handle(keys)
+        except Exception as exc:
+            retry = keys & WATCHER_KEYS
+            delay = self._retry_later(retry, f"reporting {', '.join(sorted(retry)) or 'config'}", exc)
+            if source is not None and source.taken != taken:
+                source.redeliver(delay)  # the snapshot taken was not reported: hand it out again
+            return False
+        if keys & WATCHER_KEYS:
+            self._watcher_backoff.reset()
+        return sync
+
+    def _after_sync(self) -> None:
+        try:
+            self.watchers.after_sync()
+        except Exception as exc:
+            self._retry_later({AFTER_SYNC}, "starting the watchers", exc)
+
     def _sync_once(self, backoff: Backoff) -> Result | None:
         """One sync; None when it failed (the retry delay is set)."""
         self._in_sync = True
+        self.sync_clock.begin(longest_timeout() + SYNC_MARGIN)
         boot = self.machine.begin_sync()
         try:
             result = self.syncer.sync(boot=boot)
@@ -294,6 +420,10 @@ class Daemon:
             return None
         finally:
             self._in_sync = False
+            self.sync_clock.end()
+            if self._sigterm_in_sync:
+                self._sigterm_in_sync = False
+                self.events.warning("GotSigtermDuringUpdate", "Got SIGTERM, but actively updating")
 
     def _report(self, state: NodeState, reason: str) -> None:
         try:
@@ -304,8 +434,10 @@ class Daemon:
 
     def shutdown(self) -> None:
         self.stop.set()
-        self.watchers.stop()
+        self.signals.close()
+        guard.call_guarded("stopping the watchers", self.watchers.stop)
         self.events.stop()
+        self.mcn.stop()
         if self._server is not None:
             self._server.stop()
             self._server = None

@@ -103,7 +103,7 @@ class NodeApplier:
         # how long an update or recovery waits for another process's lock on the root
         self.lock_timeout = lock_timeout
         self._host: Host | None = None
-        self._disk_cache: tuple[tuple[int, int, int], MachineConfig] | None = None
+        self._disk_cache: tuple[atomicfs.FileVersion, MachineConfig] | None = None
 
     def host(self) -> Host:
         """The host wiring; built again after each update (accounts may have changed)."""
@@ -138,8 +138,7 @@ class NodeApplier:
         Parsed once per version of the file: a rendered config is megabytes, and every sync
         reads it.
         """
-        st = atomicfs.lstat_or_none(self.root.join(state.CURRENT_CONFIG))
-        key = None if st is None else (st.st_ino, st.st_mtime_ns, st.st_size)
+        key = atomicfs.version_of(self.root.join(state.CURRENT_CONFIG))
         if key is not None and self._disk_cache is not None and self._disk_cache[0] == key:
             return self._disk_cache[1]
         try:
@@ -283,9 +282,9 @@ class NodeApplier:
         finally:
             self._host = None
         # `new` is what was just recorded as currentconfig: no need to read and parse it back
-        st = atomicfs.lstat_or_none(self.root.join(state.CURRENT_CONFIG))
-        if st is not None:
-            self._disk_cache = ((st.st_ino, st.st_mtime_ns, st.st_size), new)
+        key = atomicfs.version_of(self.root.join(state.CURRENT_CONFIG))
+        if key is not None:
+            self._disk_cache = (key, new)
         return Applied(outcome.plan, outcome.reboot, tuple(_service_action(a) for a in outcome.actions_run))
 
     def reboot(self, reason: str) -> bool:

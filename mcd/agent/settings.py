@@ -32,3 +32,6 @@ class AgentSettings:
     ssh_login_monitor: bool = True
     config_dir: str = ""  # MachineConfigs from a mounted directory instead of the API server
     config_grace_seconds: float = 5.0
+    # /healthz and the systemd watchdog fail once the API server has not answered this long
+    # (mcd.agent.health; docs/agent.md "Health")
+    api_unreachable_seconds: float = 300.0

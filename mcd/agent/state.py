@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import enum
 import threading
-import time
 from collections.abc import Callable, Mapping
 
 
@@ -58,17 +57,11 @@ def allowed(current: AgentState, new: AgentState) -> bool:
 class AgentMachine:
     """The current state, moved only through `to`; safe to read from any thread."""
 
-    def __init__(
-        self,
-        on_change: Callable[[AgentState, AgentState], None] | None = None,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
+    def __init__(self, on_change: Callable[[AgentState, AgentState], None] | None = None) -> None:
         self._state = AgentState.BOOTING
         self._sync_from = AgentState.BOOTING
         self._lock = threading.Lock()
         self._on_change = on_change
-        self._clock = clock
-        self.changed_at = clock()
 
     @property
     def state(self) -> AgentState:
@@ -80,8 +73,6 @@ class AgentMachine:
             if not allowed(old, new):
                 raise InvalidAgentTransition(f"agent state {old.value} cannot become {new.value}")
             self._state = new
-            if old is not new:
-                self.changed_at = self._clock()
         if old is not new and self._on_change is not None:
             self._on_change(old, new)
 

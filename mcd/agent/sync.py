@@ -25,13 +25,14 @@ from mcd import policy
 from mcd.agent.drain import Drainer
 from mcd.agent.errors import McdError, NotFoundError, UnreconcilableError
 from mcd.agent.kube import annotations as ann
+from mcd.agent.kube import machineconfignode as mcn
 from mcd.agent.kube.annotations import NodeState, NodeView, decide_update
 from mcd.agent.node_apply import Applied, NodeApplier, parse_machineconfig
 from mcd.agent.report.events import EventRecorder
+from mcd.agent.report.mcn import MachineConfigNodeReporter
 from mcd.agent.report.metrics import Metrics
 from mcd.agent.report.node import NodeWriter
 from mcd.config.machineconfig import OCL_IMAGE_ANNOTATION, ORIGINAL_OS_IMAGE_ANNOTATION, MachineConfig
-from mcd.config.overrides import storage_overrides
 from mcd.planner import steps
 from mcd.planner.plan import Plan
 
@@ -73,8 +74,10 @@ class Syncer:
         drainer: Drainer,
         before_update: Callable[[], None] | None = None,
         watch: DiskWatch | None = None,
+        mcn_reporter: MachineConfigNodeReporter | None = None,
     ) -> None:
         self.api, self.writer, self.events, self.metrics = api, writer, events, metrics
+        self.mcn = mcn_reporter or MachineConfigNodeReporter(None, writer)
         self.applier, self.drainer = applier, drainer
         # upstream's triggerUpdate stops the drift monitor: the update's own writes are not drift
         self._before_update = before_update
@@ -101,6 +104,7 @@ class Syncer:
             return Result.IDLE
         if node.annotations.get(ann.POST_CONFIG_ACTION) == ann.REBOOTING:
             LOG.info("node %s has rebooted", self.name)
+            self.mcn.report(mcn.rebooted())
             node = self.writer.set_annotations({ann.POST_CONFIG_ACTION: ""})
         if boot:
             return self._first_run(node)
@@ -110,7 +114,9 @@ class Syncer:
         disk = self.applier.disk_config()
         decision = decide_update(node, disk.name if disk else None, self.applier.disk_image())
         if not decision.update:
+            self.mcn.report(mcn.updated(self.name))
             return Result.IDLE
+        self.mcn.report(mcn.needs_update(self.name))
         images = Images(decision.current_image, decision.desired_image)
         # the desired config is read and parsed while the disk is checked: both take a while
         # on a large config, and one waits on the API server and the other on the disk
@@ -231,20 +237,16 @@ class Syncer:
 
     def _policies(self) -> tuple[policy.ClusterPolicies, tuple[str, ...]]:
         """The node disruption policy and the storage overrides of MachineConfiguration/cluster."""
-        obj = self.api.get_machineconfiguration("cluster")
-        if obj is None:
-            return policy.DEFAULT_POLICIES, ()
-        overrides, bad = storage_overrides(obj)
-        if bad:
-            raise McdError("; ".join(f.render("MachineConfiguration cluster") for f in bad))
         try:
-            return policy.policies_from_machineconfiguration(obj), tuple(overrides)
+            return policy.settings_from_machineconfiguration(self.api.get_machineconfiguration("cluster"))
         except policy.PolicyError as exc:
-            raise McdError(f"MachineConfiguration cluster: {exc}") from None
+            raise McdError(str(exc)) from None
 
-    def _drain(self, desired: str) -> None:
+    def _drain(self, desired: str, then: mcn.Report) -> None:
+        self.mcn.flush()  # the controller's drain reports come after the update's own
         with self._phase("drain"):
             self.drainer.drain(desired)
+        self.mcn.report(then)
 
     @contextmanager
     def _phase(self, name: str) -> Iterator[None]:
@@ -275,24 +277,29 @@ class Syncer:
             new = with_image(new, images.desired)
             policies, overrides = self._policies()
             node = self.writer.node()
-            topology = ann.SINGLE_REPLICA if node.single_replica else "HighlyAvailable"
-            facts = self.applier.facts(old, new, topology, checked=checked)
+            facts = self.applier.facts(old, new, node.topology, checked=checked)
             p = self.applier.plan(old, new, facts, policies, overrides)
         if not p.reconcilable:
+            self.mcn.report(mcn.not_prepared(old.name, new.name, p.reason))
             self.events.warning("FailedToReconcile", f"Reconciling node {self.name} failed: {p.reason}")
             raise UnreconcilableError(p.reason)
         LOG.info("updating node %s from %s to %s", self.name, old.name, new.name)
         if ann.transition(node.state, NodeState.WORKING) is NodeState.WORKING:
             self.writer.set_state(NodeState.WORKING)
         # else the node stays Degraded/Unreconcilable, its reason kept, as upstream writes nothing
+        self.mcn.report(mcn.prepared(p.actions, p.drain))
+        # upstream's pivot error gauge: counts failed OS changes, back to 0 after one succeeds
+        os_change = p.diff.os_update or p.diff.kernel_type or p.diff.extensions
+        applying = mcn.applying(os_change, p.diff.passwd)
         drain: Callable[[], None] | None = None
         if p.drain and not node.single_replica:
             # run by the executor at the plan's drain step, before anything on the node changes
-            drain = partial(self._drain, desired)
-        elif node.single_replica:
-            self.events.normal("Drain", "Drain not required, skipping")
-        # upstream's pivot error gauge: counts failed OS changes, back to 0 after one succeeds
-        os_change = p.diff.os_update or p.diff.kernel_type or p.diff.extensions
+            drain = partial(self._drain, desired, applying)
+        else:
+            if node.single_replica:
+                self.events.normal("Drain", "Drain not required, skipping")
+            self.mcn.report(mcn.drain_not_required())
+            self.mcn.report(applying)
         if self.applier.coreos:
             for reason, message in os_events_before(p, new):
                 self.events.normal(reason, message)
@@ -301,10 +308,13 @@ class Syncer:
                 applied = self.applier.apply(
                     old, new, facts, policies, drain=drain, storage_overrides=overrides, planned=p
                 )
-            except McdError:
+            except McdError as exc:
                 if os_change:
                     self.metrics.pivot_errors.inc()
+                if self.mcn.last is applying:  # the drain (if any) went through: the apply failed
+                    self.mcn.report(mcn.apply_failed(str(exc)))
                 raise
+        self.mcn.report(mcn.applied(os_change, p.diff.passwd))
         if os_change:
             self.metrics.pivot_errors.set(0)
         if self.applier.coreos:
@@ -313,6 +323,7 @@ class Syncer:
             if os_update_staged(p, new):
                 self.events.post_now(OS_UPDATE_STAGED, "Changes to OS staged", namespace="default")
         if applied.reboot:
+            self.mcn.report(mcn.reboot_required())
             return self._reboot(new.name)
         self._report_actions(applied)
         self.metrics.reboots_avoided.inc()
@@ -324,8 +335,10 @@ class Syncer:
         """Upstream's events for a rebootless update; on a root that is not a running system the
         service actions were not run, and the events say so."""
         if not applied.actions:
+            self.mcn.report(mcn.post_action_none())
             self.events.normal("SkipReboot", "Config changes do not require reboot.")
             return
+        self.mcn.report(mcn.post_action_done([(a.verb, a.service) for a in applied.actions]))
         for action in applied.actions:
             note = " (skipped: not the live root)" if action.skipped else ""
             if action.verb == "restart":
@@ -364,12 +377,7 @@ class Syncer:
         The drift monitor is armed against the config on disk first: a path changed while the
         update ran is reported (Degraded) instead of Done.
         """
-        if self._arm():
-            LOG.warning("node %s drifted from %s while it was updated: not Done", self.name, config)
-            return
         node = self.writer.node()
-        self.drainer.uncordon(config)
-        self.events.normal("NodeDone", f"Setting node {self.name}, currentConfig {config} to Done")
         image = self.applier.disk_image() or ""
         if node.desired_image and image != node.desired_image:
             # never Done outside the desired image: that would be asked to update again at once
@@ -377,6 +385,13 @@ class Syncer:
                 f"node {self.name} is in config {config} but runs image {image or '(none)'}, "
                 f"not its desiredImage {node.desired_image}"
             )
+        if self._arm():
+            LOG.warning("node %s drifted from %s while it was updated: not Done", self.name, config)
+            return
+        self.mcn.report(mcn.resumed(config))
+        self.mcn.flush()
+        self.drainer.uncordon(config)
+        self.events.normal("NodeDone", f"Setting node {self.name}, currentConfig {config} to Done")
         extra: dict[str, str | None] = {ann.CURRENT_CONFIG: config, ann.CURRENT_IMAGE: image or None}
         if not node.desired_image:
             extra[ann.DESIRED_IMAGE] = None

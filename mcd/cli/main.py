@@ -11,7 +11,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -42,8 +42,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from mcd.config.findings import Finding, InputError
     from mcd.config.ignition import ParseOptions
     from mcd.config.load import load_objects, machineconfig_at
-    from mcd.config.overrides import storage_overrides
-    from mcd.policy import PolicyError, policies_from_machineconfiguration
+    from mcd.policy import PolicyError, settings_from_machineconfiguration
 
     # contents are streamed and measured, never kept: memory stays flat whatever the file sizes
     options = ParseOptions(max_file_size=args.max_file_size, keep_data_up_to=0)
@@ -56,10 +55,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 kind = obj.get("kind")
                 if kind == "MachineConfiguration":
                     try:
-                        policies_from_machineconfiguration(obj)
+                        settings_from_machineconfiguration(obj)
                     except PolicyError as exc:
                         findings += [f.located(path) for f in exc.findings]
-                    findings += [f.located(path) for f in storage_overrides(obj)[1]]
                 elif kind not in (None, "MachineConfig"):
                     msg = "expected a MachineConfig, an Ignition config or a MachineConfiguration"
                     findings.append(Finding(path, f"{msg}, got kind {kind!r}"))
@@ -115,12 +113,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
         else load_machineconfig(_read(args.old), args.old, options=options)
     )
     new = load_machineconfig(_read(args.new), args.new, options=options)
-    policies = policy.DEFAULT_POLICIES
-    overrides: tuple[str, ...] = ()
-    if args.policy:
-        machineconfiguration = load_machineconfiguration(_read(args.policy), args.policy)
-        policies = policy.policies_of(machineconfiguration)
-        overrides = machineconfiguration.storage_overrides
+    policies, overrides = (
+        policy.settings_of(load_machineconfiguration(_read(args.policy), args.policy))
+        if args.policy
+        else policy.DEFAULT_SETTINGS
+    )
     facts = Facts(
         forcefile=args.forcefile,
         node_fips=None if args.node_fips is None else args.node_fips == "1",
@@ -204,17 +201,22 @@ def _root_dir(root_mount: str) -> Path:
     )
 
 
-def _setup_logging(verbosity: int) -> None:
-    import logging
+def kubeconfig_path(flag: str, environ: Mapping[str, str]) -> str:
+    """As kubectl: the flag (or MCD_KUBECONFIG), then $KUBECONFIG (a list of files, merged by the
+    client as kubectl merges them); empty: the in-cluster service account."""
+    return flag or environ.get("KUBECONFIG", "")
 
-    level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    # one line per HTTP connection says nothing an operator needs, even at -vv
-    logging.getLogger("urllib3").setLevel(logging.WARNING)
+
+def _klog_verbosity(v: int) -> int:
+    """Upstream's `--v=LEVEL` (klog) in mcd's -v counts: 2 (what OpenShift passes) is -v, 4+ is -vv."""
+    return 2 if v >= 4 else 1 if v >= 2 else 0
 
 
 def cmd_start(args: argparse.Namespace) -> int:
-    _setup_logging(max(args.verbose, args.v))
+    from mcd.cli.logsetup import log_unused_flags, setup_logging
+
+    setup_logging(max(args.verbose, _klog_verbosity(args.v)))
+    log_unused_flags(args)
     if not args.once_from:
         return _start_agent(args)
     from mcd.cli.oncefrom import describe, run_once_from
@@ -249,7 +251,7 @@ def _start_agent(args: argparse.Namespace) -> int:
     settings = AgentSettings(
         node_name=args.node_name,
         root_mount=args.root_mount,
-        kubeconfig=args.kubeconfig,
+        kubeconfig=kubeconfig_path(args.kubeconfig, os.environ),
         metrics_url=args.metrics_url,
         kubelet_healthz_enabled=args.kubelet_healthz_enabled,
         kubelet_healthz_endpoint=args.kubelet_healthz_endpoint,
@@ -260,6 +262,7 @@ def _start_agent(args: argparse.Namespace) -> int:
         ssh_login_monitor=args.ssh_login_monitor,
         config_dir=args.config_dir or "",
         config_grace_seconds=args.config_grace,
+        api_unreachable_seconds=args.api_unreachable_limit,
     )
     client = KubeClient.from_kubeconfig(settings.kubeconfig or None)
     applier = NodeApplier(
@@ -286,10 +289,11 @@ def _start_local(args: argparse.Namespace) -> int:
 
 def cmd_firstboot(args: argparse.Namespace) -> int:
     from mcd.cli.firstboot import firstboot
+    from mcd.cli.logsetup import setup_logging
     from mcd.cli.oncefrom import describe
     from mcd.host.state import ENCAPSULATED_CONFIG
 
-    _setup_logging(args.verbose)
+    setup_logging(args.verbose)
     if args.persist_nics:
         sys.stderr.write("mcd firstboot-complete-machineconfig: --persist-nics is not supported; ignored\n")
         return EXIT_OK
@@ -306,8 +310,9 @@ def cmd_firstboot(args: argparse.Namespace) -> int:
 
 def cmd_check_disk(args: argparse.Namespace) -> int:
     from mcd.cli.checkdisk import check_disk
+    from mcd.cli.logsetup import setup_logging
 
-    _setup_logging(args.verbose)
+    setup_logging(args.verbose)
     result = check_disk(_host(args.root_mount, args.lock_timeout), args.config, args.max_file_size)
     if args.output == "text":
         if result.clean:
@@ -412,13 +417,17 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from mcd.cli.parser import build_parser
+    from mcd.cli.envdefaults import EnvValueError
+    from mcd.cli.parser import build_parser, parse
 
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parse(argv)
+    except EnvValueError as exc:
+        sys.stderr.write(f"mcd: {exc}\n")
+        return EXIT_INPUT
     command = COMMANDS.get(args.command or "")
     if command is None:
-        parser.print_help(sys.stderr)
+        build_parser().print_help(sys.stderr)
         return EXIT_INPUT
     from mcd.config.findings import InputError
 

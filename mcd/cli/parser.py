@@ -7,13 +7,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import NoReturn
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from mcd import __version__
-from mcd.agent.watch.flags import add_watcher_flags
+from mcd.cli.envdefaults import env_default, resolve, to_bool, to_count, to_seconds
+from mcd.cli.watchflags import add_watcher_flags
 from mcd.config.contents import DEFAULT_MAX_FILE_SIZE, parse_size
 from mcd.host.rootlock import DEFAULT_TIMEOUT as DEFAULT_LOCK_TIMEOUT
-from mcd.planner.nodefacts import TOPOLOGIES
+from mcd.planner.nodefacts import HIGHLY_AVAILABLE, TOPOLOGIES
 
 EXIT_INPUT = 1
 
@@ -24,23 +26,19 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_INPUT, f"{self.prog}: error: {message}\n")
 
 
-def _env(name: str, default: str = "") -> str:
+def _env(name: str, default: str | None = "") -> Any:
+    return env_default(name, default)
 
-    return os.environ.get(f"MCD_{name}", default)
 
-
-def _env_bool(name: str, default: bool) -> bool:
-    value = _env(name, "true" if default else "false").strip().lower()
-    return value in ("1", "true", "yes", "on")
+def _env_bool(name: str, default: bool) -> Any:
+    return env_default(name, default, to_bool, "true or false")
 
 
 def _bool_flag(value: str) -> bool:
-    v = value.strip().lower()
-    if v in ("1", "true", "yes", "on"):
-        return True
-    if v in ("0", "false", "no", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
+    try:
+        return to_bool(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}") from None
 
 
 def _size(text: str) -> int:
@@ -124,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--node-fips", choices=("0", "1"), help="the node's /proc/sys/crypto/fips_enabled")
     p.add_argument(
         "--topology",
-        default="HighlyAvailable",
+        default=HIGHLY_AVAILABLE,
         choices=TOPOLOGIES,
         help="control plane topology (SingleReplica skips the drain)",
     )
@@ -142,17 +140,18 @@ def build_parser() -> argparse.ArgumentParser:
         "config from a file or http(s) URL to the root, with the legacy post-update action (no cluster "
         "needed). Every flag defaults to an MCD_<FLAG> environment variable (--node-name also to NODE_NAME).",
     )
-    s.add_argument("--once-from", metavar="FILE|URL", default=_env("ONCE_FROM") or None,
+    s.add_argument("--once-from", metavar="FILE|URL", default=_env("ONCE_FROM", None),
                    help="MachineConfig or Ignition config to apply once")
     s.add_argument("--root-mount", default=_env("ROOT_MOUNT", "/rootfs"), metavar="DIR",
                    help="host root (default /rootfs)")
     s.add_argument("--skip-reboot", action="store_true", default=_env_bool("SKIP_REBOOT", False),
                    help="once-from: do not reboot even when the change needs it")
     _lock_timeout_flag(s, "once-from: the whole update; the agents: each update and recovery")
-    s.add_argument("--node-name", default=_env("NODE_NAME") or os.environ.get("NODE_NAME", ""),
+    s.add_argument("--node-name", default=_env("NODE_NAME", os.environ.get("NODE_NAME", "")),
                    help="the node this agent manages (env NODE_NAME)")
     s.add_argument("--kubeconfig", default=_env("KUBECONFIG"), metavar="FILE",
-                   help="kubeconfig to use instead of the in-cluster service account")
+                   help="kubeconfig to use (default: $KUBECONFIG as kubectl reads it, else the in-cluster "
+                   "service account)")
     s.add_argument("--metrics-url", default=_env("METRICS_URL", "127.0.0.1:8797"), metavar="HOST:PORT",
                    help="where /metrics and /healthz listen (default 127.0.0.1:8797; empty: none)")
     s.add_argument("--kubelet-healthz-enabled", type=_bool_flag, nargs="?", const=True,
@@ -163,15 +162,28 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--builtin-drainer", type=_bool_flag, nargs="?", const=True,
                    default=_env_bool("BUILTIN_DRAINER", False), metavar="BOOL",
                    help="cordon and evict pods itself instead of asking the machine-config-controller")
-    s.add_argument("--drain-timeout", type=float, default=float(_env("DRAIN_TIMEOUT", "3600")),
+    s.add_argument("--drain-timeout", type=float,
+                   default=env_default("DRAIN_TIMEOUT", 3600.0, to_seconds, "a number of seconds"),
                    metavar="SECONDS", help="give up a drain after this long (default 3600, as upstream)")
-    s.add_argument("--resync-interval", type=float, default=float(_env("RESYNC_INTERVAL", "600")),
+    s.add_argument("--resync-interval", type=float,
+                   default=env_default("RESYNC_INTERVAL", 600.0, to_seconds, "a number of seconds"),
                    metavar="SECONDS", help="sync the node at least this often (default 600)")
-    add_watcher_flags(s, _env, _env_bool, _bool_flag)
+    s.add_argument("--api-unreachable-limit", type=float,
+                   default=env_default("API_UNREACHABLE_LIMIT", 300.0, to_seconds, "a number of seconds"),
+                   metavar="SECONDS",
+                   help="/healthz and the watchdog fail once the API server has not answered this long "
+                   "(default 300)")
+    add_watcher_flags(s, _bool_flag)
     _max_file_size_flag(s)
-    s.add_argument("-v", "--verbose", action="count", default=int(_env("VERBOSE", "0") or 0),
+    s.add_argument("-v", "--verbose", action="count",
+                   default=env_default("VERBOSE", 0, to_count, "a count of -v (0, 1, 2)"),
                    help="more logging (-v, -vv)")
-    s.add_argument("--v", type=int, default=0, metavar="LEVEL", help="upstream's klog verbosity (2+: -v)")
+    s.add_argument("--v", type=int, default=0, metavar="LEVEL",
+                   help="upstream's klog verbosity (2-3: -v, 4+: -vv)")
+    # what upstream's DaemonSet passes: accepted so its manifest runs mcd unchanged, then ignored
+    s.add_argument("--payload-version", metavar="VERSION", help="upstream compatibility; ignored")
+    s.add_argument("--tls-cipher-suites", metavar="SUITES", help="upstream compatibility; ignored")
+    s.add_argument("--tls-min-version", metavar="VERSION", help="upstream compatibility; ignored")
     s.add_argument("-o", "--output", choices=("json", "yaml"), default="json")
 
     f = sub.add_parser(
@@ -256,3 +268,11 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--node", default="worker-0", metavar="NAME", help="node name (default worker-0)")
     m.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds in all (default 60)")
     return parser
+
+
+def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line, with the environment defaults of the command that runs converted
+    (EnvValueError names a variable its flag cannot take)."""
+    args = build_parser().parse_args(argv)
+    resolve(args)
+    return args

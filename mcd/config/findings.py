@@ -1,8 +1,15 @@
-"""Located findings about configuration input. Pure: no I/O.
+"""Located findings about configuration input, and the error for input that cannot be used. Pure: no I/O.
 
 Every problem found in user input is reported as a `Finding` that carries the JSON path of
 the offending value (``spec.config.storage.files[3].mode``), so an admin can find it in the
-file without reading a traceback.
+file without reading a traceback. Validation collects findings (errors and warnings) and only
+`mcd validate` prints warnings.
+
+`InputError` is input that cannot be used at all: a file, document or argument, with its
+findings. Raised by the loaders (`mcd.config.load`, `machineconfig`, `machineconfiguration`),
+`mcd.policy.settings_of` and the commands for a bad argument; for the CLI, which prints its lines
+and exits with the input error code. The agent turns it into its own error (`NodeApplier`: a
+McdError, the config directory: a ConfigDirError).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""Loading the `MachineConfiguration` object (operator.openshift.io/v1) a plan reads. Pure: no I/O.
+"""Finding the `MachineConfiguration` object (operator.openshift.io/v1) in a file a plan reads.
+Pure: no I/O.
 
-The object carries the node disruption policy (parsed by `mcd.policy`) and the
-`irreconcilableValidationOverrides` the reconcilability check honours.
+The object carries the node disruption policy and the `irreconcilableValidationOverrides` the
+reconcilability check honours; `mcd.policy.settings_of` reads both.
 """
 
 from __future__ import annotations
@@ -12,20 +13,17 @@ from typing import Any
 
 from mcd.config.findings import Finding, InputError, JsonPath
 from mcd.config.load import load_objects
-from mcd.config.overrides import storage_overrides
 
 KIND = "MachineConfiguration"
 
 
 @dataclass(frozen=True)
 class MachineConfiguration:
-    """The one MachineConfiguration of a file: where it sits in the file, the object, its overrides."""
+    """The one MachineConfiguration of a file: the file, where the object sits in it, the object."""
 
     source: str
     path: JsonPath
     obj: Mapping[str, Any]
-    # spec.irreconcilableValidationOverrides.storage: storage sections allowed to change in place
-    storage_overrides: tuple[str, ...]
 
 
 def load_machineconfiguration(data: bytes, source: str) -> MachineConfiguration:
@@ -34,7 +32,4 @@ def load_machineconfiguration(data: bytes, source: str) -> MachineConfiguration:
     if len(found) != 1:
         raise InputError(source, [Finding((), f"expected one {KIND}, found {len(found)}")])
     path, obj = found[0]
-    overrides, bad = storage_overrides(obj)
-    if bad:
-        raise InputError(source, [f.located(path) for f in bad])
-    return MachineConfiguration(source, path, obj, tuple(overrides))
+    return MachineConfiguration(source, path, obj)

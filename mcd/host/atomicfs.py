@@ -26,6 +26,9 @@ from mcd.host.streamdata import Data, Stream, data_size, holds_stream, pieces
 
 # a host path as the readers take it: hot loops pass plain strings (HostRoot.join_str)
 AnyPath = str | os.PathLike[str]
+# what tells one version of a file from the next (inode, modification time in ns, size): every
+# writer here renames a new inode over the target, so a cache keyed on it is read again after one
+FileVersion = tuple[int, int, int]
 
 _CHUNK = 1 << 20
 
@@ -60,6 +63,12 @@ def lstat_or_none(path: AnyPath) -> os.stat_result | None:
         return os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):
         return None
+
+
+def version_of(path: AnyPath) -> FileVersion | None:
+    """The `FileVersion` of `path` (a final link not followed), or None when it does not exist."""
+    st = lstat_or_none(path)
+    return None if st is None else (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
 class _Batch:

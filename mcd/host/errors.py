@@ -1,4 +1,15 @@
-"""Errors raised by the host layer, and the one way an OS error is put into a message."""
+"""The host layer's common error, and the one way an OS error or a path is put into a message.
+
+`HostError`: an operation on the node's root was refused or failed (a file, a unit, an account,
+the root lock, the probe); the message names the path or command. Its kinds are `StepError` here
+(one step of an update: `mcd.host.state`, `mcd.update.perform`), `RootLockError`
+(`mcd.host.rootlock`) and `ProbeError` (`mcd.host.facts`). For whom: the executor
+(`mcd.update.transaction`), which reports them as its `UpdateError`. The errors of one tool are
+not HostErrors and stay in its module: `CommandError` (runner), `RpmOstreeError`,
+`SystemdError`, `RebootError`, `StateError`, `PathEscapeError` (a path leading out of the root).
+
+`os_error_text` and `shown_path` word every such message (the CLI's too).
+"""
 
 from __future__ import annotations
 

@@ -17,21 +17,21 @@ from dataclasses import replace
 
 from mcd.config.ignition import File, IgnitionConfig, Unit
 from mcd.host.atomicfs import holds_bytes, read_bytes_nofollow
-from mcd.host.originals import UNIT_FILE_MODE
 from mcd.host.root import DirCache, HostRoot, PathEscapeError
 from mcd.host.streamdata import Data, Stream, contents, data_size
-from mcd.planner.managed_paths import dropin_path, unit_path
+from mcd.planner.managed_paths import (
+    CLOUD_CA,
+    INTERNAL_REGISTRY_PULL_SECRET,
+    KUBELET_CA,
+    UNIT_FILE_MODE,
+    dropin_path,
+    unit_path,
+)
 
 log = logging.getLogger(__name__)
 
 # Files the certificate writer may rewrite with other contents than the MC's.
-IGNORED_FILES = frozenset(
-    {
-        "/etc/kubernetes/kubelet-ca.crt",
-        "/etc/kubernetes/static-pod-resources/configmaps/cloud-config/ca-bundle.pem",
-        "/etc/mco/internal-registry-pull-secret.json",
-    }
-)
+IGNORED_FILES = frozenset({KUBELET_CA, CLOUD_CA, INTERNAL_REGISTRY_PULL_SECRET})
 DEV_NULL = "/dev/null"
 APPEND_UNSUPPORTED = "found an append section when checking files. Append is not supported"
 

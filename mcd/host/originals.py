@@ -49,7 +49,7 @@ from mcd.config.ignition import File, IgnitionConfig, Unit
 from mcd.host import atomicfs
 from mcd.host.errors import HostError
 from mcd.host.root import HostRoot, PathEscapeError
-from mcd.planner.managed_paths import DEV_NULL, dropin_path, path_in_dropins, unit_path
+from mcd.planner.managed_paths import DEV_NULL, UNIT_FILE_MODE, dropin_path, path_in_dropins, unit_path
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,6 @@ ORIG_DIR = "/etc/machine-config-daemon/orig"
 NOORIG_DIR = "/etc/machine-config-daemon/noorig"
 ORIG_SUFFIX = ".mcdorig"
 FILE_DIR_MODE = 0o755
-UNIT_FILE_MODE = 0o644
 
 
 def orig_path(path: str) -> str:

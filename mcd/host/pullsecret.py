@@ -13,12 +13,13 @@ import logging
 
 from mcd.host import atomicfs
 from mcd.host.root import HostRoot, PathEscapeError
+from mcd.planner.managed_paths import INTERNAL_REGISTRY_PULL_SECRET
 
 LOG = logging.getLogger(__name__)
 
 OSTREE_AUTH = "/run/ostree/auth.json"
 KUBELET_AUTH = "/var/lib/kubelet/config.json"
-MERGED_AUTH = "/etc/mco/internal-registry-pull-secret.json"
+MERGED_AUTH = INTERNAL_REGISTRY_PULL_SECRET
 
 
 def pull_secret_source(root: HostRoot) -> str:

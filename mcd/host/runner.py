@@ -2,6 +2,12 @@
 
 Everything that starts a process goes through a Runner, so tests can swap in a recording one
 (`tests/recording.py`) that answers from a script and fails on any command nobody expected.
+
+Every command has a timeout (`COMMAND_TIMEOUTS`, by the program's name; a caller may give its
+own): a hung `rpm-ostree` or `systemctl` must not hold the agent's loop forever while the loop
+still looks alive to systemd's watchdog. A command past its timeout is killed with its whole
+process group (it runs in a session of its own, so its children go too) and raises
+CommandTimeout naming the command and the timeout.
 """
 
 from __future__ import annotations
@@ -9,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import shlex
+import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -20,6 +27,33 @@ log = logging.getLogger(__name__)
 # How much of a failed command's output goes into the error message.
 _TAIL_LINES = 10
 _TAIL_CHARS = 2000
+
+# Seconds a command may run, by program name. rpm-ostree pulls and stages a whole OS image
+# (rebase, upgrade), so it gets the longest; systemctl waits for one job (systemd's own start
+# timeout is 90 s by default); anything else (update-ca-trust, usermod, systemd-run, chroot's
+# own start) is short.
+COMMAND_TIMEOUTS: dict[str, float] = {
+    "rpm-ostree": 3600.0,
+    "systemctl": 300.0,
+    "systemd-run": 300.0,
+}
+DEFAULT_TIMEOUT = 120.0
+# after the kill, how long the output pipes are read before giving up on them
+_DRAIN_SECONDS = 5.0
+
+
+def command_timeout(argv: Sequence[str]) -> float:
+    """The timeout of `argv` by its program's name (`chroot ROOT prog …` is `prog`'s)."""
+    args = list(argv)
+    while len(args) >= 2 and os.path.basename(args[0]) == "chroot":
+        args = args[2:]
+    name = os.path.basename(args[0]) if args else ""
+    return COMMAND_TIMEOUTS.get(name, DEFAULT_TIMEOUT)
+
+
+def longest_timeout() -> float:
+    """The longest any command may run: a loop busy longer than this (plus its own work) is stuck."""
+    return max(DEFAULT_TIMEOUT, *COMMAND_TIMEOUTS.values())
 
 
 @dataclass(frozen=True)
@@ -85,32 +119,62 @@ class SubprocessRunner:
         timeout: float | None = None,
         env: Mapping[str, str] | None = None,
     ) -> CommandResult:
-        """Run `argv`; `env` is added to the inherited environment; a timeout always raises.
+        """Run `argv` for at most `timeout` seconds (None: `command_timeout(argv)`); `env` is added
+        to the inherited environment; a timeout always raises CommandTimeout.
 
         A missing executable raises FileNotFoundError, so callers can tell "not installed"
         (e.g. no rpm binary) from "failed".
         """
         args = tuple(argv)
+        limit = command_timeout(args) if timeout is None else timeout
         log.debug("running: %s", shlex.join(args))
+        proc = subprocess.Popen(
+            args,
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, **env} if env is not None else None,
+            close_fds=True,
+            # a session of its own: the timeout kills the command's children too
+            start_new_session=True,
+        )
         try:
-            proc = subprocess.run(
-                args,
-                input=input,
-                stdin=None if input is not None else subprocess.DEVNULL,
-                capture_output=True,
-                timeout=timeout,
-                env={**os.environ, **env} if env is not None else None,
-                close_fds=True,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as e:
-            # subprocess.run has killed the child with SIGKILL by now.
-            result = CommandResult(args, -9, _decode(e.stdout), _decode(e.stderr))
-            raise CommandTimeout(result, f"timed out after {timeout}s") from None
-        result = CommandResult(args, proc.returncode, _decode(proc.stdout), _decode(proc.stderr))
+            out, err = proc.communicate(input, timeout=limit)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            out, err = _leftover_output(proc)
+            result = CommandResult(args, -9, _decode(out), _decode(err))
+            raise CommandTimeout(result, f"timed out after {limit:g}s, killed") from None
+        except BaseException:
+            _kill_group(proc)
+            raise
+        result = CommandResult(args, proc.returncode, _decode(out), _decode(err))
         if check and result.returncode != 0:
             raise CommandError(result)
         return result
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL to the command's process group (its session), then reap the command."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+    try:
+        proc.wait(_DRAIN_SECONDS)
+    except subprocess.TimeoutExpired:
+        log.error("command %d did not die after SIGKILL", proc.pid)
+
+
+def _leftover_output(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
+    """What a killed command wrote; nothing when a child outside its group still holds the pipes."""
+    try:
+        return proc.communicate(timeout=_DRAIN_SECONDS)
+    except subprocess.TimeoutExpired:
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        return b"", b""
 
 
 class ChrootRunner:

@@ -183,11 +183,23 @@ def boot_id(root: HostRoot) -> str | None:
 def mark_reboot(root: HostRoot, config: str, reason: str) -> None:
     """Record that `config` needs a reboot (part of the commit): cleared once the node has booted again.
 
-    The boot id of the running kernel says when that happened; a root without one (a directory,
-    not a running system) keeps the record until a later update replaces or clears it.
+    The boot id of the running kernel says when that happened. A root without one (a directory,
+    not a running system: the node's disk before its first boot, a sandbox) records none: the
+    reboot is owed until that root runs with a boot id (see `rebooted_since`), or until a later
+    update replaces or clears the record.
     """
     record = {"config": config, "reason": reason, "bootID": _boot_id(root)}
     _write_record(root, "recording the reboot owed in", REBOOT_PENDING, _dump(record), 0o644)
+
+
+def rebooted_since(recorded: object, now: str | None) -> bool:
+    """Whether the node has booted since a reboot record with boot id `recorded` was written.
+
+    A record written without a boot id (None) was written on a root that was not running, such
+    as the installer's `--once-from` on the node's disk: once the root runs with a boot id, it
+    has booted since. Without a boot id now (a sandbox), no boot can be told apart.
+    """
+    return now is not None and recorded != now
 
 
 def clear_reboot(root: HostRoot) -> None:
@@ -202,7 +214,7 @@ def pending_reboot(root: HostRoot) -> PendingReboot | None:
     if not isinstance(obj, Mapping):
         raise StateError(f"{REBOOT_PENDING} is not a valid reboot record")
     recorded, now = obj.get("bootID"), _boot_id(root)
-    if recorded is not None and now is not None and recorded != now:
+    if rebooted_since(recorded, now):
         LOG.info("node rebooted since %s was applied: the pending reboot is done", obj.get("config"))
         clear_reboot(root)
         return None

@@ -91,7 +91,7 @@ def read_status(root: HostRoot) -> Status:
     owed = None
     if reboot is not None:
         recorded, now = reboot.get("bootID"), state.boot_id(root)
-        if recorded is None or now is None or recorded == now:
+        if not state.rebooted_since(recorded, now):
             owed = {"config": str(reboot.get("config", "")), "reason": str(reboot.get("reason", ""))}
     in_progress = atomicfs.lstat_or_none(root.join(state.TRANSACTION)) is not None
     node_state = str(rec.get("state", "")) or ("Done" if name else "")

@@ -23,13 +23,14 @@ from typing import Protocol
 from mcd.config.ignition import Unit
 from mcd.host import atomicfs, batchwrite
 from mcd.host.errors import HostError
-from mcd.host.originals import FILE_DIR_MODE, UNIT_FILE_MODE, Originals, failing_as, noorig_path, orig_path
+from mcd.host.originals import FILE_DIR_MODE, Originals, failing_as, noorig_path, orig_path
 from mcd.host.root import HostRoot, PathEscapeError
 from mcd.host.systemd import SystemdError, SystemdManager, enabled_among
 from mcd.planner.managed_paths import (
     DEV_NULL,
     INSTALL_HEADER,
     UNIT_DIR,
+    UNIT_FILE_MODE,
     dropin_path,
     install_section,
     unit_path,

@@ -11,9 +11,14 @@ from collections.abc import Sequence
 from mcd.config.ignition import Unit
 
 UNIT_DIR = "/etc/systemd/system"
+# the mode of every unit file and dropin the daemon writes (Ignition gives units no mode)
+UNIT_FILE_MODE = 0o644
 DEV_NULL = "/dev/null"
 KUBECONFIG = "/etc/kubernetes/kubeconfig"
 KUBELET_CA = "/etc/kubernetes/kubelet-ca.crt"
+CLOUD_CA = "/etc/kubernetes/static-pod-resources/configmaps/cloud-config/ca-bundle.pem"
+# the merged pull secret (internal registry + global) the certificate writer keeps on the node
+INTERNAL_REGISTRY_PULL_SECRET = "/etc/mco/internal-registry-pull-secret.json"
 FORCEFILE = "/run/machine-config-daemon-force"
 
 # Certificates managed by the certificate writer: deleting them when an MC stops declaring them
@@ -22,7 +27,7 @@ NEVER_DELETED = frozenset(
     {
         "/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt",
         KUBELET_CA,
-        "/etc/kubernetes/static-pod-resources/configmaps/cloud-config/ca-bundle.pem",
+        CLOUD_CA,
     }
 )
 # Any file whose directory contains this (image registry CAs) is never deleted either.

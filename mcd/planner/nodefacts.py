@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# the control plane topologies a node can report (SingleReplica skips the drain)
-TOPOLOGIES = ("SingleReplica", "HighlyAvailable", "HighlyAvailableArbiter", "DualReplica")
+# the control plane topologies a node can report (upstream's controlPlaneTopology values): a
+# single-node cluster skips the drain; any value mcd does not know counts as HighlyAvailable
+SINGLE_REPLICA = "SingleReplica"
+HIGHLY_AVAILABLE = "HighlyAvailable"
+TOPOLOGIES = (SINGLE_REPLICA, HIGHLY_AVAILABLE, "HighlyAvailableArbiter", "DualReplica")
 
 
 @dataclass(frozen=True)
@@ -19,7 +22,7 @@ class Facts:
 
     forcefile: bool = False
     node_fips: bool | None = None
-    topology: str = "HighlyAvailable"
+    topology: str = HIGHLY_AVAILABLE
     coreos: bool = True
     arch: str = "x86_64"  # x86_64, aarch64, s390x or ppc64le (mcd.planner.rpmostree_args.node_arch)
     # The booted deployment (CoreOS, from `rpm-ostree status`); None when unknown, e.g. `mcd plan`

@@ -24,7 +24,7 @@ from mcd.planner import kargs as kargs_mod
 from mcd.planner import rpmostree_args
 from mcd.planner import steps as st
 from mcd.planner.diff import ConfigDiff, diff
-from mcd.planner.nodefacts import NO_FACTS, Facts
+from mcd.planner.nodefacts import NO_FACTS, SINGLE_REPLICA, Facts
 from mcd.planner.reconcile import reconcile, unreconcilable_reason
 from mcd.planner.registries import is_safe_registries_change
 from mcd.planner.steps import Step, reboot_command
@@ -33,8 +33,6 @@ from mcd.policy import ActionKind, PostConfigAction
 from mcd.policy.model import REGISTRIES_CONF
 
 __all__ = ["Facts", "Plan", "PlannedChange", "plan", "reboot_command"]
-
-SINGLE_REPLICA = "SingleReplica"
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-KUBECONFIG = "/etc/kubernetes/kubeconfig"
-
 
 @dataclass(frozen=True)
 class ConsumeForcefile:

@@ -39,14 +39,18 @@ from mcd.policy.legacy import (
 )
 from mcd.policy.model import DEFAULT_POLICIES, Action, ClusterPolicies, FilePolicy, PolicyError, UnitPolicy
 from mcd.policy.parse import (
+    DEFAULT_SETTINGS,
+    Settings,
     merge_policies,
     parse_cluster_policies,
     policies_from_machineconfiguration,
-    policies_of,
+    settings_from_machineconfiguration,
+    settings_of,
 )
 
 __all__ = [
     "DEFAULT_POLICIES",
+    "DEFAULT_SETTINGS",
     "Action",
     "ActionKind",
     "ClusterPolicies",
@@ -55,6 +59,7 @@ __all__ = [
     "LegacyDecision",
     "PolicyError",
     "PostConfigAction",
+    "Settings",
     "UnitPolicy",
     "actions_for_changes",
     "combine_actions",
@@ -68,7 +73,8 @@ __all__ = [
     "ndp_drain_required",
     "parse_cluster_policies",
     "policies_from_machineconfiguration",
-    "policies_of",
+    "settings_from_machineconfiguration",
+    "settings_of",
     "sshkey_decision",
     "unit_decision",
 ]

@@ -61,11 +61,14 @@ UNION_MSG = {RELOAD: MSG_RELOAD_UNION, RESTART: MSG_RESTART_UNION}
 
 
 class PolicyError(ValueError):
-    """A NodeDisruptionPolicy document the API server would reject; carries located findings."""
+    """A NodeDisruptionPolicy document, or a MachineConfiguration object, the API server would
+    reject; carries the findings, located in the document. `subject` (e.g. "MachineConfiguration
+    cluster") starts the message when given."""
 
-    def __init__(self, findings: Sequence[Finding]) -> None:
+    def __init__(self, findings: Sequence[Finding], subject: str = "") -> None:
         self.findings = tuple(findings)
-        super().__init__("; ".join(f"{format_path(f.path)}: {f.message}" for f in self.findings))
+        text = "; ".join(f"{format_path(f.path)}: {f.message}" for f in self.findings)
+        super().__init__(f"{subject}: {text}" if subject else text)
 
 
 @dataclass(frozen=True)

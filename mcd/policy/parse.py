@@ -1,12 +1,15 @@
-"""Parsing and validation of NodeDisruptionPolicy documents (every finding, never only the first). Pure."""
+"""Parsing and validation of NodeDisruptionPolicy documents (every finding, never only the first),
+and what mcd takes from a MachineConfiguration object (`settings_from_machineconfiguration`). Pure."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 from mcd.config.findings import Finding, InputError, JsonPath
-from mcd.config.machineconfiguration import MachineConfiguration
+from mcd.config.machineconfiguration import KIND, MachineConfiguration
+from mcd.config.overrides import storage_overrides
 from mcd.policy.model import (
     DEFAULT_POLICIES,
     MAX_ACTIONS,
@@ -317,10 +320,46 @@ def policies_from_machineconfiguration(obj: Mapping[str, object]) -> ClusterPoli
     return merge_policies(DEFAULT_POLICIES, user, user_path)
 
 
-def policies_of(machineconfiguration: MachineConfiguration) -> ClusterPolicies:
-    """`policies_from_machineconfiguration` of a loaded object; InputError located in its file."""
+class Settings(NamedTuple):
+    """What mcd takes from a MachineConfiguration object."""
+
+    policies: ClusterPolicies
+    # spec.irreconcilableValidationOverrides.storage: storage sections allowed to change in place
+    storage_overrides: tuple[str, ...]
+
+
+DEFAULT_SETTINGS = Settings(DEFAULT_POLICIES, ())
+
+
+def settings_from_machineconfiguration(obj: Mapping[str, object] | None) -> Settings:
+    """The node disruption policies and the storage overrides of a MachineConfiguration object
+    (the defaults when there is none): the one reader of that object, for the cluster agent, the
+    config directory and the command line.
+
+    Anything the API server would refuse in either part is one PolicyError with every finding
+    (paths inside the object), reading `MachineConfiguration NAME: PATH: message; …`.
+    """
+    if obj is None:
+        return DEFAULT_SETTINGS
+    findings: list[Finding] = []
+    policies = DEFAULT_POLICIES
     try:
-        return policies_from_machineconfiguration(machineconfiguration.obj)
+        policies = policies_from_machineconfiguration(obj)
+    except PolicyError as exc:
+        findings += exc.findings
+    overrides, bad = storage_overrides(obj)
+    findings += bad
+    if findings:
+        meta = obj.get("metadata")
+        name = meta.get("name") if isinstance(meta, Mapping) else None
+        raise PolicyError(findings, f"{KIND} {name}" if isinstance(name, str) and name else KIND)
+    return Settings(policies, tuple(overrides))
+
+
+def settings_of(machineconfiguration: MachineConfiguration) -> Settings:
+    """`settings_from_machineconfiguration` of an object loaded from a file; InputError located in it."""
+    try:
+        return settings_from_machineconfiguration(machineconfiguration.obj)
     except PolicyError as exc:
         located = [f.located(machineconfiguration.path) for f in exc.findings]
         raise InputError(machineconfiguration.source, located) from None

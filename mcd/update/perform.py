@@ -25,20 +25,21 @@ from mcd.host.ssh import KEYS_DIR, KEYS_PATH, SSH_DIR
 from mcd.host.systemd import SystemdError
 from mcd.host.wiring import Host
 from mcd.planner import steps as st
-from mcd.planner.managed_paths import dropin_path, unit_path
+from mcd.planner.managed_paths import UNIT_FILE_MODE, dropin_path, unit_path
 from mcd.planner.steps import Step
 
 LOG = logging.getLogger(__name__)
 
-UNIT_FILE_MODE = 0o644
 # what writing core's SSH keys may create, deepest first
 SSH_PATHS = (KEYS_PATH, KEYS_DIR, SSH_DIR)
-# a drain callback: only a cluster agent has one (once-from reports it skipped)
-Drainer = Callable[[], None]
+# what the executor calls at the plan's drain step: a cluster agent passes its drain (mcd.agent.drain
+# runs it); once-from has none and reports the step skipped
+DrainHook = Callable[[], None]
 
 
 class OsStepError(RuntimeError):
-    """The OS step failed where the plan said it would (an `OsFailure` step)."""
+    """The OS step failed where the plan said it would (an `OsFailure` step); the transaction
+    rolls back and reports it as an UpdateError."""
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ class StepRunner:
         host: Host,
         old_ign: IgnitionConfig,
         new_ign: IgnitionConfig,
-        drain: Drainer | None,
+        drain: DrainHook | None,
         *,
         legacy: bool = False,
         created: Sequence[str] = (),
@@ -359,7 +360,8 @@ CA_TRUST_SERVICE = "coreos-update-ca-trust.service"
 
 
 class ActionError(RuntimeError):
-    """A post-config action failed: the update rolls back (upstream's message)."""
+    """A post-config action failed (upstream's message); the transaction rolls back and reports
+    it as an UpdateError."""
 
 
 def reload_failed(unit: str) -> str:

@@ -7,6 +7,11 @@ config. Crash safety comes from three facts: every single write is atomic (atomi
 is idempotent (re-writing identical content writes nothing, backups are taken once), and a
 write-ahead record (`state.TRANSACTION`) is on disk from before the first change to after the
 last — a restarted process finds it and re-runs the same transaction, which converges.
+
+Its errors, for its callers (`mcd start --once-from` and the other commands, and the agent's
+`NodeApplier`): `UpdateError`, and `Unreconcilable`, an UpdateError that carries the plan which
+refused the change. Everything below (the host layer's `HostError`s, `perform`'s `OsStepError`
+and `ActionError`, a failed command) reaches them as an UpdateError.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from mcd.planner import steps as st
 from mcd.planner.managed_paths import KUBECONFIG, KUBELET_CA, UNIT_DIR, dropin_path, unit_path
 from mcd.planner.nodefacts import Facts
 from mcd.planner.plan import Plan, plan
-from mcd.update.perform import Drainer, Ran, StepRunner, created_paths
+from mcd.update.perform import DrainHook, Ran, StepRunner, created_paths
 
 __all__ = ["Host", "Outcome", "Ran", "Unreconcilable", "UpdateError", "recover", "request_reboot", "update"]
 
@@ -42,11 +47,12 @@ SSH_DIR = "/home/core/.ssh/authorized_keys.d"
 
 
 class UpdateError(RuntimeError):
-    """The update failed; the node was rolled back to the old config."""
+    """An update (or the recovery of one) did not happen; the message says whether nothing was
+    changed, the node was rolled back to the old config, or the rollback failed too."""
 
 
 class Unreconcilable(UpdateError):
-    """The update cannot be applied in place; nothing was changed."""
+    """The plan says the change cannot be applied in place; nothing was changed."""
 
     def __init__(self, plan_: Plan) -> None:
         self.plan = plan_
@@ -140,7 +146,7 @@ def update(
     skip_reboot: bool = False,
     skip_certificate_write: bool = False,
     facts: Facts | None = None,
-    drain: Drainer | None = None,
+    drain: DrainHook | None = None,
     storage_overrides: Sequence[str] = (),
     earlier_created: Sequence[str] = (),
     planned: Plan | None = None,
@@ -174,7 +180,7 @@ def _apply(
     facts: Facts,
     *,
     skip_reboot: bool,
-    drain: Drainer | None,
+    drain: DrainHook | None,
     earlier: Sequence[str],
 ) -> Outcome:
     old_ign = old.config or EMPTY_IGNITION
@@ -400,7 +406,8 @@ def _reboot(host: Host, p: Plan, reason: str, *, skip_reboot: bool, notes: tuple
     again instead of taking the node as done.
     """
     if skip_reboot:
-        LOG.info("reboot required (%s), skipped (--skip-reboot)", reason)
+        # --skip-reboot, or the cluster agent, which asks for the reboot itself after this
+        LOG.info("reboot required (%s), left to the caller (--skip-reboot or the agent)", reason)
         return Outcome(p, reboot=True, rebooted=False, notes=notes)
     if not request_reboot(host, reason):
         return Outcome(p, reboot=True, rebooted=False, notes=(*notes, "reboot skipped: not a running system"))

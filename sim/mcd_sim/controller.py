@@ -2,10 +2,14 @@
 
 For one pool it plays the controller: sets `desiredConfig` on the pool's nodes, answers the
 drain handshake (`desiredDrain` -> cordon, evict, `lastAppliedDrain`; `uncordon-…` ->
-uncordon) and keeps the pool's status counts. For `MachineConfiguration/cluster` it plays the
-operator: `status.nodeDisruptionPolicyStatus.clusterPolicies` is the defaults merged with the
-spec (mcd.policy.merge_policies, as upstream's MergeClusterPolicies) and `observedGeneration`
-follows `metadata.generation`.
+uncordon), reporting it on the node's MachineConfigNode as upstream's drain controller does
+(Cordoned, Drained, Uncordoned), and keeps the pool's status counts, its degraded machines and
+their reasons read from the MachineConfigNodes' NodeDegraded condition as upstream's node
+controller does (a node without one counts by its state annotation). For
+`MachineConfiguration/cluster` it plays the operator:
+`status.nodeDisruptionPolicyStatus.clusterPolicies` is the defaults merged with the spec
+(mcd.policy.merge_policies, as upstream's MergeClusterPolicies) and `observedGeneration` follows
+`metadata.generation`.
 
 It works on an `ApiServer` in the same process (its store), never over HTTP, so the agent under
 test is the only client of the REST API.
@@ -20,8 +24,10 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+from mcd.agent.kube import machineconfignode as mcn
 from mcd.policy import DEFAULT_POLICIES, PolicyError, merge_policies
 from mcd_sim.apiserver import ApiError, ApiServer
+from mcd_sim.apiserver.resources import MC_GROUP, lookup
 from mcd_sim.apiserver.store import Watcher
 
 LOG = logging.getLogger(__name__)
@@ -30,6 +36,7 @@ PREFIX = "machineconfiguration.openshift.io/"
 DESIRED_CONFIG = PREFIX + "desiredConfig"
 CURRENT_CONFIG = PREFIX + "currentConfig"
 STATE = PREFIX + "state"
+REASON = PREFIX + "reason"
 DESIRED_DRAIN = PREFIX + "desiredDrain"
 LAST_APPLIED_DRAIN = PREFIX + "lastAppliedDrain"
 MIRROR_POD = "kubernetes.io/config.mirror"
@@ -66,6 +73,7 @@ class ControllerStandIn:
         self._stop = threading.Event()
         self._lock = threading.Lock()  # one pass at a time (the thread and a test may both call step)
         self.errors: list[str] = []  # what a pass could not do, for tests to assert on
+        self._drain_reported: dict[str, str] = {}  # node -> the desiredDrain whose start was reported
 
     # --- the pool ------------------------------------------------------------------------
 
@@ -119,10 +127,47 @@ class ControllerStandIn:
             if verb == "uncordon":
                 self._set_unschedulable(node, False)
                 self._complete(name, desired)
+                self.report(node, mcn.uncordoned(False))
             elif verb == "drain":
                 self._set_unschedulable(node, True)
+                if self._drain_reported.get(name) != desired:
+                    self._drain_reported[name] = desired
+                    self.report(node, mcn.cordoned(True))
+                    self.report(node, mcn.draining(f"complete once {LAST_APPLIED_DRAIN} is {desired}"))
                 if self._drain_pods(name):
                     self._complete(name, desired)
+                    self.report(node, mcn.drained(f"{LAST_APPLIED_DRAIN} is {desired}"))
+
+    def report(self, node: Obj, report: mcn.Report) -> None:
+        """Write a phase on the node's MachineConfigNode (created when missing), as upstream's
+        drain controller does; atomic against the agent's writes (the store's lock)."""
+        rt = lookup(MC_GROUP, "v1", "machineconfignodes")
+        assert rt is not None
+        name = node["metadata"]["name"]
+        ann = _annotations(node)
+        desired = ann.get(DESIRED_CONFIG, "")
+        if self.cluster.store.find(rt, "", name) is None:
+            self.cluster.store.create(rt, "", mcn.new_object(name, mcn.pool_of(desired, self.pool), desired))
+
+        def change(obj: Obj) -> Obj:
+            spec_desired = str(((obj.get("spec") or {}).get("configVersion") or {}).get("desired", ""))
+            status = mcn.merge(obj.get("status"), report, spec_desired=spec_desired,
+                               current_config=ann.get(CURRENT_CONFIG, ""), desired_config=desired,
+                               now=self.cluster.store.clock())  # fmt: skip
+            return obj if status is None else {**obj, "status": status}
+
+        self.cluster.store.mutate(rt, "", name, change, subresource="status")
+
+    def _mcn_degraded(self, node: Obj) -> tuple[bool, str] | None:
+        """(degraded, message) from the node's MachineConfigNode; None without its conditions."""
+        obj = self.cluster.get("MachineConfigNode", node["metadata"]["name"])
+        conditions = ((obj or {}).get("status") or {}).get("conditions") or []
+        if not conditions:
+            return None
+        for c in conditions:
+            if c.get("type") == mcn.NODE_DEGRADED and c.get("status") == mcn.TRUE:
+                return True, str(c.get("message", ""))
+        return False, ""
 
     def _set_unschedulable(self, node: Obj, value: bool) -> None:
         if bool((node.get("spec") or {}).get("unschedulable")) != value:
@@ -188,18 +233,30 @@ class ControllerStandIn:
             if _annotations(n).get(CURRENT_CONFIG) == config and _annotations(n).get(STATE, "Done") == "Done"
             and _annotations(n).get(DESIRED_CONFIG) == config
         ]  # fmt: skip
-        degraded = [n for n in nodes if _annotations(n).get(STATE) in ("Degraded", "Unreconcilable")]
+        degraded: list[Obj] = []
+        reasons: list[str] = []
+        for n in nodes:
+            health = self._mcn_degraded(n)
+            if health is None:  # no MachineConfigNode yet: the state annotation tells
+                health = (_annotations(n).get(STATE) in ("Degraded", "Unreconcilable"), "")
+            if health[0]:
+                degraded.append(n)
+                text = health[1] or _annotations(n).get(REASON, "")
+                reasons.append(f"node {n['metadata']['name']}: {text}")
         unavailable = [n for n in nodes if (n.get("spec") or {}).get("unschedulable") or n in degraded]
         all_updated = bool(config) and len(updated) == len(nodes)
         old = pool.get("status") or {}
 
-        def condition(kind: str, value: bool) -> Obj:
+        def condition(kind: str, value: bool, reason: str = "", message: str = "") -> Obj:
             previous = next((c for c in old.get("conditions") or [] if c.get("type") == kind), None)
             status = "True" if value else "False"
             if previous is not None and previous.get("status") == status:
-                return dict(previous)
+                return {**previous, "reason": reason, "message": message}
             stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-            return {"type": kind, "status": status, "lastTransitionTime": stamp, "reason": "", "message": ""}
+            return {"type": kind, "status": status, "lastTransitionTime": stamp, "reason": reason,
+                    "message": message}  # fmt: skip
+
+        why = (f"{len(degraded)} node(s) degraded", "; ".join(reasons)) if degraded else ("", "")
 
         status = {
             "observedGeneration": pool["metadata"].get("generation", 1),
@@ -214,7 +271,8 @@ class ControllerStandIn:
             "conditions": [
                 condition("Updated", all_updated),
                 condition("Updating", not all_updated and bool(config)),
-                condition("Degraded", bool(degraded)),
+                condition("NodeDegraded", bool(degraded), *why),
+                condition("Degraded", bool(degraded), *why),
             ],
         }
         if status != old:

@@ -95,6 +95,8 @@ class Narrator:
         kind = event.obj.get("kind")
         if kind == "Node" and event.obj["metadata"]["name"] == self.node:
             self._node_changed(event)
+        elif kind == "MachineConfigNode" and event.obj["metadata"]["name"] == self.node:
+            self._mcn_changed(event)
         elif kind == "Event" and event.type == "ADDED":
             involved = event.obj.get("involvedObject") or {}
             if involved.get("name") == self.node:
@@ -117,6 +119,24 @@ class Narrator:
             changes.append("cordoned" if now else "uncordoned")
         if changes:
             self._add("node " + " ".join(changes))
+
+    def _mcn_changed(self, event: WatchEvent) -> None:
+        """The MachineConfigNode's conditions that changed (the ones a new object starts with,
+        not yet reached, are left out)."""
+
+        def conditions(obj: Obj | None) -> dict[str, Obj]:
+            return {c["type"]: c for c in ((obj or {}).get("status") or {}).get("conditions") or []}
+
+        before, after = conditions(event.old), conditions(event.obj)
+        changes = [
+            f"{kind}={c['status']}" + (f" ({c['message']})" if c["status"] != "False" else "")
+            for kind, c in after.items()
+            if c.get("reason") != "NotYetOccurred"
+            and (kind not in before or (before[kind]["status"], before[kind]["message"])
+                 != (c["status"], c["message"]))
+        ]  # fmt: skip
+        if changes:
+            self._add("mcn " + "; ".join(changes))
 
     def _add(self, text: str) -> None:
         with self._lock:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from harness import Agent
 from simcluster import Cluster
+from wire import Wire
 
 
 @pytest.fixture
@@ -37,3 +38,11 @@ def start_agent(tmp_path: Path) -> Iterator[Callable[..., Agent]]:
     yield start
     for agent in agents:
         agent.kill()
+
+
+@pytest.fixture
+def wire(tmp_path: Path) -> Iterator[Wire]:
+    """A plain-HTTP stand-in API server behind the fault proxy (tests/agent/faultproxy.py)."""
+    w = Wire(tmp_path)
+    yield w
+    w.stop()

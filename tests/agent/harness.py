@@ -79,8 +79,11 @@ class Agent:
         *extra: str,
         env: dict[str, str] | None = None,
         kill_at: int | None = None,
+        verbosity: tuple[str, ...] = ("-vv",),
+        metrics_url: str = "127.0.0.1:0",
     ) -> None:
         self.root, self.kubeconfig, self.log_path = root, kubeconfig, log
+        self.verbosity, self.metrics_url = verbosity, metrics_url
         self.extra = extra
         self.env = env or {}
         self.kill_at = kill_at
@@ -97,9 +100,9 @@ class Agent:
             sys.executable, *launcher, "start",
             "--kubeconfig", str(self.kubeconfig),
             "--root-mount", str(self.root),
-            "--metrics-url", "127.0.0.1:0",
+            "--metrics-url", self.metrics_url,
             "--kubelet-healthz-enabled=false",
-            "-vv", *self.extra,
+            *self.verbosity, *self.extra,
         ]  # fmt: skip
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(argv, stdout=log, stderr=log, env=env, cwd=str(REPO))

@@ -24,6 +24,7 @@ AGENT_UA = "machine-config-daemon/"
 AGENT_KEYS = frozenset(
     {ann.STATE, ann.REASON, ann.CURRENT_CONFIG, ann.DESIRED_DRAIN, ann.POST_CONFIG_ACTION,
      ann.CURRENT_IMAGE, ann.DESIRED_IMAGE, "mcd/cordoned-for",
+     ann.LAST_SYNCED_CONTROLLER_CONFIG, ann.LAST_OBSERVED_SERVER_CA,
      # copied from node-annotations.json at the first start
      "machineconfiguration.openshift.io/firstPivotConfig"}
 )  # fmt: skip
@@ -54,9 +55,9 @@ def changed_keys(event: WatchEvent) -> set[str]:
 
 
 class Cluster:
-    def __init__(self, tmp: Path) -> None:
+    def __init__(self, tmp: Path, *, tls: bool = True) -> None:
         self.audit_path = tmp / "audit.log"
-        self.sim = ApiServer(audit_log_path=self.audit_path).start()
+        self.sim = ApiServer(audit_log_path=self.audit_path, tls=tls).start()
         self.history: list[WatchEvent] = []  # every commit of a Node, in order
         self._test_writes: set[int] = set()  # resourceVersions of the test's own node writes
         self._namespaces: set[str] = set()

@@ -67,12 +67,25 @@ def test_metrics_and_healthz_are_served() -> None:
         server.stop()
 
 
-def test_host_os_reads_os_release() -> None:
-    assert host_os('NAME="Red Hat Enterprise Linux CoreOS"\nID="rhcos"\nVERSION_ID="4.18"\n') == (
-        "rhcos",
-        "4.18",
-    )
-    assert host_os("") == ("unsupported", "")
+RHCOS_418 = (
+    'NAME="Red Hat Enterprise Linux CoreOS"\nID="rhcos"\nVERSION="418.94.202501221327-0"\n'
+    'VERSION_ID="4.18"\nOPENSHIFT_VERSION="4.18"\nRHEL_VERSION="9.4"\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "labels"),
+    [
+        (RHCOS_418, ("RHCOS", "9.4")),
+        (RHCOS_418.replace('RHEL_VERSION="9.4"\n', ""), ("RHCOS", "94.202501221327-0")),
+        ('ID=fedora\nVARIANT_ID=coreos\nVERSION_ID=41\nVERSION="41.20250105.3.0"\n', ("FEDORA", "41")),
+        ('ID="debian"\nVERSION_ID="12"\n', ("DEBIAN", "12")),
+        ("", ("unsupported", "")),
+    ],
+    ids=["rhcos-rhel-version", "rhcos-openshift-version", "fcos", "debian", "none"],
+)
+def test_host_os_labels_are_upstreams(text: str, labels: tuple[str, str]) -> None:
+    assert host_os(text) == labels
 
 
 @pytest.fixture

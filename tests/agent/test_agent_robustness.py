@@ -88,10 +88,13 @@ def test_only_its_own_node_and_the_objects_it_needs_are_touched(
         if r.resource == "nodes" and not r.name:  # a list or a watch: of this node only
             assert f"metadata.name%3D{NODE}" in r.uri or f"metadata.name={NODE}" in r.uri
         # pods and budgets are only listed, to name the budgets that would block a drain
-        assert r.resource in {"nodes", "machineconfigs", "machineconfigurations", "events", "pods",
-                              "poddisruptionbudgets"}  # fmt: skip
+        assert r.resource in {"nodes", "machineconfigs", "machineconfigurations", "controllerconfigs",
+                              "events", "pods", "poddisruptionbudgets", "machineconfignodes"}  # fmt: skip
+        if r.resource == "machineconfignodes":  # its own, named after the node
+            assert r.name == NODE or (r.verb == "create" and not r.name), r
     writes = {(r.verb, r.resource, r.name) for r in requests if r.verb not in ("get", "list", "watch")}
-    assert writes == {("patch", "nodes", NODE), ("create", "events", "")}
+    mcn_writes = {("create", "machineconfignodes", ""), ("update", "machineconfignodes", NODE)}
+    assert writes == {("patch", "nodes", NODE), ("create", "events", ""), *mcn_writes}
     assert cluster.noop_node_writes() == 0
 
 

@@ -28,6 +28,11 @@ AGENT_KEYS = {ann.STATE, ann.REASON, ann.CURRENT_CONFIG, ann.DESIRED_DRAIN, ann.
               ann.CURRENT_IMAGE, ann.DESIRED_IMAGE}  # fmt: skip
 
 
+# what the agent reads or writes (the certificate writer lists and watches controllerconfigs)
+AGENT_RESOURCES = {"nodes", "machineconfigs", "machineconfigurations", "controllerconfigs", "events", "pods",
+                   "poddisruptionbudgets", "machineconfignodes"}  # fmt: skip
+
+
 def _changed(event: WatchEvent) -> set[str]:
     """The annotation keys (and `spec.unschedulable`) a node commit changed."""
     before = ((event.old or {}).get("metadata") or {}).get("annotations") or {}
@@ -116,8 +121,9 @@ def test_reboot_update_through_the_handshake_seen_by_kubectl_and_the_audit_log(
     for e in mine:
         ref = e.get("objectRef") or {}
         # pods and budgets: listed (never changed) to name the budgets that would block the drain
-        assert ref.get("resource") in {"nodes", "machineconfigs", "machineconfigurations", "events",
-                                       "pods", "poddisruptionbudgets"}, e  # fmt: skip
+        assert ref.get("resource") in AGENT_RESOURCES, e
+        if ref.get("resource") == "machineconfignodes":  # its own, named after the node
+            assert ref.get("name", NODE) == NODE, e
         if ref.get("resource") in {"pods", "poddisruptionbudgets"}:
             assert e["verb"] == "list"
         if ref.get("resource") == "nodes":
@@ -129,7 +135,10 @@ def test_reboot_update_through_the_handshake_seen_by_kubectl_and_the_audit_log(
                 )
         if ref.get("resource") == "machineconfigs":
             assert e["verb"] == "get" and ref.get("name") in {"rendered-worker-a", "rendered-worker-b"}
-        assert e["verb"] in {"get", "list", "watch", "patch", "create"}, e
+        # update: the MachineConfigNode's spec and status (PUT, with its resourceVersion)
+        assert e["verb"] in {"get", "list", "watch", "patch", "create"} or (
+            e["verb"] == "update" and ref.get("resource") == "machineconfignodes"
+        ), e
     # every node write of the agent changed the node: the server commits nothing for a no-op
     # write, and only the agent changes these keys (the controller writes lastAppliedDrain and
     # the cordon, the test desiredConfig)

@@ -37,6 +37,18 @@ A1, B, C = (
 )
 
 
+class Recorder(EventRecorder):
+    """Keeps what it records, for the test to read."""
+
+    def __init__(self) -> None:
+        super().__init__(None, NODE)
+        self.recorded: list[tuple[str, str, str]] = []
+
+    def record(self, etype: str, reason: str, message: str) -> None:
+        self.recorded.append((etype, reason, message))
+        super().record(etype, reason, message)
+
+
 class Watched:
     """A Syncer wired to a real DriftReporter as the loop wires them (before_update, watch)."""
 
@@ -48,7 +60,7 @@ class Watched:
             self.api.mcs[obj["metadata"]["name"]] = obj
         plain = syncer(self.root, self.api)
         applier = applier_class(plain.applier.root, plain.applier.runner)
-        self.events = EventRecorder(None, NODE)
+        self.events = Recorder()
         self.writer: NodeWriter = plain.writer
         self.drift = DriftReporter(applier, NodeReporter(self.writer), self.events, Metrics(), lambda: None)
         self.watchers = Watchers(applier, self.writer, self.drift, events=self.events, metrics=Metrics())

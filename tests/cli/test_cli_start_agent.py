@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from mcd.cli.main import main
-from mcd.cli.parser import build_parser
+from mcd.cli.parser import parse
 
 
 def test_every_agent_flag_has_an_environment_variable(
@@ -27,7 +27,7 @@ def test_every_agent_flag_has_an_environment_variable(
     }
     for k, v in env.items():
         monkeypatch.setenv(k, v)
-    args = build_parser().parse_args(["start"])
+    args = parse(["start"])
     assert (args.node_name, args.kubeconfig, args.root_mount, args.metrics_url) == (
         "worker-9", "/k", str(tmp_path), "127.0.0.1:9999",
     )  # fmt: skip
@@ -38,9 +38,9 @@ def test_every_agent_flag_has_an_environment_variable(
     # a flag wins over its variable; NODE_NAME (the DaemonSet's) works too
     monkeypatch.delenv("MCD_NODE_NAME")
     monkeypatch.setenv("NODE_NAME", "from-pod")
-    assert build_parser().parse_args(["start"]).node_name == "from-pod"
+    assert parse(["start"]).node_name == "from-pod"
     assert (
-        build_parser().parse_args(["start", "--node-name", "x", "--builtin-drainer=false"]).builtin_drainer
+        parse(["start", "--node-name", "x", "--builtin-drainer=false"]).builtin_drainer
         is False
     )
 
@@ -78,4 +78,4 @@ def test_every_lock_timeout_defaults_to_the_lock_modules(argv: list[str]) -> Non
     """One default for how long a run waits for the root's lock, whatever the command."""
     from mcd.host.rootlock import DEFAULT_TIMEOUT
 
-    assert build_parser().parse_args(argv).lock_timeout == DEFAULT_TIMEOUT
+    assert parse(argv).lock_timeout == DEFAULT_TIMEOUT

@@ -608,3 +608,14 @@ def test_fsync_dir_accepts_directories_only(tmp_path: Path) -> None:
     (tmp_path / "f").write_bytes(b"")
     with pytest.raises(NotADirectoryError):
         fsync_dir(tmp_path / "f")
+
+
+def test_a_file_version_changes_with_every_replacement_and_is_none_when_absent(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    assert atomicfs.version_of(path) is None
+    atomicfs.atomic_write(path, b"same size")
+    first = atomicfs.version_of(path)
+    assert first == (os.lstat(path).st_ino, os.lstat(path).st_mtime_ns, 9)
+    assert atomicfs.version_of(path) == first
+    atomicfs.atomic_write(path, b"Same size")  # a new inode, whatever the clock's resolution
+    assert atomicfs.version_of(path) not in (None, first)

@@ -52,7 +52,7 @@ def test_pool_status_counts_updated_nodes(cluster: ApiServer) -> None:
     status = (cluster.get("MachineConfigPool", "worker") or {})["status"]
     assert (status["updatedMachineCount"], status["configuration"]["name"]) == (2, "rendered-worker-1")
     assert {c["type"]: c["status"] for c in status["conditions"]} == {
-        "Updated": "True", "Updating": "False", "Degraded": "False"
+        "Updated": "True", "Updating": "False", "NodeDegraded": "False", "Degraded": "False"
     }  # fmt: skip
 
 

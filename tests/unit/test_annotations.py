@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mcd.agent.kube import annotations as ann
-from mcd.agent.kube.annotations import InvalidTransitionError, NodeState, NodeView, decide_update, transition
+from mcd.agent.kube.annotations import NodeState, NodeView, UnknownNodeStateError, decide_update, transition
 
 
 def test_empty_or_missing_state_reads_as_done() -> None:
@@ -14,7 +14,7 @@ def test_empty_or_missing_state_reads_as_done() -> None:
 
 
 def test_unknown_state_is_refused() -> None:
-    with pytest.raises(InvalidTransitionError):
+    with pytest.raises(UnknownNodeStateError):
         NodeState.parse("Sleeping")
 
 
@@ -50,6 +50,7 @@ def test_node_view_reads_a_node_object() -> None:
     }  # fmt: skip
     view = NodeView.from_object(obj)
     assert (view.name, view.resource_version, view.unschedulable) == ("w", "7", True)
-    assert view.drain_pending and view.single_replica
+    assert view.drain_pending and view.single_replica and view.topology == "SingleReplica"
     weird = {"metadata": {"annotations": {ann.CONTROL_PLANE_TOPOLOGY: "Weird"}}}
     assert not NodeView.from_object(weird).single_replica
+    assert NodeView.from_object(weird).topology == "HighlyAvailable"

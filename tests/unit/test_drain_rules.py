@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcd.agent.drain import blocking_pdbs, pods_to_evict
+import pytest
+
+from mcd.agent.drain import blocking_pdbs, duration_text, pods_to_evict
 
 
 def pod(ns: str, name: str, labels: dict[str, str] | None = None, **meta: Any) -> dict[str, Any]:
@@ -16,10 +18,11 @@ def pdb(ns: str, name: str, selector: dict[str, Any], allowed: int) -> dict[str,
             "status": {"disruptionsAllowed": allowed}}  # fmt: skip
 
 
-def test_daemonset_mirror_and_own_pods_stay() -> None:
+def test_daemonset_mirror_critical_and_own_pods_stay() -> None:
     pods = [
         pod("a", "ds", ownerReferences=[{"kind": "DaemonSet", "controller": True}]),
         pod("kube-system", "static", annotations={"kubernetes.io/config.mirror": "x"}),
+        pod("kube-system", "critical", annotations={"scheduler.alpha.kubernetes.io/critical-pod": ""}),
         pod("mco", "me"),
         pod("a", "web", ownerReferences=[{"kind": "ReplicaSet", "controller": True}]),
         pod("a", "bare"),
@@ -38,3 +41,67 @@ def test_budgets_allowing_no_disruption_of_a_node_pod_are_named() -> None:
         pdb("c", "web", {"matchLabels": {"app": "web"}}, 0),
     ]
     assert blocking_pdbs(budgets, pods) == ["a/web", "b/db"]
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(3600, "1 hour"), (600, "10 minutes"), (7200, "2 hours"), (60, "1 minute"), (90, "90 seconds"),
+     (1, "1 second"), (0.5, "0.5 seconds"), (5400, "90 minutes")],
+)  # fmt: skip
+def test_timeouts_are_worded_as_upstream_words_its_defaults(seconds: float, text: str) -> None:
+    assert duration_text(seconds) == text
+
+
+class _NeverDrained:
+    """A Node writer whose node the controller never answers."""
+
+    name = "worker-0"
+
+    def __init__(self) -> None:
+        from mcd.agent.kube.annotations import NodeView
+
+        self.view = NodeView("worker-0", {})
+
+    def node(self) -> Any:
+        return self.view
+
+    def set_annotations(self, changes: dict[str, str]) -> Any:
+        return self.view
+
+    def wait_for(self, predicate: Any, timeout: float) -> None:
+        return None
+
+    def refresh(self) -> None:
+        return None
+
+
+class _Events:
+    def __init__(self) -> None:
+        self.warnings: list[tuple[str, str]] = []
+
+    def normal(self, reason: str, message: str) -> None:
+        return None
+
+    def warning(self, reason: str, message: str) -> None:
+        self.warnings.append((reason, message))
+
+
+@pytest.mark.parametrize(("drain_timeout", "words"), [(0.05, "0.05 seconds"), (0.0, "0 seconds")])
+def test_a_drain_timeout_is_named_as_the_flag_set_it(drain_timeout: float, words: str) -> None:
+    import threading
+
+    from mcd.agent.drain import HandshakeDrainer
+    from mcd.agent.errors import McdError
+
+    events = _Events()
+    drainer = HandshakeDrainer(
+        _NeverDrained(), events, None, threading.Event(),  # type: ignore[arg-type]
+        drain_timeout=drain_timeout, uncordon_timeout=600,
+    )  # fmt: skip
+    with pytest.raises(McdError) as err:
+        drainer.drain("rendered-worker-b")
+    assert str(err.value) == (
+        f"failed to drain node: worker-0 after {words}. "
+        "Please see machine-config-controller logs for more information"
+    )
+    assert events.warnings == [("FailedToDrain", "failed to drain node worker-0")]

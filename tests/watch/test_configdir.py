@@ -45,13 +45,28 @@ def test_snapshot_parses_machineconfigs_policies_and_the_desired_name(tmp_path: 
     b = mc_object("rendered-b", files=[ign_file("/etc/a", "b")])
     ndp = {"files": [{"path": "/etc/a", "actions": [{"type": "None"}]}]}
     mcfg = {"apiVersion": "operator.openshift.io/v1", "kind": "MachineConfiguration",
-            "metadata": {"name": "cluster"}, "spec": {"nodeDisruptionPolicy": ndp}}  # fmt: skip
+            "metadata": {"name": "cluster"}, "spec": {"nodeDisruptionPolicy": ndp,
+            "irreconcilableValidationOverrides": {"storage": ["Raid"]}}}  # fmt: skip
     publish(d, {"a.json": json.dumps(a), "b.yaml": json.dumps(b), "policy.yaml": json.dumps(mcfg),
                 "desiredConfig": "rendered-b\n", "README": "ignored"})  # fmt: skip
     parsed = read_snapshot(d).parse()
     assert parsed.desired == "rendered-b"
     assert sorted(parsed.machineconfigs) == ["rendered-a", "rendered-b"]
     assert any(f.path == "/etc/a" and f.origin == "user" for f in parsed.policies.files)
+    assert parsed.storage_overrides == ("Raid",)
+
+
+def test_a_machineconfiguration_the_api_would_refuse_is_an_error(tmp_path: Path) -> None:
+    d = tmp_path / "cm"
+    mcfg = {"kind": "MachineConfiguration", "metadata": {"name": "cluster"},
+            "spec": {"irreconcilableValidationOverrides": {"storage": ["Partitions"]}}}  # fmt: skip
+    publish(d, {"a.json": json.dumps(mc_object("rendered-a")), "policy.yaml": json.dumps(mcfg)})
+    with pytest.raises(ConfigDirError) as info:
+        read_snapshot(d).parse()
+    assert str(info.value) == (
+        f"{read_snapshot(d).source}: MachineConfiguration cluster: spec.irreconcilableValidationOverrides"
+        '.storage[0]: Unsupported value: "Partitions": supported values: "Disks", "FileSystems", "Raid"'
+    )
 
 
 def test_a_desired_config_that_is_not_there_is_an_error(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
-"""One importer each: pyinotify only in mcd/agent/watch/drift.py, systemd.journal only in
-mcd/agent/watch/logins.py."""
+"""One importer each: pyinotify only in mcd/agent/watch/drift.py; systemd.journal only in
+mcd/agent/watch/logins.py (the reader) and mcd/cli/logsetup.py (the log handler)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,10 @@ def _importers(module: str) -> set[str]:
 
 @pytest.mark.parametrize(
     ("module", "allowed"),
-    [("pyinotify", {"mcd/agent/watch/drift.py"}), ("systemd.journal", {"mcd/agent/watch/logins.py"})],
+    [
+        ("pyinotify", {"mcd/agent/watch/drift.py"}),
+        ("systemd.journal", {"mcd/agent/watch/logins.py", "mcd/cli/logsetup.py"}),
+    ],
 )
 def test_one_importer(module: str, allowed: set[str]) -> None:
     assert _importers(module) <= allowed

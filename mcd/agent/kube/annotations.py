@@ -10,6 +10,8 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from mcd.planner.nodefacts import HIGHLY_AVAILABLE, SINGLE_REPLICA
+
 PREFIX = "machineconfiguration.openshift.io/"
 CURRENT_CONFIG = PREFIX + "currentConfig"
 DESIRED_CONFIG = PREFIX + "desiredConfig"
@@ -22,12 +24,15 @@ DESIRED_DRAIN = PREFIX + "desiredDrain"
 LAST_APPLIED_DRAIN = PREFIX + "lastAppliedDrain"
 CONTROL_PLANE_TOPOLOGY = PREFIX + "controlPlaneTopology"
 FIRST_PIVOT_CONFIG = PREFIX + "firstPivotConfig"
+# the certificate writer's: the ControllerConfig resourceVersion last written to disk, and the
+# service-ca-rotate value last acted on
+LAST_SYNCED_CONTROLLER_CONFIG = PREFIX + "lastSyncedControllerConfigResourceVersion"
+LAST_OBSERVED_SERVER_CA = PREFIX + "lastObservedServerCAAnnotation"
 
 # marks a node whose reboot was requested (value of POST_CONFIG_ACTION); cleared after the boot
 REBOOTING = "Rebooting"
 DRAIN = "drain"
 UNCORDON = "uncordon"
-SINGLE_REPLICA = "SingleReplica"
 
 # upstream writes the reason with "%.2000s"
 REASON_LIMIT = 2000
@@ -47,38 +52,22 @@ class NodeState(enum.Enum):
         try:
             return cls(value)
         except ValueError:
-            raise InvalidTransitionError(f"unknown node state {value!r}") from None
+            raise UnknownNodeStateError(f"unknown node state {value!r}") from None
 
 
-class InvalidTransitionError(ValueError):
-    """A state change the machine does not allow (a bug in the caller, never an input error)."""
-
-
-# Every state may go to Degraded (any error) and to Unreconcilable (a config that cannot be
-# applied); Working is entered only to start an update, and upstream never overwrites
-# Degraded/Unreconcilable with Working (they stay until Done); Done ends a successful sync.
-_ALLOWED: Mapping[NodeState, frozenset[NodeState]] = {
-    NodeState.DONE: frozenset(
-        {NodeState.DONE, NodeState.WORKING, NodeState.DEGRADED, NodeState.UNRECONCILABLE}
-    ),
-    NodeState.WORKING: frozenset(
-        {NodeState.WORKING, NodeState.DONE, NodeState.DEGRADED, NodeState.UNRECONCILABLE}
-    ),
-    NodeState.DEGRADED: frozenset({NodeState.DEGRADED, NodeState.DONE, NodeState.UNRECONCILABLE}),
-    NodeState.UNRECONCILABLE: frozenset({NodeState.UNRECONCILABLE, NodeState.DONE, NodeState.DEGRADED}),
-}
+class UnknownNodeStateError(ValueError):
+    """The node's state annotation holds a value upstream never writes (someone else wrote it)."""
 
 
 def transition(current: NodeState, new: NodeState) -> NodeState:
     """The state after asking for `new` from `current`.
 
-    Working from Degraded or Unreconcilable keeps the old state (upstream's `update()` only sets
-    Working when the node is neither); any other disallowed change raises.
+    Every state may become any other, but for one rule: upstream never overwrites Degraded or
+    Unreconcilable with Working (its `update()` only sets Working when the node is neither), so
+    they stay until Done.
     """
     if new is NodeState.WORKING and current in (NodeState.DEGRADED, NodeState.UNRECONCILABLE):
         return current
-    if new not in _ALLOWED[current]:
-        raise InvalidTransitionError(f"node state {current.value} cannot become {new.value}")
     return new
 
 
@@ -142,8 +131,13 @@ class NodeView:
         return self.annotations.get(LAST_APPLIED_DRAIN, "")
 
     @property
+    def topology(self) -> str:
+        """The control plane topology the planner is given: SingleReplica or HighlyAvailable
+        (unknown values count as HighlyAvailable, as upstream's getControlPlaneTopology)."""
+        return SINGLE_REPLICA if self.single_replica else HIGHLY_AVAILABLE
+
+    @property
     def single_replica(self) -> bool:
-        # unknown values count as HighlyAvailable, as upstream's getControlPlaneTopology
         return self.annotations.get(CONTROL_PLANE_TOPOLOGY) == SINGLE_REPLICA
 
     @property

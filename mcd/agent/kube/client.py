@@ -8,7 +8,8 @@ line-by-line stream the daemon controls (resume from the last resourceVersion, l
 daemon loop retries with backoff anyway.
 
 Every failure surfaces as `mcd.agent.errors.ApiError` (NotFound, Conflict, Gone); transport errors
-are `ApiError(0, …)`.
+are `ApiError(0, …)`. Every answer also goes to `reach` (`mcd.agent.health.ApiReach`), which
+logs an outage (unreachable, 401, 5xx; a 403 per request) once, with what to check, and its end once.
 """
 
 from __future__ import annotations
@@ -25,13 +26,16 @@ from kubernetes import config as k8s_config
 
 from mcd import __version__
 from mcd.agent.errors import ApiError, ConflictError, GoneError, NotFoundError
+from mcd.agent.health import ApiReach
 
 LOG = logging.getLogger(__name__)
 
 USER_AGENT = f"machine-config-daemon/mcd-{__version__}"
 MCO_GROUP = "machineconfiguration.openshift.io"
 MC_PATH = f"/apis/{MCO_GROUP}/v1/machineconfigs"
+CONTROLLERCONFIG_PATH = f"/apis/{MCO_GROUP}/v1/controllerconfigs"
 MACHINECONFIGURATION_PATH = "/apis/operator.openshift.io/v1/machineconfigurations"
+MCN_PATH = f"/apis/{MCO_GROUP}/v1/machineconfignodes"
 MERGE_PATCH = "application/merge-patch+json"
 
 # (connect, read) seconds for one request; a watch reads for its own timeout plus this margin
@@ -53,8 +57,7 @@ class KubeClient:
         self._api = k8s.ApiClient(configuration)
         self._api.user_agent = USER_AGENT
         self.host = str(configuration.host)
-        # requests sent, by "METHOD kind": what the benchmark and the tests count
-        self.requests: dict[str, int] = {}
+        self.reach = ApiReach(self.host)
 
     @classmethod
     def from_kubeconfig(cls, path: str | None) -> KubeClient:
@@ -84,7 +87,6 @@ class KubeClient:
         body: Any = None,
         content_type: str = "application/json",
         timeout: tuple[float, float] = REQUEST_TIMEOUT,
-        what: str = "",
     ) -> Any:
         """The urllib3 response of one request, unread; ApiError for transport errors."""
         headers = {"Accept": "application/json"}
@@ -94,8 +96,6 @@ class KubeClient:
         _, url, headers, _, _ = self._api.param_serialize(
             method, path, query_params=params, header_params=headers, auth_settings=["BearerToken"]
         )
-        key = f"{method} {what or path}"
-        self.requests[key] = self.requests.get(key, 0) + 1
         data = None if body is None else json.dumps(body, separators=(",", ":"))
         try:
             return self._api.rest_client.pool_manager.request(
@@ -108,18 +108,24 @@ class KubeClient:
                 retries=False,
             )
         except (urllib3.exceptions.HTTPError, OSError) as exc:
+            self.reach.answered(0, f"{method} {path}", str(exc))
             raise ApiError(0, f"{method} {path}: {exc}") from None
 
     def _request(self, method: str, path: str, **kwargs: Any) -> Obj:
         resp = self._send(method, path, **kwargs)
+        key = f"{method} {path}"
         try:
             data = resp.data
         except (urllib3.exceptions.HTTPError, OSError) as exc:
+            self.reach.answered(0, key, str(exc))
             raise ApiError(0, f"{method} {path}: {exc}") from None
         finally:
             resp.release_conn()
         if not 200 <= resp.status < 300:
-            raise _api_error(method, path, resp.status, data, resp.headers.get("Retry-After"))
+            err = _api_error(method, path, resp.status, data, resp.headers.get("Retry-After"))
+            self.reach.answered(resp.status, key, str(err))
+            raise err
+        self.reach.answered(resp.status, key, "")
         try:
             obj = json.loads(data) if data else {}
         except ValueError as exc:
@@ -131,13 +137,11 @@ class KubeClient:
     # -- nodes
 
     def get_node(self, name: str) -> Obj:
-        return self._request("GET", f"/api/v1/nodes/{_path(name)}", what="node")
+        return self._request("GET", f"/api/v1/nodes/{_path(name)}")
 
     def list_node(self, name: str) -> tuple[Obj | None, str]:
         """The node (None when it does not exist) and the list's resourceVersion to watch from."""
-        obj = self._request(
-            "GET", "/api/v1/nodes", query={"fieldSelector": f"metadata.name={name}"}, what="nodes (list)"
-        )
+        obj = self._request("GET", "/api/v1/nodes", query={"fieldSelector": f"metadata.name={name}"})
         items = obj.get("items") or []
         rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
         return (items[0] if items else None), rv
@@ -148,7 +152,12 @@ class KubeClient:
         GoneError when that version is too old (list again); ApiError when the stream breaks.
         Bookmarks are yielded too: they only carry a newer resourceVersion.
         """
-        path = "/api/v1/nodes"
+        return self._watch("/api/v1/nodes", f"node {name}", name, resource_version, timeout_seconds)
+
+    def _watch(
+        self, path: str, what: str, name: str, resource_version: str, timeout_seconds: int
+    ) -> Iterator[tuple[str, Obj]]:
+        """A watch of the one object `name` of the collection at `path` (by field selector)."""
         resp = self._send(
             "GET",
             path,
@@ -160,53 +169,92 @@ class KubeClient:
                 "timeoutSeconds": timeout_seconds,
             },
             timeout=(REQUEST_TIMEOUT[0], timeout_seconds + WATCH_MARGIN),
-            what="nodes (watch)",
         )
+        key = f"GET {path.rsplit('/', 1)[-1]} (watch)"
+        streaming = False
         try:
             if resp.status == 410:
-                raise GoneError(410, f"watch of node {name}: resourceVersion {resource_version} is gone")
+                self.reach.answered(410, key, "")
+                raise GoneError(410, f"watch of {what}: resourceVersion {resource_version} is gone")
             if not 200 <= resp.status < 300:
-                raise _api_error("GET", path, resp.status, resp.data, resp.headers.get("Retry-After"))
+                err = _api_error("GET", path, resp.status, resp.data, resp.headers.get("Retry-After"))
+                self.reach.answered(resp.status, key, str(err))
+                raise err
+            self.reach.answered(resp.status, key, "")
+            self.reach.stream(True)
+            streaming = True
             for line in _lines(resp):
                 try:
                     event = json.loads(line)
                 except ValueError:
-                    raise ApiError(0, f"watch of node {name}: unreadable event") from None
+                    raise ApiError(0, f"watch of {what}: unreadable event") from None
                 etype, obj = str(event.get("type", "")), event.get("object") or {}
                 if etype == "ERROR":
                     code = int(obj.get("code", 0) or 0)
                     if code == 410:
-                        raise GoneError(410, f"watch of node {name}: {obj.get('message', 'gone')}")
-                    raise ApiError(code, f"watch of node {name}: {obj.get('message', 'error event')}")
+                        raise GoneError(410, f"watch of {what}: {obj.get('message', 'gone')}")
+                    raise ApiError(code, f"watch of {what}: {obj.get('message', 'error event')}")
                 yield etype, obj
         except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise ApiError(0, f"watch of node {name} broken: {exc}") from None
+            # a stream cut is not an outage (proxies end idle streams); the next request tells
+            raise ApiError(0, f"watch of {what} broken: {exc}") from None
         finally:
+            if streaming:
+                self.reach.stream(False)
             resp.release_conn()
 
     def patch_node(self, name: str, patch: Mapping[str, Any], *, status: bool = False) -> Obj:
         """A JSON merge patch of the node (a resourceVersion in it is a precondition: 409 if stale)."""
         path = f"/api/v1/nodes/{_path(name)}" + ("/status" if status else "")
-        return self._request("PATCH", path, body=patch, content_type=MERGE_PATCH, what="node")
+        return self._request("PATCH", path, body=patch, content_type=MERGE_PATCH)
 
     # -- configs
 
     def get_machineconfig(self, name: str) -> Obj:
-        return self._request("GET", f"{MC_PATH}/{_path(name)}", what="machineconfig")
+        return self._request("GET", f"{MC_PATH}/{_path(name)}")
 
     def get_machineconfiguration(self, name: str = "cluster") -> Obj | None:
         """The operator's MachineConfiguration (None when absent: defaults apply)."""
         try:
-            return self._request(
-                "GET", f"{MACHINECONFIGURATION_PATH}/{_path(name)}", what="machineconfiguration"
-            )
+            return self._request("GET", f"{MACHINECONFIGURATION_PATH}/{_path(name)}")
         except NotFoundError:
             return None
+
+    # -- the node's MachineConfigNode
+
+    def get_machineconfignode(self, name: str) -> Obj:
+        return self._request("GET", f"{MCN_PATH}/{_path(name)}")
+
+    def create_machineconfignode(self, obj: Mapping[str, Any]) -> Obj:
+        return self._request("POST", MCN_PATH, body=obj)
+
+    def update_machineconfignode(self, name: str, obj: Mapping[str, Any], *, status: bool = False) -> Obj:
+        """PUT the object (or, with `status`, its status subresource); the resourceVersion in it
+        is a precondition (409 if stale)."""
+        path = f"{MCN_PATH}/{_path(name)}" + ("/status" if status else "")
+        return self._request("PUT", path, body=obj)
+
+    # -- the certificate writer's ControllerConfig (cluster-scoped; listed and watched by name)
+
+    def list_controllerconfig(self, name: str) -> tuple[Obj | None, str]:
+        """The ControllerConfig (None when it does not exist) and the list's resourceVersion."""
+        obj = self._request("GET", CONTROLLERCONFIG_PATH, query={"fieldSelector": f"metadata.name={name}"})
+        items = obj.get("items") or []
+        rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+        return (items[0] if items else None), rv
+
+    def watch_controllerconfig(
+        self, name: str, resource_version: str, timeout_seconds: int
+    ) -> Iterator[tuple[str, Obj]]:
+        """As `watch_node`, for the ControllerConfig `name`."""
+        return self._watch(
+            CONTROLLERCONFIG_PATH, f"controllerconfig {name}", name, resource_version, timeout_seconds
+        )
 
     # -- events
 
     def create_event(self, namespace: str, event: Mapping[str, Any]) -> None:
-        self._request("POST", f"/api/v1/namespaces/{_path(namespace)}/events", body=event, what="event")
+        self._request("POST", f"/api/v1/namespaces/{_path(namespace)}/events", body=event)
 
     def patch_event(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
         """A repeated Event: its count and lastTimestamp (client-go's recorder patches them too)."""
@@ -216,13 +264,11 @@ class KubeClient:
     # -- drain
 
     def list_pods_on_node(self, node: str) -> list[Obj]:
-        obj = self._request(
-            "GET", "/api/v1/pods", query={"fieldSelector": f"spec.nodeName={node}"}, what="pods"
-        )
+        obj = self._request("GET", "/api/v1/pods", query={"fieldSelector": f"spec.nodeName={node}"})
         return list(obj.get("items") or [])
 
     def get_pod(self, namespace: str, name: str) -> Obj:
-        return self._request("GET", f"/api/v1/namespaces/{_path(namespace)}/pods/{_path(name)}", what="pod")
+        return self._request("GET", f"/api/v1/namespaces/{_path(namespace)}/pods/{_path(name)}")
 
     def evict_pod(self, namespace: str, name: str, grace_seconds: int | None = None) -> None:
         """POST pods/eviction; ApiError 429 when a PodDisruptionBudget forbids it now."""
@@ -234,10 +280,10 @@ class KubeClient:
         if grace_seconds is not None:
             body["deleteOptions"] = {"gracePeriodSeconds": grace_seconds}
         path = f"/api/v1/namespaces/{_path(namespace)}/pods/{_path(name)}/eviction"
-        self._request("POST", path, body=body, what="pods/eviction")
+        self._request("POST", path, body=body)
 
     def list_pdbs(self) -> list[Obj]:
-        obj = self._request("GET", "/apis/policy/v1/poddisruptionbudgets", what="poddisruptionbudgets")
+        obj = self._request("GET", "/apis/policy/v1/poddisruptionbudgets")
         return list(obj.get("items") or [])
 
 

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from mcd.agent import guard
 from mcd.agent.errors import ApiError, NotFoundError
 
 LOG = logging.getLogger(__name__)
@@ -148,18 +149,19 @@ class EventRecorder:
         self.uid = ""
         self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue(QUEUE_SIZE)
         self._thread: threading.Thread | None = None
+        self._stopped = threading.Event()
         self._correlator = Correlator()
-        self.recorded: list[tuple[str, str, str]] = []  # (type, reason, message), newest last
 
     def start(self) -> None:
         if self.api is not None and self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="events", daemon=True)
-            self._thread.start()
+            self._stopped.clear()
+            self._thread = guard.spawn("events", self._run, self._stopped)
 
     def stop(self, timeout: float = 5.0) -> None:
         """Post what is queued (up to `timeout` seconds), then stop the thread."""
         if self._thread is None:
             return
+        self._stopped.set()
         self._queue.put(None)
         self._thread.join(timeout)
         self._thread = None
@@ -173,8 +175,6 @@ class EventRecorder:
     def record(self, etype: str, reason: str, message: str) -> None:
         log = LOG.warning if etype == WARNING else LOG.info
         log("event %s on node %s: %s", reason, self.node, message)
-        self.recorded.append((etype, reason, message))
-        del self.recorded[:-QUEUE_SIZE]
         if self.api is None:
             return
         try:
@@ -187,8 +187,6 @@ class EventRecorder:
         `OSUpdateStaged` itself, in `default`, rather than through its recorder. A failure is
         logged, never raised."""
         LOG.info("event %s on node %s: %s", reason, self.node, message)
-        self.recorded.append((NORMAL, reason, message))
-        del self.recorded[:-QUEUE_SIZE]
         if self.api is None:
             return
         try:

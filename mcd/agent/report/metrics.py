@@ -1,8 +1,10 @@
 """Prometheus metrics with upstream's names, on a private registry, and the /healthz endpoint.
 
 Upstream serves `/metrics` on `--metrics-url` (127.0.0.1:8797) and has no health endpoint;
-mcd adds `/healthz` (200 while the daemon loop is alive) for systemd and liveness probes, and
-two metrics of its own: `mcd_update_phase_seconds` and `mcd_reboots_avoided_total`.
+mcd adds `/healthz` (200 while the agent is healthy: `mcd.agent.loop.Daemon.unhealthy`) for
+systemd and liveness probes, and metrics of its own: `mcd_update_phase_seconds`,
+`mcd_reboots_avoided_total` and `mcd_thread_restarts_total{thread}` (`mcd.agent.guard`). The
+server's thread runs under the guard too: a port that cannot be bound is tried again.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -23,8 +25,24 @@ from prometheus_client import (
     disable_created_metrics,
     generate_latest,
 )
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.registry import Collector
+
+from mcd.agent import guard
 
 LOG = logging.getLogger(__name__)
+
+
+class _ThreadRestarts(Collector):
+    """`mcd_thread_restarts_total{thread}` from the guard's counts (one per process)."""
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        family = CounterMetricFamily(
+            "mcd_thread_restarts", "restarts of a failed agent thread by the guard", labels=["thread"]
+        )
+        for name, count in sorted(guard.restart_counts().items()):
+            family.add_metric([name], count)
+        yield family
 
 
 class Metrics:
@@ -60,6 +78,7 @@ class Metrics:
         self.reboots_avoided = Counter(
             "mcd_reboots_avoided", "updates applied without a reboot (rebootless actions)", registry=r
         )
+        r.register(_ThreadRestarts())
 
     def set_state(self, state: str, reason: str) -> None:
         # upstream resets the gauge so only the latest state is one series
@@ -79,38 +98,81 @@ class Metrics:
 
 
 def host_os(os_release: str) -> tuple[str, str]:
-    """(ID, VERSION_ID) of an os-release text, ("unsupported", "") when it has no ID."""
+    """The labels upstream gives `mcd_host_os_and_version`: the os-release ID upper-cased (as
+    upstream has always fed it to Prometheus: RHCOS, FEDORA, SCOS) and the OS version, which is
+    RHEL_VERSION when the file has it, else VERSION with the OpenShift release prefix cut
+    ("418.94.202501…" on 4.18 gives "94.202501…"), else VERSION_ID; ("unsupported", "") when the
+    text names no ID. Pure."""
     fields: dict[str, str] = {}
     for line in os_release.splitlines():
         key, sep, value = line.partition("=")
         if sep:
-            fields[key.strip()] = value.strip().strip('"')
-    return (fields.get("ID") or "unsupported", fields.get("VERSION_ID", "") if fields.get("ID") else "")
+            fields[key.strip()] = value.strip().strip('"').strip("'")
+    os_id = fields.get("ID", "")
+    if not os_id:
+        return "unsupported", ""
+    if "RHEL_VERSION" in fields:
+        return os_id.upper(), fields["RHEL_VERSION"]
+    openshift = fields.get("OPENSHIFT_VERSION")
+    if openshift is not None:
+        prefix = openshift.replace(".", "") + "."
+        version = fields.get("VERSION", "")
+        if version.startswith(prefix):
+            return os_id.upper(), version.replace(prefix, "")
+    return os_id.upper(), fields.get("VERSION_ID", "")
 
 
 class MetricsServer:
-    """HTTP on `host:port`: /metrics (Prometheus text) and /healthz (the daemon loop's liveness)."""
+    """HTTP on `host:port`: /metrics (Prometheus text) and /healthz (the agent's health)."""
 
     def __init__(self, metrics: Metrics, address: str, healthy: Callable[[], bool]) -> None:
         host, _, port = address.rpartition(":")
+        self.address = (host or "127.0.0.1", int(port))
         self.metrics = metrics
         self.healthy = healthy
-        handler = _handler(self)
-        self._server = ThreadingHTTPServer((host or "127.0.0.1", int(port)), handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="metrics", daemon=True)
+        self._server: ThreadingHTTPServer | None = None
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._serving = False
 
     @property
     def port(self) -> int:
-        return int(self._server.server_address[1])
+        """The bound port (0 while not bound)."""
+        server = self._server
+        return int(server.server_address[1]) if server is not None else 0
+
+    def _bind(self) -> ThreadingHTTPServer:
+        server = ThreadingHTTPServer(self.address, _handler(self))
+        server.daemon_threads = True
+        LOG.info("metrics listening on %s:%d", server.server_address[0], server.server_address[1])
+        return server
 
     def start(self) -> None:
-        self._thread.start()
-        LOG.info("metrics listening on %s:%d", self._server.server_address[0], self.port)
+        """Bind now when possible (a failure is logged and retried by the server's thread)."""
+        try:
+            self._server = self._bind()
+        except OSError as exc:
+            LOG.error("cannot listen on %s:%d for metrics (retrying): %s", *self.address, exc)
+        guard.spawn("metrics", self._serve, self._stop)
+
+    def _serve(self) -> None:
+        with self._lock:
+            if self._stop.is_set():
+                return
+            if self._server is None:
+                self._server = self._bind()
+            server = self._server
+            self._serving = True
+        server.serve_forever(poll_interval=0.5)
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        with self._lock:
+            self._stop.set()
+            serving, server = self._serving, self._server
+        if server is not None:
+            if serving:
+                server.shutdown()
+            server.server_close()
 
 
 def _handler(server: MetricsServer) -> type[BaseHTTPRequestHandler]:

@@ -46,7 +46,6 @@ class NodeWriter:
         self._node: NodeView | None = None
         self._cond = threading.Condition()
         self._on_state = on_state
-        self.patches = 0
 
     # -- the cached node
 
@@ -113,7 +112,6 @@ class NodeWriter:
                 LOG.debug("node %s changed while patching it: reading it again", self.name)
                 self.refresh()
                 continue
-            self.patches += 1
             LOG.debug("patched node %s: %s", self.name, _describe(delta, unschedulable if cordon else None))
             return self.observe(obj)
         raise TransientError(f"node {self.name} kept changing while it was being patched")

@@ -10,7 +10,7 @@ makes it start again from the new link. git-sync swaps a link to a worktree the 
 (give that link as DIR). A plain directory is read as it is (no atomicity).
 
 What a snapshot holds: every MachineConfig in the `*.yaml`/`*.yml`/`*.json` files, the
-`MachineConfiguration` (node disruption policies) if one is there, and the desired config's
+`MachineConfiguration` (node disruption policies, storage overrides) if one is there, and the desired config's
 name from the file `desiredConfig` (or the only MachineConfig). Its checksum covers every file,
 so an unchanged set causes nothing.
 """
@@ -82,12 +82,10 @@ class Snapshot:
         if desired not in mcs:
             raise ConfigDirError(f'{self.source}: desired config "{desired}" is not among its MachineConfigs')
         try:
-            policies = (
-                policy.DEFAULT_POLICIES if mcfg is None else policy.policies_from_machineconfiguration(mcfg)
-            )
+            policies, overrides = policy.settings_from_machineconfiguration(mcfg)
         except policy.PolicyError as exc:
-            raise ConfigDirError(f"{self.source}: MachineConfiguration: {exc}") from None
-        return ParsedSnapshot(self, desired, mcs, policies, objects, mcfg)
+            raise ConfigDirError(f"{self.source}: {exc}") from None
+        return ParsedSnapshot(self, desired, mcs, policies, objects, mcfg, overrides)
 
 
 @dataclass(frozen=True)
@@ -98,6 +96,7 @@ class ParsedSnapshot:
     policies: policy.ClusterPolicies
     objects: Mapping[str, Mapping[str, Any]] = field(repr=False, default_factory=dict)
     machineconfiguration: Mapping[str, Any] | None = None
+    storage_overrides: tuple[str, ...] = ()  # the MachineConfiguration's, as `policies`
 
 
 class DirConfigApi:
@@ -185,6 +184,8 @@ class ConfigDirSource:
         self._due = 0.0
         self._first = 0.0
         self.delivered = ""  # checksum of the last snapshot handed to the loop
+        self.taken = 0  # snapshots handed to the loop so far
+        self._last: Snapshot | None = None
 
     def start(self) -> None:
         self._watch.start()
@@ -226,4 +227,15 @@ class ConfigDirSource:
                 return None
             snap, self._pending = self._pending, None
             self.delivered = snap.checksum
+            self.taken += 1
+            self._last = snap
             return snap
+
+    def redeliver(self, delay: float) -> None:
+        """The last snapshot taken could not be reported: hand it out again in `delay` seconds
+        (unless a newer one is pending)."""
+        with self._lock:
+            if self._pending is None and self._last is not None:
+                self._pending = self._last
+                self._first = self._clock()
+                self._due = self._first + delay

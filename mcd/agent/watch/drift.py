@@ -11,10 +11,14 @@ appears, so paths created later and directories removed and recreated are follow
 The notifier thread never checks anything itself: it records which managed paths an event
 touched and calls `on_change` (the daemon enqueues its `drift` key); the daemon's loop takes
 the paths (`take()`) and checks each (`check()`), so every report goes through the one loop.
+It runs under the agent's guard (`mcd.agent.guard`): an event it cannot handle (an OSError
+while following a path) restarts it after a backoff, and a restarted monitor places its
+watches again and has every managed path checked, since it may have missed events.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import logging
 import os
@@ -27,6 +31,7 @@ from typing import Any
 
 import pyinotify
 
+from mcd.agent import guard
 from mcd.config.ignition import File, IgnitionConfig, Unit
 from mcd.host import ondisk
 from mcd.host.root import HostRoot, PathEscapeError
@@ -91,20 +96,27 @@ class _WatchManager(pyinotify.WatchManager):  # type: ignore[misc]
 
 
 class _NotifierThread:
-    """Reads one WatchManager's events on a thread and hands each to `proc_fun`.
+    """Reads one WatchManager's events on a guarded thread and hands each to `proc_fun`.
 
     pyinotify's ThreadedNotifier calls the deprecated Event.isSet(); this loop polls the inotify
-    descriptor and a pipe that stop() writes to, so stopping never waits for an event.
+    descriptor and a pipe that stop() writes to, so stopping never waits for an event. When
+    `proc_fun` raises, the guard runs `on_restart` and the loop again after a backoff.
     """
 
-    def __init__(self, wm: Any, proc_fun: Callable[[Any], None], name: str) -> None:
+    def __init__(
+        self,
+        wm: Any,
+        proc_fun: Callable[[Any], None],
+        name: str,
+        on_restart: Callable[[], None] | None = None,
+    ) -> None:
         self._notifier = pyinotify.Notifier(wm, default_proc_fun=proc_fun)
         self._fd = wm.get_fd()
         self._pipe = os.pipe()
         # one reader at a time: the thread, or a caller of `flush`
         self._reading = threading.Lock()
-        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
-        self._thread.start()
+        self._stopping = threading.Event()
+        self._thread = guard.spawn(name, self._loop, self._stopping, on_restart=on_restart)
 
     def _loop(self) -> None:
         poll = select.poll()
@@ -127,11 +139,18 @@ class _NotifierThread:
 
     def stop(self) -> None:
         """Stop the thread, then close the inotify descriptor (every watch goes with it)."""
+        self._stopping.set()
         os.write(self._pipe[1], b"x")
         self._thread.join()
         self._notifier.stop()
         for fd in self._pipe:
             os.close(fd)
+
+
+def _close_manager(wm: Any) -> None:
+    """Close a WatchManager no notifier took over (a start that failed half way)."""
+    with contextlib.suppress(OSError):
+        os.close(wm.get_fd())
 
 
 # Every way a directory entry can change: writes in place (MODIFY while open, CLOSE_WRITE at the
@@ -261,12 +280,33 @@ class DriftMonitor:
             return
         with self._watch_lock:
             self._wm = _WatchManager()
-            for d in sorted(self._by_dir):
-                self._place(d)
-            if self._enablement:
-                self._watch_link_dirs()
-        self._notifier = _NotifierThread(self._wm, self._on_event, "drift-monitor")
+        try:
+            with self._watch_lock:
+                self._place_all()
+            self._notifier = _NotifierThread(self._wm, self._on_event, "drift-monitor", self._restarted)
+        except BaseException:
+            # no notifier owns the inotify instance yet: close it, or each failed start leaks one
+            _close_manager(self._wm)
+            self._wm = None
+            self._wd_dir.clear()
+            self._dir_wd.clear()
+            raise
         LOG.info("drift monitor watching %d paths in %d directories", len(self.managed), len(self._dir_wd))
+
+    def _place_all(self) -> None:
+        for d in sorted(self._by_dir):
+            self._place(d)
+        if self._enablement:
+            self._watch_link_dirs()
+
+    def _restarted(self) -> None:
+        """The notifier failed and is about to run again: events may be lost, so place every
+        watch again and have every managed path checked (and read by the next on-disk check)."""
+        with self._watch_lock:
+            self._place_all()
+        with self._lock:
+            self._all_dirty = True
+        self._touch(self.managed)
 
     def retarget(self, config: IgnitionConfig) -> None:
         """Watch `config` instead, without a moment unwatched: the new paths' watches are added,
@@ -319,8 +359,13 @@ class DriftMonitor:
     def flush(self) -> None:
         """Take in every event the kernel has queued: changes made before this call are known."""
         notifier = self._notifier
-        if notifier is not None:
+        if notifier is None:
+            return
+        try:
             notifier.flush()
+        except Exception as exc:  # as when the notifier thread fails: events may be lost
+            LOG.error("reading the drift monitor's events failed: %s", exc)
+            self._restarted()
 
     def take(self) -> list[str]:
         """The managed paths touched since the last call, in validation order."""
@@ -328,6 +373,12 @@ class DriftMonitor:
         with self._lock:
             paths, self._pending = self._pending, set()
         return sorted(paths, key=lambda p: self.managed[p].order)
+
+    def requeue(self, paths: Iterable[str]) -> None:
+        """Give back paths taken but not reported (the report failed): the next `take()` has
+        them again; the caller retries (no `on_change` here, so a failing report cannot spin)."""
+        with self._lock:
+            self._pending.update(p for p in paths if p in self.managed)
 
     def take_unverified(self) -> frozenset[str] | None:
         """The managed paths not known to match (None: all of them), from now on taken as
@@ -354,15 +405,6 @@ class DriftMonitor:
         if m.unit is not None:
             return ondisk.check_unit(self.root, m.unit, self._is_enabled)
         return ondisk.check_dropin(self.root, path, m.dropin)
-
-    def check_all(self) -> dict[str, str]:
-        """Drift of every managed path (a start that may have missed events, an overflowed queue)."""
-        out: dict[str, str] = {}
-        for path in self.managed:
-            err = self.check(path)
-            if err is not None:
-                out[path] = err
-        return out
 
     # -- watches (the notifier thread, and start() before the thread runs)
 
@@ -518,11 +560,17 @@ class DirectoryWatch:
         if self._notifier is not None:
             return
         wm = _WatchManager()
-        wd = wm.add_watch(str(self.directory), _CHILD_EVENTS | pyinotify.IN_ONLYDIR, quiet=True)
-        if wd.get(str(self.directory), -1) < 0:
-            os.close(wm.get_fd())
-            raise OSError(f"cannot watch {self.directory}")
-        self._notifier = _NotifierThread(wm, lambda event: self._on_change(), "configdir-watch")
+        try:
+            wd = wm.add_watch(str(self.directory), _CHILD_EVENTS | pyinotify.IN_ONLYDIR, quiet=True)
+            if wd.get(str(self.directory), -1) < 0:
+                raise OSError(f"cannot watch {self.directory}")
+            # a restart after a failure may have missed a change: report one
+            self._notifier = _NotifierThread(
+                wm, lambda event: self._on_change(), "configdir-watch", self._on_change
+            )
+        except BaseException:
+            _close_manager(wm)
+            raise
 
     def stop(self) -> None:
         notifier, self._notifier = self._notifier, None

@@ -206,7 +206,13 @@ class DriftReporter:
         if self.policy is not DriftPolicy.OBSERVE and self._drifted.keys() - healed and (new or cleared):
             # the node first (the latency that matters), then the log, Event and records
             first = min(self._drifted.keys() - healed, key=lambda p: monitor.managed[p].order)
-            self.reporter.report_drift(self._drifted[first])
+            try:
+                self.reporter.report_drift(self._drifted[first])
+            except Exception:  # not reported: the loop retries, and finds these paths new again
+                for path in new:
+                    self._drifted.pop(path, None)
+                monitor.requeue(new)
+                raise
         for path in new:
             self._note(path, self._drifted[path], healed=path in healed)
         for path in healed:

@@ -59,7 +59,6 @@ class Healer:
         self.max_per_window = max_per_window
         self._clock = clock
         self._healed: dict[str, float] = {}
-        self.heals = 0
 
     def reset(self) -> None:
         """Forget past heals (a new config is watched)."""
@@ -92,7 +91,6 @@ class Healer:
             LOG.error("healing %s failed: %s", m.path, exc)
             return False
         self._healed[m.path] = now
-        self.heals += 1
         LOG.warning("healed config drift of %s (%s); actions: %s", m.path, reason,
                     ", ".join(map(str, actions)) or "none")  # fmt: skip
         return True

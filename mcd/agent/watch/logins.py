@@ -5,7 +5,9 @@ the node `machineconfiguration.openshift.io/ssh=accessed` on each line, until it
 monitor in OCP 4.14; admins still read the annotation. This one reads the journal through
 `systemd.journal.Reader` (no process to keep alive), matches the same message id from the
 same unit, this boot only, and counts new sessions; the daemon's loop does the reporting.
-It is the one importer of `systemd.journal`.
+It is the one importer of `systemd.journal`. The follower runs under the agent's guard: a
+journal read that fails reopens the journal after a backoff and goes on after the last entry
+it counted (its cursor), so no session is counted twice or lost.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 
 import systemd.journal as sd_journal
 
+from mcd.agent import guard
 from mcd.host.root import HostRoot
 
 LOG = logging.getLogger(__name__)
@@ -52,7 +55,8 @@ class LoginMonitor:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._new = 0
-        self.sessions = 0
+        self._reader: sd_journal.Reader | None = None
+        self._cursor = ""  # the last entry counted: a reopened journal goes on after it
 
     def start(self) -> None:
         if self._thread is not None:
@@ -60,20 +64,33 @@ class LoginMonitor:
         if self.path is not None and not Path(self.path).is_dir():
             LOG.info("no journal at %s: SSH logins are not watched", self.path)
             return
+        self._reader = self._open()
+        self._stop.clear()
+        self._thread = guard.spawn("login-monitor", self._follow, self._stop, on_restart=self._reopen)
+
+    def _open(self) -> sd_journal.Reader:
         reader = sd_journal.Reader(path=self.path) if self.path else sd_journal.Reader()
         reader.this_boot()
         reader.add_match(MESSAGE_ID=NEW_SESSION, _SYSTEMD_UNIT=LOGIND_UNIT)
-        self._stop.clear()
-        self._thread = threading.Thread(
-            target=self._follow, args=(reader,), name="login-monitor", daemon=True
-        )
-        self._thread.start()
+        if self._cursor:
+            reader.seek_cursor(self._cursor)
+            reader.get_next()  # the entry at the cursor was counted already
+        return reader
+
+    def _reopen(self) -> None:
+        old, self._reader = self._reader, None
+        if old is not None:
+            old.close()
+        self._reader = self._open()
 
     def stop(self) -> None:
         thread, self._thread = self._thread, None
         if thread is not None:
             self._stop.set()
             thread.join()
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            reader.close()
 
     def take(self) -> int:
         """Sessions started since the last call."""
@@ -81,18 +98,17 @@ class LoginMonitor:
             n, self._new = self._new, 0
         return n
 
-    def _follow(self, reader: sd_journal.Reader) -> None:
-        try:
-            while not self._stop.is_set():
-                n = sum(1 for _ in reader)  # every entry of this boot so far, then only new ones
-                if n:
-                    with self._lock:
-                        self._new += n
-                        self.sessions += n
-                    LOG.info("%d new login session(s) in the journal", n)
-                    self._on_login()
-                reader.wait(_WAIT_SECONDS)
-        except OSError as exc:  # a journal that went away: logins are not watched any more
-            LOG.error("reading the journal for SSH logins failed: %s", exc)
-        finally:
-            reader.close()
+    def _follow(self) -> None:
+        reader = self._reader
+        assert reader is not None
+        while not self._stop.is_set():
+            n = 0
+            for entry in reader:  # every entry of this boot so far, then only new ones
+                n += 1
+                self._cursor = str(entry.get("__CURSOR", "")) or self._cursor
+            if n:
+                with self._lock:
+                    self._new += n
+                LOG.info("%d new login session(s) in the journal", n)
+                self._on_login()
+            reader.wait(_WAIT_SECONDS)

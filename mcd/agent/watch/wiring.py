@@ -52,6 +52,7 @@ class Watchers:
         self.logins = logins
         self.events = events
         self._logins_started = False
+        self._ssh_unreported = False  # a login whose annotation could not be written yet
         # upstream's counter, removed with its login monitor in 4.14
         self.ssh_accesses = Counter(
             "ssh_accesses", "Total number of SSH access occurred.", registry=metrics.registry
@@ -94,17 +95,18 @@ class Watchers:
         if self.logins is None:
             return
         n = self.logins.take()
-        if not n:
+        if not n and not self._ssh_unreported:
             return
         self.ssh_accesses.inc(n)
+        self._ssh_unreported = False
         node = self.writer.cached
         if node is not None and node.annotations.get(SSH_ANNOTATION) == SSH_ACCESSED:
             return  # set once: the annotation says "someone logged in", not how often
         try:
             self.writer.set_annotations({SSH_ANNOTATION: SSH_ACCESSED})
-        except Exception as exc:  # the next login (or restart) sets it again
-            LOG.warning("could not set %s=%s: %s", SSH_ANNOTATION, SSH_ACCESSED, exc)
-            return
+        except Exception:  # the loop retries the `login` key with backoff
+            self._ssh_unreported = True
+            raise
         self.events.normal("SSHAccessed", f"Node {self.writer.name} was accessed over SSH in this boot")
 
     def before_update(self) -> None:
@@ -112,8 +114,8 @@ class Watchers:
 
     def after_sync(self) -> None:
         if self.source is not None and not self._source_started:
-            self._source_started = True
             self.source.start()
+            self._source_started = True  # only once started: a failed start is tried again
             self._config(read=True)
         if self.logins is not None and not self._logins_started:
             self._logins_started = True
@@ -144,8 +146,7 @@ class Watchers:
 
 def _cluster_policies(client: Any) -> Callable[[], policy.ClusterPolicies]:
     def read() -> policy.ClusterPolicies:
-        obj = client.get_machineconfiguration("cluster")
-        return policy.DEFAULT_POLICIES if obj is None else policy.policies_from_machineconfiguration(obj)
+        return policy.settings_from_machineconfiguration(client.get_machineconfiguration("cluster")).policies
 
     return read
 

@@ -1,4 +1,12 @@
-"""`metav1.Status` errors with kube-apiserver's reasons and codes."""
+"""The stand-in API server's refusals, as kube-apiserver words them.
+
+`ApiError` is raised by the server's store, request handling, selectors and fault rules; over
+HTTP it becomes the `metav1.Status` body and code kube-apiserver would send (`status()`), and
+in-process callers of the server (the controller stand-in, the tests) catch it directly. The
+functions build one per case (NotFound, AlreadyExists, Conflict, Invalid, …) with kube-apiserver's
+reason, code and message. Simulator only: the agent sees these as HTTP answers, which its own
+client turns into `mcd.agent.errors.ApiError`.
+"""
 
 from __future__ import annotations
 

@@ -87,7 +87,8 @@ RESOURCES: tuple[ResourceType, ...] = (
     # not in the list, but the daemon reads them (certificate writer, MCN reporting)
     ResourceType(MC_GROUP, "v1", "controllerconfigs", "ControllerConfig", False, status=True,
                  generation=True),
-    ResourceType(MC_GROUP, "v1", "machineconfignodes", "MachineConfigNode", False, status=True,
+    # upstream's CRD has no short name: `mcn` is the simulator's own (docs/upstream-differences.md)
+    ResourceType(MC_GROUP, "v1", "machineconfignodes", "MachineConfigNode", False, ("mcn",), status=True,
                  generation=True),
     ResourceType(OPERATOR_GROUP, "v1", "machineconfigurations", "MachineConfiguration", False,
                  status=True, generation=True),

@@ -252,6 +252,23 @@ COLUMNS: dict[str, list[Column]] = {
         ("DegradedMachineCount", "number", 0, _field("status", "degradedMachineCount", default=None)),
         AGE,
     ],
+    # the CRD's additionalPrinterColumns (the wide ones at priority 1)
+    "MachineConfigNode": [
+        NAME, ("PoolName", "string", 0, _field("spec", "pool", "name")),
+        ("DesiredConfig", "string", 0, _field("spec", "configVersion", "desired")),
+        ("CurrentConfig", "string", 0, _field("status", "configVersion", "current")),
+        ("Updated", "string", 0, _cond("Updated")), AGE,
+        ("UpdatePrepared", "string", 1, _cond("UpdatePrepared")),
+        ("UpdateExecuted", "string", 1, _cond("UpdateExecuted")),
+        ("UpdatePostActionComplete", "string", 1, _cond("UpdatePostActionComplete")),
+        ("UpdateComplete", "string", 1, _cond("UpdateComplete")),
+        ("Resumed", "string", 1, _cond("Resumed")),
+        ("UpdatedFilesAndOS", "string", 1, _cond("AppliedFilesAndOS")),
+        ("CordonedNode", "string", 1, _cond("Cordoned")),
+        ("DrainedNode", "string", 1, _cond("Drained")),
+        ("RebootedNode", "string", 1, _cond("RebootedNode")),
+        ("UncordonedNode", "string", 1, _cond("Uncordoned")),
+    ],
 }  # fmt: skip
 
 

@@ -1,0 +1,215 @@
+"""The certificate writer: upstream's ControllerConfig worker (`pkg/daemon/certificate_writer.go`).
+
+It lists and watches the ControllerConfig `machine-config-controller` and, whenever the node
+has not recorded its resourceVersion (annotation `lastSyncedControllerConfigResourceVersion`)
+or a service-CA rotation is flagged, writes the kubelet's CA bundle, the cloud provider's CA,
+the merged internal-registry pull secret and the image registry CAs under
+`/etc/docker/certs.d` (`mcd.planner.certs` decides, `mcd.host.certs` writes), then records the
+resourceVersion on the node. Nothing here drains, reboots or touches the node's state: as
+upstream, these files live outside MachineConfigs (the on-disk check and the drift monitor skip
+them, pruning never deletes them).
+
+It runs beside the node sync, as upstream's worker does: `run()` is the thread's whole body
+(the loop starts it), and never raises. A ControllerConfig the planner refuses writes nothing
+and is told once (log and Warning event `InvalidControllerConfig`); a failed write is retried
+with upstream's backoff (1 s doubling to 60 s) and told by `CertificateWriteFailed`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+from mcd.agent.errors import ApiError, Backoff, GoneError, NotFoundError
+from mcd.agent.kube import annotations as ann
+from mcd.agent.report.events import EventRecorder
+from mcd.agent.report.node import NodeWriter
+from mcd.host.certs import write_certificates
+from mcd.host.root import HostRoot
+from mcd.planner.certs import CONTROLLER_CONFIG, ROTATE_TRUE, BadControllerConfig, needs_write, parse
+
+LOG = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+# a watch that keeps failing is retried at least this often; one ending sooner than this is
+# taken for a server that ends watches at once (back off, then list)
+WATCH_RETRY_MAX = 5.0
+# a cluster without the ControllerConfig API (no Machine Config Operator): looked for again this
+# seldom, and said once
+ABSENT_RECHECK = 600.0
+WATCH_MIN_SECONDS = 1.0
+# a retry due while the watch is open: the watch is asked to end by then (at least this long)
+MIN_WATCH_SECONDS = 2
+# no node known yet: look again after this long (upstream requeues after a minute)
+NO_NODE_DELAY = 1.0
+
+INVALID = "InvalidControllerConfig"
+WRITE_FAILED = "CertificateWriteFailed"
+
+
+class ControllerConfigApi(Protocol):
+    def list_controllerconfig(self, name: str) -> tuple[Obj | None, str]: ...
+
+    def watch_controllerconfig(
+        self, name: str, resource_version: str, timeout_seconds: int
+    ) -> Iterator[tuple[str, Obj]]: ...
+
+
+class _NoNode(Exception):
+    """The node is not known yet (the node watch has not delivered it)."""
+
+
+class CertificateWriter:
+    def __init__(
+        self,
+        api: ControllerConfigApi,
+        writer: NodeWriter,
+        events: EventRecorder,
+        root: HostRoot,
+        stop: threading.Event,
+        *,
+        watch_timeout_seconds: int = 300,
+    ) -> None:
+        self.api = api
+        self.writer = writer
+        self.events = events
+        self.root = root
+        self.stop = stop
+        self.watch_timeout_seconds = watch_timeout_seconds
+        self._latest: Obj | None = None
+        self._retry_at: float | None = None
+        self._absent_said = False
+        self._backoff = Backoff()
+        self._told: dict[str, str] = {}  # what -> the resourceVersion last told about
+        self._last_failure = ""
+
+    # -- the thread
+
+    def run(self) -> None:
+        """List and watch the ControllerConfig, writing on each change, until `stop` is set."""
+        rv = ""
+        backoff = Backoff(cap=WATCH_RETRY_MAX)
+        while not self.stop.is_set():
+            try:
+                if not rv:
+                    obj, rv = self.api.list_controllerconfig(CONTROLLER_CONFIG)
+                    self._offer(obj)
+                started = time.monotonic()
+                events = self.api.watch_controllerconfig(CONTROLLER_CONFIG, rv, self._watch_timeout())
+                for etype, obj in events:
+                    rv = str((obj.get("metadata") or {}).get("resourceVersion", rv))
+                    if etype != "BOOKMARK":
+                        self._offer(None if etype == "DELETED" else obj)
+                    backoff.reset()
+                    if self.stop.is_set():
+                        return
+                if time.monotonic() - started < WATCH_MIN_SECONDS:
+                    self.stop.wait(backoff.next_delay())
+                    rv = ""
+                # the end of a watch is the resync, and the time of a retry that fell due
+                if self._retry_at is None or time.monotonic() >= self._retry_at:
+                    self.attempt()
+            except GoneError:
+                LOG.info("watch of controllerconfig %s expired: listing it again", CONTROLLER_CONFIG)
+                rv = ""
+            except NotFoundError:
+                if not self._absent_said:
+                    LOG.info("this cluster serves no ControllerConfig: no certificates to write "
+                             "(looked for again every %.0fs)", ABSENT_RECHECK)  # fmt: skip
+                    self._absent_said = True
+                self.stop.wait(ABSENT_RECHECK)
+                rv = ""
+            except ApiError as exc:
+                delay = backoff.next_delay()
+                LOG.info("watch of controllerconfig %s interrupted (%s): resuming in %.0fs",
+                         CONTROLLER_CONFIG, exc, delay)  # fmt: skip
+                self.stop.wait(delay)
+                rv = rv if exc.status == 0 else ""
+
+    def _watch_timeout(self) -> int:
+        if self._retry_at is None:
+            return self.watch_timeout_seconds
+        due = int(self._retry_at - time.monotonic() + 0.999)
+        return max(MIN_WATCH_SECONDS, min(self.watch_timeout_seconds, due))
+
+    def _offer(self, obj: Obj | None) -> None:
+        """A new version of the ControllerConfig (None: there is none): try it at once."""
+        self._latest = obj
+        self._retry_at = None
+        if obj is None:
+            LOG.info("no controllerconfig %s: no certificates to write", CONTROLLER_CONFIG)
+            return
+        self.attempt()
+
+    # -- one attempt
+
+    def attempt(self) -> None:
+        """Write what the last ControllerConfig seen asks for, if the node has not recorded it.
+
+        Never raises: a refusal is told once, a failure is told and retried later.
+        """
+        obj = self._latest
+        if obj is None:
+            return
+        rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+        try:
+            self.sync(obj)
+        except BadControllerConfig as exc:
+            self._retry_at = None  # the same object will not get better: wait for the next one
+            self._tell_once(INVALID, rv, f"ControllerConfig {CONTROLLER_CONFIG} resourceVersion {rv} "
+                                         f"not written, nothing changed on disk: {exc}")  # fmt: skip
+            return
+        except _NoNode:
+            self._retry_at = time.monotonic() + NO_NODE_DELAY
+            return
+        except Exception as exc:  # a failed write or node patch: retried, never fatal
+            delay = self._backoff.next_delay(exc.retry_after if isinstance(exc, ApiError) else None)
+            self._retry_at = time.monotonic() + delay
+            message = f"syncing ControllerConfig {CONTROLLER_CONFIG} resourceVersion {rv} failed: {exc}"
+            LOG.error("%s (retry in %.0fs)", message, delay)
+            if message != self._last_failure:
+                self._last_failure = message
+                self.events.warning(WRITE_FAILED, message)
+            return
+        self._retry_at = None
+        self._backoff.reset()
+        self._last_failure = ""
+
+    def _tell_once(self, what: str, rv: str, message: str) -> None:
+        if self._told.get(what) == rv:
+            return
+        self._told[what] = rv
+        LOG.error("%s", message)
+        self.events.warning(what, message)
+
+    def sync(self, obj: Obj) -> None:
+        """Upstream's syncControllerConfigHandler for one ControllerConfig object."""
+        certs = parse(obj)  # refused before anything is written
+        node = self.writer.cached
+        if node is None:
+            raise _NoNode
+        if not needs_write(node.annotations.get(ann.LAST_SYNCED_CONTROLLER_CONFIG), certs):
+            return
+        written = write_certificates(self.root, certs)
+        if written:
+            files, removed = ", ".join(written.files), ", ".join(written.removed)
+            LOG.info("certificate writer: wrote %s; removed %s", files or "nothing", removed or "nothing")
+        changes: dict[str, str | None] = {ann.LAST_SYNCED_CONTROLLER_CONFIG: certs.resource_version}
+        observed = node.annotations.get(ann.LAST_OBSERVED_SERVER_CA, "")
+        if certs.rotating:
+            # upstream merges the new CAs of ConfigMap kubeconfig-data into /etc/kubernetes/kubeconfig
+            # here and may restart the kubelet; mcd does not, so it does not claim to have observed it
+            if observed != ROTATE_TRUE and self._told.get("rotation") != certs.resource_version:
+                self._told["rotation"] = certs.resource_version
+                LOG.warning(
+                    "ControllerConfig %s flags a kube-apiserver CA rotation: the kubeconfig's CA is not "
+                    "updated by mcd (see docs/upstream-differences.md)", CONTROLLER_CONFIG,
+                )  # fmt: skip
+        elif observed != certs.rotate:
+            changes[ann.LAST_OBSERVED_SERVER_CA] = certs.rotate
+        self.writer.set_annotations(changes)
+        LOG.info("Certificate was synced from controllerconfig resourceVersion %s", certs.resource_version)
