@@ -259,7 +259,7 @@ class KubeClient:
     def patch_event(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
         """A repeated Event: its count and lastTimestamp (client-go's recorder patches them too)."""
         path = f"/api/v1/namespaces/{_path(namespace)}/events/{_path(name)}"
-        self._request("PATCH", path, body=patch, content_type=MERGE_PATCH, what="event")
+        self._request("PATCH", path, body=patch, content_type=MERGE_PATCH)
 
     # -- drain
 
