@@ -189,7 +189,7 @@ class LocalAgent:
                 self.machine.to(AgentState.DEGRADED)
                 return Result.IDLE
             self.machine.to(AgentState.UPDATING)
-            self.drift.stop()  # the update's own writes are not drift
+            self.drift.suspend()  # the update's own writes are not drift
             self.reporter.set(NodeState.WORKING, "", parsed.desired)
             LOG.info("updating the node from %s to %s (%s)", old.name, new.name, snap.checksum[:12])
             applied = self.applier.apply(
@@ -202,9 +202,9 @@ class LocalAgent:
             self.machine.failed()
             self.drift.ensure()
             return Result.IDLE
-        self.reporter.set(NodeState.DONE, "", parsed.desired)
         self.machine.to(AgentState.IDLE)
-        self.drift.ensure()
+        if not self.drift.ensure():  # armed before Done: a path edited meanwhile is Degraded
+            self.reporter.set(NodeState.DONE, "", parsed.desired)
         return Result.IDLE
 
     def _reboot(self, config: str) -> Result:

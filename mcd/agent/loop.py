@@ -126,6 +126,7 @@ class Daemon:
             applier=applier,
             drainer=drainer,
             before_update=self._before_update,
+            watch=self.watchers.drift,
             mcn_reporter=self.mcn,
         )
         # upstream's ControllerConfig worker, beside the node sync (a thread of its own)

@@ -182,8 +182,9 @@ class NodeApplier:
 
     # -- checks
 
-    def check(self, mc: MachineConfig) -> str | None:
-        """The first difference between the node and `mc` (OS image, kernel arguments, files, units)."""
+    def check(self, mc: MachineConfig, *, only: frozenset[str] | None = None) -> str | None:
+        """The first difference between the node and `mc` (OS image, kernel arguments, files, units);
+        with `only`, of the files, units and dropins those paths name (the rest is known as declared)."""
         host = self.host()
         try:
             if host.rpmostree is not None:
@@ -210,7 +211,7 @@ class NodeApplier:
             is_enabled = partial(_settled_enablement, self.root, mc.config, host.systemd.is_enabled)
         # owners too (upstream compares none): mcd writes exact owners, and the drift monitor
         # reports a chown, which the next sync must not call clean
-        return ondisk.first_error(self.root, mc.config, is_enabled, host.files.owner_of)
+        return ondisk.first_error(self.root, mc.config, is_enabled, host.files.owner_of, only)
 
     def cleanup_rollback(self) -> None:
         """`rpm-ostree cleanup -r` at start, as upstream (CoreOS only)."""
@@ -256,8 +257,10 @@ class NodeApplier:
         *,
         drain: Callable[[], None] | None = None,
         storage_overrides: Sequence[str] = (),
+        planned: Plan | None = None,
     ) -> Applied:
-        """Run the update transaction (rolled back on failure); the reboot is left to the caller."""
+        """Run the update transaction (rolled back on failure); the reboot is left to the caller.
+        `planned`: what `plan` gave for the same arguments (it is not made again)."""
         try:
             outcome = update(
                 self.host(),
@@ -270,6 +273,7 @@ class NodeApplier:
                 facts=facts,
                 drain=drain,
                 storage_overrides=storage_overrides,
+                planned=planned,
             )
         except Unreconcilable as exc:
             raise McdError(exc.plan.reason) from exc

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Protocol
 
@@ -31,7 +32,7 @@ from mcd.agent.report.events import EventRecorder
 from mcd.agent.report.mcn import MachineConfigNodeReporter
 from mcd.agent.report.metrics import Metrics
 from mcd.agent.report.node import NodeWriter
-from mcd.config.machineconfig import MachineConfig
+from mcd.config.machineconfig import OCL_IMAGE_ANNOTATION, ORIGINAL_OS_IMAGE_ANNOTATION, MachineConfig
 from mcd.planner import steps
 from mcd.planner.plan import Plan
 
@@ -42,6 +43,16 @@ class ConfigApi(Protocol):
     def get_machineconfig(self, name: str) -> dict[str, Any]: ...
 
     def get_machineconfiguration(self, name: str = "cluster") -> dict[str, Any] | None: ...
+
+
+class DiskWatch(Protocol):
+    """The drift monitor as the sync uses it (`mcd.agent.watch.driftreport.DriftReporter`)."""
+
+    def arm(self, mc: MachineConfig) -> bool: ...
+
+    def unverified(self, mc: MachineConfig) -> frozenset[str] | None: ...
+
+    def unverify(self, paths: frozenset[str] | None) -> None: ...
 
 
 class Result(enum.Enum):
@@ -62,6 +73,7 @@ class Syncer:
         applier: NodeApplier,
         drainer: Drainer,
         before_update: Callable[[], None] | None = None,
+        watch: DiskWatch | None = None,
         mcn_reporter: MachineConfigNodeReporter | None = None,
     ) -> None:
         self.api, self.writer, self.events, self.metrics = api, writer, events, metrics
@@ -69,10 +81,14 @@ class Syncer:
         self.applier, self.drainer = applier, drainer
         # upstream's triggerUpdate stops the drift monitor: the update's own writes are not drift
         self._before_update = before_update
+        # the drift monitor: armed before Done, trusted by the on-disk checks for what it saw
+        self._watch = watch
         # parsed MachineConfigs by name and resourceVersion (rendered configs are large and immutable)
         self._mcs: dict[str, tuple[str, MachineConfig]] = {}
         self._mcs_lock = threading.Lock()
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="prefetch")
+        # the boot path's recovery and `rpm-ostree cleanup -r` are done (for this process)
+        self._recovered = False
 
     @property
     def name(self) -> str:
@@ -101,21 +117,31 @@ class Syncer:
             self.mcn.report(mcn.updated(self.name))
             return Result.IDLE
         self.mcn.report(mcn.needs_update(self.name))
+        images = Images(decision.current_image, decision.desired_image)
         # the desired config is read and parsed while the disk is checked: both take a while
         # on a large config, and one waits on the API server and the other on the disk
         new = self._pool.submit(self._machineconfig, decision.desired_config)
         checked = None
         if not self.applier.forcefile_present():
             with self._phase("check"):
-                checked = self._check_disk(decision.current_config, "PreflightConfigDriftCheckFailed")
-        return self._update(decision.current_config, decision.desired_config, new, checked=checked)
+                checked = self._check_disk(
+                    decision.current_config, images.current, "PreflightConfigDriftCheckFailed"
+                )
+        return self._update(decision.current_config, decision.desired_config, images, new, checked=checked)
 
     # -- boot path
 
     def _first_run(self, node: NodeView) -> Result:
-        self.applier.recover()
+        if not self._recovered:
+            # once per process: a failing boot check is retried without finishing (or cleaning
+            # up) again what the first try already finished
+            self.applier.recover()
         node = self._load_bootstrap_annotations(node)
-        self.applier.cleanup_rollback()
+        if not self._recovered:
+            self.applier.cleanup_rollback()
+            self._recovered = True
+        # armed before the check: what changes from now on is seen, what the check reads is known
+        self._arm()
         if self.applier.bootstrap_annotations() is not None:
             self.applier.retire_bootstrap_annotations()
         current = node.current_config
@@ -126,20 +152,30 @@ class Syncer:
             )
             current = disk.name
         desired = node.desired_config
+        # the image recorded on disk wins too (as the config), when there is a config on disk
+        disk_image = self.applier.disk_image() if disk is not None else None
+        images = Images(node.current_image if disk_image is None else disk_image, node.desired_image)
         if self.applier.forcefile_present():
             LOG.info("forcefile present: skipping the on-disk check and re-applying %s", desired)
-            return self._update(current, desired)
-        checked = self._check_disk(current, "OnDiskStateValidationFailed")
-        if current == desired and self.applier.disk_image() in (None, node.desired_image):
+            return self._update(current, desired, images)
+        checked = self._check_disk(current, images.current, "OnDiskStateValidationFailed")
+        if current == desired and images.current == images.desired:
             if self.applier.reboot_pending():
                 # the config is on disk but the boot it needs has not happened (failed or skipped)
-                return self._update(current, desired, checked=checked)
+                return self._update(current, desired, images, checked=checked)
             self._done(current)
             return Result.IDLE
         self.events.normal(
             "BootResync", f"Booting node {self.name}, currentConfig {current}, desiredConfig {desired}"
         )
-        return self._update(current, desired, checked=checked)
+        return self._update(current, desired, images, checked=checked)
+
+    def _arm(self) -> bool:
+        """Arm the drift monitor against the config on disk; True when a path drifted from it."""
+        on_disk = self.applier.disk_config()
+        if self._watch is None or on_disk is None or on_disk.config is None:
+            return False
+        return self._watch.arm(on_disk)
 
     def _load_bootstrap_annotations(self, node: NodeView) -> NodeView:
         """Upstream's loadNodeAnnotations: a node without currentConfig gets the bootstrap ones."""
@@ -158,11 +194,16 @@ class Syncer:
         LOG.info("setting initial annotations of node %s from the bootstrap config", self.name)
         return self.writer.set_annotations(changes)
 
-    def _check_disk(self, config: str, event_reason: str) -> MachineConfig:
-        """The config `config`, verified on disk (the probe need not read its files again)."""
-        mc = self._disk_or_cluster(config)
-        error = self.applier.check(mc)
+    def _check_disk(self, config: str, image: str, event_reason: str) -> MachineConfig:
+        """The config `config` (running the layered `image`, if any), verified on disk (the probe
+        need not read its files again)."""
+        mc = with_image(self._disk_or_cluster(config), image)
+        # the monitor watching this very config vouches for what it saw no change to
+        only = self._watch.unverified(mc) if self._watch is not None else None
+        error = self.applier.check(mc, only=only)
         if error is not None:
+            if self._watch is not None:
+                self._watch.unverify(only)
             # upstream names the on-cluster-layering image the node should run, when there is one
             reason = f"unexpected on-disk state validating against {mc.ocl_image or config}: {error}"
             self.events.warning(event_reason, reason)
@@ -219,6 +260,7 @@ class Syncer:
         self,
         current: str,
         desired: str,
+        images: Images,
         prefetched: Future[MachineConfig] | None = None,
         *,
         checked: MachineConfig | None = None,
@@ -228,8 +270,11 @@ class Syncer:
         if self._before_update is not None:
             self._before_update()
         with self._phase("prepare"):
-            old = self._disk_or_cluster(current)
+            old = with_image(self._disk_or_cluster(current), images.current)
             new = prefetched.result() if prefetched is not None else self._machineconfig(desired)
+            # upstream's triggerUpdate: the layered images ride in copies of the configs, so the
+            # update rebases to the desired one (and reboots) like any OS change
+            new = with_image(new, images.desired)
             policies, overrides = self._policies()
             node = self.writer.node()
             facts = self.applier.facts(old, new, node.topology, checked=checked)
@@ -239,7 +284,9 @@ class Syncer:
             self.events.warning("FailedToReconcile", f"Reconciling node {self.name} failed: {p.reason}")
             raise UnreconcilableError(p.reason)
         LOG.info("updating node %s from %s to %s", self.name, old.name, new.name)
-        self.writer.set_state(ann.transition(node.state, NodeState.WORKING))
+        if ann.transition(node.state, NodeState.WORKING) is NodeState.WORKING:
+            self.writer.set_state(NodeState.WORKING)
+        # else the node stays Degraded/Unreconcilable, its reason kept, as upstream writes nothing
         self.mcn.report(mcn.prepared(p.actions, p.drain))
         # upstream's pivot error gauge: counts failed OS changes, back to 0 after one succeeds
         os_change = p.diff.os_update or p.diff.kernel_type or p.diff.extensions
@@ -259,7 +306,7 @@ class Syncer:
         with self._phase("apply"):
             try:
                 applied = self.applier.apply(
-                    old, new, facts, policies, drain=drain, storage_overrides=overrides
+                    old, new, facts, policies, drain=drain, storage_overrides=overrides, planned=p
                 )
             except McdError as exc:
                 if os_change:
@@ -325,19 +372,55 @@ class Syncer:
         return Result.SIMULATED_REBOOT
 
     def _done(self, config: str) -> None:
-        """Upstream's updateConfigAndState for a node in its desired config: uncordon, NodeDone, Done."""
+        """Upstream's updateConfigAndState for a node in its desired config: uncordon, NodeDone, Done.
+
+        The drift monitor is armed against the config on disk first: a path changed while the
+        update ran is reported (Degraded) instead of Done.
+        """
         node = self.writer.node()
+        image = self.applier.disk_image() or ""
+        if node.desired_image and image != node.desired_image:
+            # never Done outside the desired image: that would be asked to update again at once
+            raise McdError(
+                f"node {self.name} is in config {config} but runs image {image or '(none)'}, "
+                f"not its desiredImage {node.desired_image}"
+            )
+        if self._arm():
+            LOG.warning("node %s drifted from %s while it was updated: not Done", self.name, config)
+            return
         self.mcn.report(mcn.resumed(config))
         self.mcn.flush()
         self.drainer.uncordon(config)
         self.events.normal("NodeDone", f"Setting node {self.name}, currentConfig {config} to Done")
-        image = self.applier.disk_image() or ""
         extra: dict[str, str | None] = {ann.CURRENT_CONFIG: config, ann.CURRENT_IMAGE: image or None}
         if not node.desired_image:
             extra[ann.DESIRED_IMAGE] = None
         self.writer.set_state(NodeState.DONE, "", extra)
         self.metrics.set_update(config)
         LOG.info("node %s is in config %s: Done", self.name, config)
+
+
+@dataclass(frozen=True)
+class Images:
+    """The on-cluster-layering images of an update: the node's now, and the desired one ("" none)."""
+
+    current: str
+    desired: str
+
+
+def with_image(mc: MachineConfig, image: str) -> MachineConfig:
+    """`mc` running the layered `image`, as upstream's daemon embeds it in a copy of the config
+    (`osImageURL` replaced, the original kept in an annotation); `mc` itself without one.
+
+    Only the value changes: `raw`, which the update records as currentconfig, stays as read
+    (upstream strips the image from the record too; it goes to currentimage).
+    """
+    if not image or mc.ocl_image == image:
+        return mc
+    annotations = dict(mc.annotations)
+    annotations[ORIGINAL_OS_IMAGE_ANNOTATION] = mc.os_image_url
+    annotations[OCL_IMAGE_ANNOTATION] = image
+    return replace(mc, os_image_url=image, annotations=tuple(annotations.items()))
 
 
 # --- upstream's OS update events (spec §5.1, §12) ---------------------------------------------

@@ -72,7 +72,13 @@ def probe(
     }
     # units declared as in the applied config: a re-run repairs whatever of them drifted
     kept = () if forcefile else tuple(u for u in new_ign.units if u.name not in changed)
-    matching |= ondisk.units_as_declared(host.root, kept)
+    if verified:
+        # declared as in `old`, whose units (files, masks, dropins, enablement) were just checked
+        matching |= {
+            p for u in kept for p in (unit_path(u.name), *(dropin_path(u.name, d.name) for d in u.dropins))
+        }
+    else:
+        matching |= ondisk.units_as_declared(host.root, kept)
     new_names = {u.name for u in new_ign.units}
     stale_units = [u.name for u in old_ign.units if u.name not in new_names]
     # every path a step may drop: dropped files, the old config's unit paths
@@ -97,7 +103,7 @@ def probe(
         arch=node_arch(os.uname().machine),
         skip_certificate_write=skip_certificate_write,
         matching_paths=frozenset(matching),
-        enablement_matches=_enablement_matches(host, kept),
+        enablement_matches=_enablement_matches(host, kept, verified=verified),
         ssh_keys_match=host.ssh.keys_match(new_ign.users),
         backed_up=frozenset(p for p in dict.fromkeys(dropped) if host.files.originals.has_backup(p)),
         enabled_rewrites=frozenset(u.name for u in rewriting if u.name in enabled),
@@ -118,15 +124,16 @@ def probe(
     )
 
 
-def _enablement_matches(host: Host, units: Sequence[Unit]) -> frozenset[str]:
+def _enablement_matches(host: Host, units: Sequence[Unit], *, verified: bool = False) -> frozenset[str]:
     """The units of `units` with a file and an enablement whose links say what they declare.
 
     As the on-disk check, only units with contents are asked about (a unit without is left
     to whoever ships its file); the root's links answer offline, without a systemctl process.
     """
     asked = [u for u in units if u.contents and not u.mask and u.enabled is not None]
-    if not asked:
-        return frozenset()
+    if not asked or verified:
+        # the on-disk check just found each as declared (`verified`): nothing to ask
+        return frozenset(u.name for u in asked)
     enabled = enabled_among(host.systemd, [u.name for u in asked])
     return frozenset(u.name for u in asked if (u.name in enabled) == u.enabled)
 

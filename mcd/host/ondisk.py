@@ -12,7 +12,8 @@ from __future__ import annotations
 import logging
 import os
 import stat
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from dataclasses import replace
 
 from mcd.config.ignition import File, IgnitionConfig, Unit
 from mcd.host.atomicfs import holds_bytes, read_bytes_nofollow
@@ -264,12 +265,17 @@ def iter_errors(
     config: IgnitionConfig,
     is_enabled: IsEnabled | None = None,
     owners: Owners | None = None,
+    only: Collection[str] | None = None,
 ) -> Iterator[str]:
     """Yield drift errors in upstream's order: files, then per unit its dropins, file/mask, enablement.
 
     Lazy, so `first_error` stops at the first problem without asking systemd anything when a
     file already drifted. With `owners`, a file's owner is compared after its mode and content.
+    With `only`, just those paths are read (a unit's path stands for its file, mask and
+    enablement): the rest is known to be as declared (the drift monitor saw no change to it).
     """
+    if only is not None:
+        config = _restricted(config, only)
     resolver = _Resolver(root)
     for f in config.files:
         err = _check_file(resolver, f)
@@ -302,6 +308,19 @@ def iter_errors(
             yield err
 
 
+def _restricted(config: IgnitionConfig, only: Collection[str]) -> IgnitionConfig:
+    """`config` with the files, dropins and units of `only` alone."""
+    units = []
+    for u in config.units:
+        dropins = tuple(d for d in u.dropins if dropin_path(u.name, d.name) in only)
+        if unit_path(u.name) in only:
+            units.append(replace(u, dropins=dropins))
+        elif dropins:
+            # the dropins alone: no contents and no mask, so the unit file is not looked at
+            units.append(replace(u, dropins=dropins, contents=None, mask=None, enabled=None))
+    return replace(config, files=tuple(f for f in config.files if f.path in only), units=tuple(units))
+
+
 def check_config(root: HostRoot, config: IgnitionConfig, is_enabled: IsEnabled | None = None) -> list[str]:
     """All drift errors of `config` against `root` (empty: the disk matches).
 
@@ -316,6 +335,7 @@ def first_error(
     config: IgnitionConfig,
     is_enabled: IsEnabled | None = None,
     owners: Owners | None = None,
+    only: Collection[str] | None = None,
 ) -> str | None:
-    """The first drift error upstream would report, or None."""
-    return next(iter_errors(root, config, is_enabled, owners), None)
+    """The first drift error upstream would report (of the paths `only`, when given), or None."""
+    return next(iter_errors(root, config, is_enabled, owners, only), None)

@@ -71,7 +71,8 @@ class ConfigDiff:
         return tuple(c.name for c in self.file_changes)
 
 
-_IgnitionChanges = tuple[tuple[Change, ...], tuple[Change, ...], tuple[Change, ...]]
+# the file, unit and passwd changes, and whether those sections differ at all (order included)
+_IgnitionChanges = tuple[tuple[Change, ...], tuple[Change, ...], tuple[Change, ...], tuple[bool, bool, bool]]
 # The last comparison, by identity of the (immutable) configs: an update diffs the same pair
 # twice (the host probe, then the planner), and comparing thousands of files is the cost.
 # One slot, replaced whole (one assignment: safe for concurrent callers).
@@ -91,6 +92,7 @@ def _ignition_changes(old_ign: IgnitionConfig, new_ign: IgnitionConfig) -> _Igni
         _file_changes(old_ign, new_ign),
         _unit_changes(old_ign, new_ign),
         _passwd_changes(old_ign, new_ign),
+        (old_ign.files != new_ign.files, old_ign.units != new_ign.units, old_ign.passwd != new_ign.passwd),
     )
     _last[:] = [(old_ign, new_ign, changes)]
     return changes
@@ -108,7 +110,7 @@ def diff(old: MachineConfig, new: MachineConfig, forcefile: bool = False) -> Con
     )
     extensions = bool(old.extensions or new.extensions) and old.extensions != new.extensions
     kernel_type = canonical_kernel_type(old.kernel_type) != canonical_kernel_type(new.kernel_type)
-    file_changes, unit_changes, passwd_changes = _ignition_changes(old_ign, new_ign)
+    file_changes, unit_changes, passwd_changes, (files, units, passwd) = _ignition_changes(old_ign, new_ign)
     spec_changes: list[Change] = []
     if os_update or forcefile:
         detail = ("forcefile present: OS re-applied",) if forcefile and not os_update else ()
@@ -143,9 +145,9 @@ def diff(old: MachineConfig, new: MachineConfig, forcefile: bool = False) -> Con
         os_update=os_update or forcefile,
         kargs=kargs,
         fips=old.fips != new.fips,
-        passwd=old_ign.passwd != new_ign.passwd,
-        files=old_ign.files != new_ign.files,
-        units=old_ign.units != new_ign.units,
+        passwd=passwd,
+        files=files,
+        units=units,
         kernel_type=kernel_type,
         extensions=extensions,
         ocl_enabled=ocl_enabled,

@@ -96,3 +96,17 @@ def install_section(text: bytes) -> tuple[bytes, ...]:
         if inside and not line.startswith((b"#", b";")):
             lines.append(line)
     return tuple(lines)
+
+
+def is_static(contents: str | None, dropins: tuple[str | None, ...] = ()) -> bool:
+    """Whether a unit file (with its dropins) has no installation config: systemd calls such a
+    unit `static`; `systemctl enable` has nothing to do for it, and `is-enabled` says "static".
+
+    A header alone installs nothing: only an entry in an [Install] section does.
+    """
+    if not contents:
+        return False
+    return not any(
+        line != INSTALL_HEADER and line for text in (contents, *dropins) if text
+        for line in install_section(text.encode())
+    )

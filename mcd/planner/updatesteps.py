@@ -20,6 +20,7 @@ from mcd.planner.managed_paths import (
     KUBELET_CA,
     dropin_path,
     install_section,
+    is_static,
     never_deleted,
     path_in_dropins,
     unit_path,
@@ -111,8 +112,13 @@ def _drifted_units(new: IgnitionConfig, changed: set[str], facts: Facts) -> froz
 
 
 def _has_enablement(u: Unit) -> bool:
-    """Whether the on-disk check compares the unit's enablement (a unit file of ours declares one)."""
-    return bool(u.contents) and not u.mask and u.enabled is not None
+    """Whether the unit's enablement is something to repair: a unit file of ours declares one and
+    can be enabled (a static unit, without an [Install] entry, has no enablement to lose)."""
+    return bool(u.contents) and not u.mask and u.enabled is not None and not _static(u)
+
+
+def _static(u: Unit) -> bool:
+    return is_static(u.contents, tuple(d.contents for d in u.dropins))
 
 
 def _file_writes(new: IgnitionConfig, d: ConfigDiff, facts: Facts) -> tuple[str, ...]:
@@ -207,6 +213,11 @@ def _unit_steps(
             repaired.append(u.name)
         if u.enabled is None:
             steps.append(Preset(u.name))
+        elif u.enabled and not u.mask and _static(u):
+            # as systemd: `enable` has nothing to do for it (and says so); `is-enabled` says static
+            notes.append(
+                f'unit "{u.name}" has no [Install] section (static): enabled: true has nothing to enable'
+            )
         elif u.contents or facts.unit_files is None or u.name in facts.unit_files:
             (enable if u.enabled else disable).append(u.name)
             if not u.contents and facts.unit_files is None:

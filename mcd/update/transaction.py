@@ -149,6 +149,7 @@ def update(
     drain: DrainHook | None = None,
     storage_overrides: Sequence[str] = (),
     earlier_created: Sequence[str] = (),
+    planned: Plan | None = None,
 ) -> Outcome:
     """Apply `new` over `old` on the host; on failure roll back and raise UpdateError.
 
@@ -156,14 +157,16 @@ def update(
     and exactly those steps run, in order. `drain` is the cluster agent's drain (without one a
     planned drain is reported skipped); `storage_overrides` are the MachineConfiguration's
     irreconcilableValidationOverrides.storage; `earlier_created` what an interrupted run of this
-    update had found absent (its record's `created`), for a rollback to remove as well.
+    update had found absent (its record's `created`), for a rollback to remove as well;
+    `planned` the plan the caller made of the same configs, `facts`, policies and overrides.
     """
     # one update per root at a time; an update joins thousands of paths in a few directories:
     # resolve each directory once
     with rootlock.hold(host.root, timeout=host.lock_timeout), host.root.caching_dirs():
         if facts is None:
             facts = facts_for(host, old, new, skip_certificate_write=skip_certificate_write)
-        p = plan(old, new, facts, policies, legacy=legacy, storage_overrides=storage_overrides)
+        # `planned`: the caller's plan of these very configs, facts and policies (not made twice)
+        p = planned or plan(old, new, facts, policies, legacy=legacy, storage_overrides=storage_overrides)
         return _apply(
             host, old, new, p, facts, skip_reboot=skip_reboot, drain=drain, earlier=earlier_created
         )

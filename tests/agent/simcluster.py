@@ -163,10 +163,16 @@ class Cluster:
         return self.sim.events()
 
     def event_reasons(self) -> list[str]:
-        return [e["reason"] for e in self.events()]
+        """The reasons of the Events recorded, a repeat (an Event's `count`) as often as it was."""
+        return [e["reason"] for e in self.events() for _ in range(int(e.get("count") or 1))]
 
     def event_messages(self, reason: str) -> list[str]:
-        return [e["message"] for e in self.events() if e["reason"] == reason]
+        return [
+            e["message"]
+            for e in self.events()
+            if e["reason"] == reason
+            for _ in range(int(e.get("count") or 1))
+        ]
 
     def wait_event(self, reason: str, count: int = 1, timeout: float = 20.0) -> None:
         self.wait(lambda: self.event_reasons().count(reason) >= count, f"{count} event(s) {reason}", timeout)

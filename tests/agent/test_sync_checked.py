@@ -33,9 +33,9 @@ class RecordingApplier(NodeApplier):
         self.checked: list[MachineConfig | None] = []
         self.checks: list[MachineConfig] = []
 
-    def check(self, mc: MachineConfig) -> str | None:
+    def check(self, mc: MachineConfig, *, only: frozenset[str] | None = None) -> str | None:
         self.checks.append(mc)
-        return super().check(mc)
+        return super().check(mc, only=only)
 
     def facts(
         self, old: MachineConfig, new: MachineConfig, topology: str, *, checked: MachineConfig | None = None

@@ -61,7 +61,11 @@ def started_on_a(wire: Wire, *extra: str, **kw: Any) -> tuple[Path, Agent]:
 
 def ends_done(wire: Wire, agent: Agent, config: str, timeout: float = 30.0) -> None:
     """The node ends Done on `config` with an empty reason, and the agent never exited."""
-    node = wire.cluster.wait_node(NODE, done_on(config), timeout=timeout)
+    # Done with the reason written empty: the boot path's own Done (the monitor may have started
+    # before it, on a node already annotated Done)
+    node = wire.cluster.wait_node(
+        NODE, lambda n: done_on(config)(n) and n["metadata"]["annotations"].get(ann.REASON) == "", timeout
+    )
     assert node["metadata"]["annotations"][ann.REASON] == ""
     assert agent.proc is not None and agent.proc.poll() is None, f"the agent exited:\n{agent.log[-4000:]}"
 

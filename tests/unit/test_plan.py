@@ -546,7 +546,8 @@ def test_removed_file_follows_its_policy() -> None:
 
 
 def test_unit_without_policy_reboots_and_is_enabled() -> None:
-    p = plan(mc("old"), mc("new", units=[{"name": "a.service", "enabled": True, "contents": "[Unit]\n"}]))
+    unit = {"name": "a.service", "enabled": True, "contents": "[Unit]\n[Install]\nWantedBy=a.target\n"}
+    p = plan(mc("old"), mc("new", units=[unit]))
     assert spellings(p.actions) == (REBOOT,)
     assert p.changes[0].rule == "no policy for unit a.service: reboot"
     assert p.commands == (("systemctl", "enable", "a.service"), reboot_argv())

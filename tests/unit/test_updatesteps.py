@@ -135,7 +135,7 @@ def test_a_file_replaced_by_a_dropin_stays_unless_it_has_an_original() -> None:
     ("unit", "facts", "steps", "notes"),
     [
         (
-            {"name": "a.service", "contents": "[Unit]\n", "enabled": True},
+            {"name": "a.service", "contents": ENABLED_WITH_INSTALL, "enabled": True},
             Facts(),
             [WriteUnitFiles((f"{UNITS}/a.service",)), Enable(("a.service",))],
             [],
@@ -225,9 +225,9 @@ def test_unit_steps(unit: dict[str, Any], facts: Facts, steps: list[Step], notes
 
 def test_enable_and_disable_each_run_once_for_every_unit() -> None:
     new = units(
-        {"name": "a.service", "contents": "[Unit]\n", "enabled": True},
+        {"name": "a.service", "contents": ENABLED_WITH_INSTALL, "enabled": True},
         {"name": "b.service", "contents": "[Unit]\n", "enabled": False},
-        {"name": "c.service", "contents": "[Unit]\n", "enabled": True},
+        {"name": "c.service", "contents": ENABLED_WITH_INSTALL, "enabled": True},
         {"name": "d.service", "contents": "[Unit]\n", "enabled": False},
     )
     assert case(ign(), new)[0] == [
@@ -518,7 +518,7 @@ def test_order_files_units_stale_units_stale_files_kubeconfig_keys() -> None:
     )
     new = ign(
         storage={"files": [B]},
-        systemd={"units": [{"name": "new.service", "contents": "[Unit]\n", "enabled": True}]},
+        systemd={"units": [{"name": "new.service", "contents": ENABLED_WITH_INSTALL, "enabled": True}]},
         passwd={"users": [{"name": "core", "sshAuthorizedKeys": ["k2"]}]},
     )
     assert case(old, new, Facts(kubeconfig_mode=0o640))[0] == [

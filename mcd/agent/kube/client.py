@@ -256,6 +256,11 @@ class KubeClient:
     def create_event(self, namespace: str, event: Mapping[str, Any]) -> None:
         self._request("POST", f"/api/v1/namespaces/{_path(namespace)}/events", body=event)
 
+    def patch_event(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        """A repeated Event: its count and lastTimestamp (client-go's recorder patches them too)."""
+        path = f"/api/v1/namespaces/{_path(namespace)}/events/{_path(name)}"
+        self._request("PATCH", path, body=patch, content_type=MERGE_PATCH)
+
     # -- drain
 
     def list_pods_on_node(self, node: str) -> list[Obj]:

@@ -3,6 +3,12 @@
 Events are best effort, as upstream's recorder: they are posted by a background thread so an
 update never waits on them, and one that cannot be posted is logged and dropped. Every Event
 is also a log line, so a node without API access still tells what happened.
+
+Repeats are aggregated as client-go's recorder does (`tools/record/events_cache.go`): an Event
+equal to an earlier one (same source, object, type, reason and message) is not created again;
+the earlier one's `count` goes up and its `lastTimestamp` moves, by a PATCH. And when more than
+ten different messages of one reason come within ten minutes, the further ones become one
+Event "(combined from similar events): <latest message>", counted the same way.
 """
 
 from __future__ import annotations
@@ -12,11 +18,13 @@ import logging
 import queue
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mcd.agent import guard
-from mcd.agent.errors import ApiError
+from mcd.agent.errors import ApiError, NotFoundError
 
 LOG = logging.getLogger(__name__)
 
@@ -26,9 +34,17 @@ QUEUE_SIZE = 100
 
 NORMAL, WARNING = "Normal", "Warning"
 
+# client-go's correlator: its LRU caches' size, and the aggregation of similar messages
+CACHE_ENTRIES = 4096
+AGGREGATE_MAX_EVENTS = 10
+AGGREGATE_INTERVAL = 600.0
+COMBINED_PREFIX = "(combined from similar events): "
+
 
 class EventApi(Protocol):
-    def create_event(self, namespace: str, event: Mapping[str, Any]) -> None: ...
+    def create_event(self, namespace: str, event: Mapping[str, Any]) -> object: ...
+
+    def patch_event(self, namespace: str, name: str, patch: Mapping[str, Any]) -> object: ...
 
 
 def _now() -> str:
@@ -58,6 +74,72 @@ def build_event(
     }
 
 
+@dataclass
+class _Seen:
+    """client-go's eventLog: the Event a key was last posted as."""
+
+    count: int
+    first: str
+    name: str
+
+
+@dataclass
+class _Similar:
+    """client-go's aggregateRecord: the messages seen for one reason, and when last."""
+
+    messages: set[str] = field(default_factory=set)
+    last: float = 0.0
+
+
+class Correlator:
+    """client-go's EventCorrelator without the spam filter: turns an Event into the request
+    that records it (a create, or a patch of the Event it repeats). Not thread-safe: one
+    poster thread uses it."""
+
+    def __init__(self, clock: Any = time.monotonic) -> None:
+        self._clock = clock
+        self._seen: OrderedDict[tuple[str, ...], _Seen] = OrderedDict()
+        self._similar: OrderedDict[tuple[str, ...], _Similar] = OrderedDict()
+
+    @staticmethod
+    def _lru(cache: OrderedDict[tuple[str, ...], Any], key: tuple[str, ...], value: Any) -> None:
+        cache[key] = value
+        cache.move_to_end(key)
+        while len(cache) > CACHE_ENTRIES:
+            cache.popitem(last=False)
+
+    def correlate(self, event: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """(the Event as it now stands, the merge patch to send) — no patch: create it."""
+        obj, src = event["involvedObject"], event["source"]
+        similar = (src["component"], src.get("host", ""), obj["kind"], event["metadata"]["namespace"],
+                   obj["name"], obj.get("uid", ""), obj.get("apiVersion", ""), event["type"], event["reason"],
+                   event.get("reportingComponent", ""), event.get("reportingInstance", ""))  # fmt: skip
+        now = self._clock()
+        record = self._similar.get(similar)
+        if record is None or now - record.last > AGGREGATE_INTERVAL:
+            record = _Similar()
+        record.messages.add(event["message"])
+        record.last = now
+        self._lru(self._similar, similar, record)
+        key: tuple[str, ...]
+        if len(record.messages) < AGGREGATE_MAX_EVENTS:
+            key = (*similar, event["message"])
+        else:
+            record.messages.pop()  # the set grows no further
+            event = dict(event, message=COMBINED_PREFIX + event["message"])
+            key = similar
+        seen = self._seen.get(key)
+        if seen is None:
+            self._lru(self._seen, key, _Seen(1, event["firstTimestamp"], event["metadata"]["name"]))
+            return event, None
+        seen.count += 1
+        self._seen.move_to_end(key)
+        event = dict(event, count=seen.count, firstTimestamp=seen.first,
+                     metadata=dict(event["metadata"], name=seen.name))  # fmt: skip
+        patch = {"count": seen.count, "lastTimestamp": event["lastTimestamp"], "message": event["message"]}
+        return event, patch
+
+
 class EventRecorder:
     """Posts node Events from a queue; `record()` never blocks and never raises."""
 
@@ -68,6 +150,7 @@ class EventRecorder:
         self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue(QUEUE_SIZE)
         self._thread: threading.Thread | None = None
         self._stopped = threading.Event()
+        self._correlator = Correlator()
 
     def start(self) -> None:
         if self.api is not None and self._thread is None:
@@ -113,12 +196,24 @@ class EventRecorder:
             LOG.warning("failed to post event %s: %s", reason, exc)
 
     def _run(self) -> None:
-        assert self.api is not None
         while True:
             event = self._queue.get()
             if event is None:
                 return
-            try:
-                self.api.create_event(NAMESPACE, event)
-            except ApiError as exc:
-                LOG.warning("failed to post event %s: %s", event["reason"], exc)
+            self._post(event)
+
+    def _post(self, event: dict[str, Any]) -> None:
+        """client-go's recordToSink: a repeat patches its Event (created again if it is gone)."""
+        assert self.api is not None
+        event, patch = self._correlator.correlate(event)
+        try:
+            if patch is not None:
+                try:
+                    self.api.patch_event(NAMESPACE, event["metadata"]["name"], patch)
+                    return
+                except NotFoundError:
+                    pass
+            # (a repeat whose Event is gone is created again, with its count, as client-go does)
+            self.api.create_event(NAMESPACE, event)
+        except ApiError as exc:
+            LOG.warning("failed to post event %s: %s", event["reason"], exc)

@@ -25,17 +25,17 @@ import os
 import select
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyinotify
 
 from mcd.agent import guard
-from mcd.config.ignition import File, IgnitionConfig, Unit
+from mcd.agent.watch.managed import Expected, Unverified, child, next_below, parent, under
+from mcd.config.ignition import IgnitionConfig
 from mcd.host import ondisk
 from mcd.host.root import HostRoot, PathEscapeError
-from mcd.planner.managed_paths import UNIT_DIR, dropin_path, unit_path
+from mcd.planner.managed_paths import UNIT_DIR
 
 LOG = logging.getLogger(__name__)
 
@@ -113,6 +113,8 @@ class _NotifierThread:
         self._notifier = pyinotify.Notifier(wm, default_proc_fun=proc_fun)
         self._fd = wm.get_fd()
         self._pipe = os.pipe()
+        # one reader at a time: the thread, or a caller of `flush`
+        self._reading = threading.Lock()
         self._stopping = threading.Event()
         self._thread = guard.spawn(name, self._loop, self._stopping, on_restart=on_restart)
 
@@ -123,7 +125,16 @@ class _NotifierThread:
         while True:
             if any(fd == self._pipe[0] for fd, _ in poll.poll()):
                 return
-            self._notifier.read_events()
+            self.flush()
+
+    def flush(self) -> None:
+        """Handle every event queued now, on the calling thread. The kernel queues an event
+        within the system call that caused it: after `flush`, every change made before the
+        call has been handed to `proc_fun`."""
+        with self._reading:
+            # only when something is queued: a read of an empty inotify queue waits for an event
+            if select.select([self._fd], [], [], 0)[0]:
+                self._notifier.read_events()
             self._notifier.process_events()
 
     def stop(self) -> None:
@@ -161,49 +172,6 @@ _DIR_APPEARS = pyinotify.IN_CREATE | pyinotify.IN_MOVED_TO
 LINK_DIR_SUFFIXES = (".wants", ".requires", ".upholds")
 
 
-@dataclass(frozen=True)
-class Managed:
-    """One path the config declares: a file, a unit file (or mask) or a dropin."""
-
-    path: str
-    order: int  # position in upstream's validation order: the reason names the first drifted path
-    file: File | None = None
-    unit: Unit | None = None
-    dropin: str | None = None  # dropin contents ("" when the dropin must be absent)
-
-
-def managed_paths(config: IgnitionConfig) -> dict[str, Managed]:
-    """Every path `config` manages, keyed by config path, in upstream's validation order."""
-    out: dict[str, Managed] = {}
-
-    def add(m: Managed) -> None:
-        out.pop(m.path, None)  # a path declared twice: the last declaration wins, as when writing
-        out[m.path] = m
-
-    for f in config.files:
-        add(Managed(f.path, len(out), file=f))
-    for u in config.units:
-        for d in u.dropins:
-            add(Managed(dropin_path(u.name, d.name), len(out), dropin=d.contents or ""))
-        add(Managed(unit_path(u.name), len(out), unit=u))
-    return out
-
-
-def _parent(path: str) -> str:
-    return path.rpartition("/")[0] or "/"
-
-
-def _child(directory: str, name: str) -> str:
-    return f"{directory.rstrip('/')}/{name}"
-
-
-def _ancestors(path: str) -> Iterable[str]:
-    """`path`'s proper ancestors, nearest first, ending with `/`."""
-    while path != "/":
-        path = _parent(path)
-        yield path
-
-
 class DriftMonitor:
     """Watches the paths of one config on one root; see the module docstring."""
 
@@ -217,30 +185,25 @@ class DriftMonitor:
         owners: ondisk.Owners | None = None,
     ) -> None:
         self.root = root
-        self.config = config
         self._on_change = on_change
         self._is_enabled = is_enabled
         self._owners = owners
-        self.managed = managed_paths(config)
-        self._by_dir: dict[str, set[str]] = {}
-        for path in self.managed:
-            self._by_dir.setdefault(_parent(path), set()).add(path)
-        # directories on the way to a managed one: a missing one is waited for from its parent
-        self._needed: set[str] = set(self._by_dir)
-        for d in list(self._by_dir):
-            self._needed.update(_ancestors(d))
-        # units whose enablement is declared, by name: their links are watched too
-        self._enablement = {
-            u.name: unit_path(u.name)
-            for u in config.units
-            if u.enabled is not None and u.contents and not u.mask
-        }
+        self._expect(config)
         self._lock = threading.Lock()
         self._pending: set[str] = set()
+        self._unverified = Unverified()
+        # the watches and their maps, changed by the notifier thread and by `retarget`
+        self._watch_lock = threading.RLock()
         self._wm: Any = None
         self._notifier: _NotifierThread | None = None
         self._wd_dir: dict[int, str] = {}
         self._dir_wd: dict[str, int] = {}
+
+    def _expect(self, config: IgnitionConfig) -> None:
+        """Take `config`'s paths as the ones watched (the index only; watches are placed apart)."""
+        e = Expected(config)
+        self.config, self.managed = config, e.managed
+        self._by_dir, self._needed, self._enablement = e.by_dir, e.needed, e.enablement
 
     # -- lifecycle
 
@@ -252,9 +215,11 @@ class DriftMonitor:
         """Add every watch, then start the notifier thread (events after this call are seen)."""
         if self._notifier is not None:
             return
-        self._wm = _WatchManager()
+        with self._watch_lock:
+            self._wm = _WatchManager()
         try:
-            self._place_all()
+            with self._watch_lock:
+                self._place_all()
             self._notifier = _NotifierThread(self._wm, self._on_event, "drift-monitor", self._restarted)
         except BaseException:
             # no notifier owns the inotify instance yet: close it, or each failed start leaks one
@@ -273,9 +238,38 @@ class DriftMonitor:
 
     def _restarted(self) -> None:
         """The notifier failed and is about to run again: events may be lost, so place every
-        watch again and have every managed path checked."""
-        self._place_all()
+        watch again and have every managed path checked (and read by the next on-disk check)."""
+        with self._watch_lock:
+            self._place_all()
+        self._unverified.everything()
         self._touch(self.managed)
+
+    def retarget(self, config: IgnitionConfig) -> None:
+        """Watch `config` instead, without a moment unwatched: the new paths' watches are added,
+        those no path needs any more dropped. Events seen so far stay for the paths both configs
+        manage; a path declared differently, or new, counts as unverified (the update wrote it,
+        maybe before its directory was watched)."""
+        with self._watch_lock:
+            old = self.managed
+            self._expect(config)
+            with self._lock:
+                self._pending = {p for p in self._pending if p in self.managed}
+            self._unverified.retarget(old, self.managed)
+            if self._wm is None:
+                return
+            keep = self._needed | {
+                d for d in self._dir_wd if parent(d) == UNIT_DIR and d.endswith(LINK_DIR_SUFFIXES)
+            }
+            for d in [d for d in self._dir_wd if d not in keep]:
+                wd = self._dir_wd.pop(d)
+                self._wd_dir.pop(wd, None)
+                self._wm.rm_watch(wd, quiet=True)
+            for d in sorted(self._by_dir):
+                if d not in self._dir_wd:  # the others are watched already
+                    self._place(d)
+            if self._enablement:
+                self._watch_link_dirs()
+        LOG.info("drift monitor watching %d paths in %d directories", len(self.managed), len(self._dir_wd))
 
     def stop(self) -> None:
         """Stop the thread and drop every watch and every path not yet taken."""
@@ -284,9 +278,11 @@ class DriftMonitor:
             notifier.stop()
         with self._lock:
             self._pending.clear()
-        self._wd_dir.clear()
-        self._dir_wd.clear()
-        self._wm = None
+        self._unverified.everything()
+        with self._watch_lock:
+            self._wd_dir.clear()
+            self._dir_wd.clear()
+            self._wm = None
 
     @property
     def watched_dirs(self) -> list[str]:
@@ -295,8 +291,20 @@ class DriftMonitor:
 
     # -- what the loop calls
 
+    def flush(self) -> None:
+        """Take in every event the kernel has queued: changes made before this call are known."""
+        notifier = self._notifier
+        if notifier is None:
+            return
+        try:
+            notifier.flush()
+        except Exception as exc:  # as when the notifier thread fails: events may be lost
+            LOG.error("reading the drift monitor's events failed: %s", exc)
+            self._restarted()
+
     def take(self) -> list[str]:
         """The managed paths touched since the last call, in validation order."""
+        self.flush()
         with self._lock:
             paths, self._pending = self._pending, set()
         return sorted(paths, key=lambda p: self.managed[p].order)
@@ -306,6 +314,19 @@ class DriftMonitor:
         them again; the caller retries (no `on_change` here, so a failing report cannot spin)."""
         with self._lock:
             self._pending.update(p for p in paths if p in self.managed)
+
+    def take_unverified(self) -> frozenset[str] | None:
+        """The managed paths not known to match (None: all of them), from now on taken as
+        verified: the caller checks them (events from now on mark paths again)."""
+        self.flush()
+        return self._unverified.take()
+
+    def unverify(self, paths: Iterable[str] | None) -> None:
+        """The check of `paths` (None: all) failed: they are not known to match after all."""
+        if paths is None:
+            self._unverified.everything()
+        else:
+            self._unverified.add(p for p in paths if p in self.managed)
 
     def check(self, path: str) -> str | None:
         """Drift of one managed path (upstream's message), or None when it matches the config."""
@@ -352,11 +373,11 @@ class DriftMonitor:
             target = directory
             host = self._host_dir(target)
             while host is None and target != "/":
-                target = _parent(target)
+                target = parent(target)
                 host = self._host_dir(target)
             if host is None or not self._add(target, host):
                 return
-            if target == directory or self._host_dir(self._next_below(target, directory)) is None:
+            if target == directory or self._host_dir(next_below(target, directory)) is None:
                 return
 
     def _place_under(self, directory: str) -> None:
@@ -367,11 +388,6 @@ class DriftMonitor:
             if d == directory or d.startswith(prefix):
                 self._place(d)
 
-    @staticmethod
-    def _next_below(ancestor: str, directory: str) -> str:
-        rest = directory[len(ancestor.rstrip("/")) + 1 :]
-        return _child(ancestor, rest.split("/", 1)[0])
-
     def _watch_link_dirs(self) -> None:
         host = self._host_dir(UNIT_DIR)
         if host is None:
@@ -381,21 +397,21 @@ class DriftMonitor:
         except OSError:
             return
         for name in names:
-            self._add_link_dir(_child(UNIT_DIR, name))
+            self._add_link_dir(child(UNIT_DIR, name))
 
     def _add_link_dir(self, directory: str) -> None:
         host = self._host_dir(directory)
         if host is not None:
             self._add(directory, host)
 
-    def _under(self, directory: str) -> set[str]:
-        """The managed paths at or below `directory`."""
-        prefix = directory.rstrip("/") + "/"
-        return {p for p in self.managed if p.startswith(prefix)}
-
     def _on_event(self, event: Any) -> None:
+        with self._watch_lock:
+            self._event(event)
+
+    def _event(self, event: Any) -> None:
         if event.mask & pyinotify.IN_Q_OVERFLOW:
             LOG.warning("inotify queue overflowed: checking every managed path")
+            self._unverified.everything()
             self._touch(self.managed)
             return
         directory = self._wd_dir.get(event.wd)
@@ -407,7 +423,7 @@ class DriftMonitor:
         name = event.name
         if not name:
             return
-        path = _child(directory, name)
+        path = child(directory, name)
         touched: set[str] = set()
         if path in self.managed:
             touched.add(path)
@@ -415,10 +431,10 @@ class DriftMonitor:
             if path in self._needed:
                 if event.mask & _DIR_APPEARS:
                     self._place_under(path)
-                touched |= self._under(path)
+                touched |= under(self.managed, path)
             elif directory == UNIT_DIR and name.endswith(LINK_DIR_SUFFIXES) and event.mask & _DIR_APPEARS:
                 self._add_link_dir(path)
-        if directory.endswith(LINK_DIR_SUFFIXES) and _parent(directory) == UNIT_DIR:
+        if directory.endswith(LINK_DIR_SUFFIXES) and parent(directory) == UNIT_DIR:
             unit = self._enablement.get(name)
             if unit is not None:
                 touched.add(unit)
@@ -435,13 +451,15 @@ class DriftMonitor:
             self._wm.rm_watch(wd, quiet=True)
         if directory in self._needed:
             self._place_under(directory)
-            self._touch(self._under(directory))
+            self._touch(under(self.managed, directory))
 
     def _touch(self, paths: Iterable[str]) -> None:
+        touched = set(paths)
         with self._lock:
             before = len(self._pending)
-            self._pending.update(paths)
+            self._pending.update(touched)
             grew = len(self._pending) > before
+        self._unverified.add(touched)
         if grew:
             self._on_change()
 

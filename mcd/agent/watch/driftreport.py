@@ -1,13 +1,15 @@
-"""What the daemon's loop does with the drift monitor: start it against the config on disk, stop it
-around updates, and turn the paths it reports into a log line, an Event, the metric and a node
-state, following `--drift-policy`.
+"""What the daemon's loop does with the drift monitor: keep it armed against the config on disk,
+hold its reports while an update writes, and turn the paths it reports into a log line, an
+Event, the metric and a node state, following `--drift-policy`.
 
 Upstream (`pkg/daemon/daemon.go` `onConfigDrift`): on drift it sets `mcd_config_drift` to now,
 records the Warning event `ConfigDriftDetected` and marks the node Degraded with the bare
-validation message; the monitor is stopped before every update and started again after a
-rebootless one (events `ConfigDriftMonitorStopped`/`ConfigDriftMonitorStarted`). When the path
-is put back mcd asks for a sync at once, which re-applies the current config without a reboot
-and reports Done.
+validation message. Upstream stops the monitor before every update and starts it again after
+Done; here it stays armed: an update only suspends the reports, and before Done is written the
+paths touched meanwhile are checked against the config the update left (`arm`), so an edit
+made while the update ran is reported, and the update's own writes are not. When the path is
+put back mcd asks for a sync at once, which re-applies the current config without a reboot and
+reports Done. The preflight check reads only the paths the monitor saw change (`unverified`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from mcd.agent.report.node import NodeWriter
 from mcd.agent.watch.drift import DriftMonitor
 from mcd.agent.watch.heal import Healer
 from mcd.config.machineconfig import MachineConfig
-from mcd.host import atomicfs, state, status
+from mcd.host import status
 from mcd.host.root import HostRoot
 
 LOG = logging.getLogger(__name__)
@@ -81,7 +83,7 @@ class DriftReporter:
         self.healer = healer
         self.monitor: DriftMonitor | None = None
         self.config_name = ""
-        self._signature: atomicfs.FileVersion | None = None
+        self._suspended = False
         self._drifted: dict[str, str] = {}
 
     @property
@@ -91,50 +93,91 @@ class DriftReporter:
 
     # -- lifecycle
 
-    def _config_signature(self) -> atomicfs.FileVersion | None:
-        try:
-            return atomicfs.version_of(self.applier.root.join(state.CURRENT_CONFIG))
-        except (OSError, ValueError):
-            return None
-
-    def ensure(self) -> None:
-        """Run the monitor against the config recorded on disk (started or restarted as needed)."""
-        sig = self._config_signature()
-        if self.monitor is not None and sig == self._signature:
-            return
-        self.stop()
-        mc = self.applier.disk_config() if sig is not None else None
+    def ensure(self) -> bool:
+        """Watch the config recorded on disk (started, or its expectations swapped, as needed);
+        True when a path drifted from it (see `arm`)."""
+        mc = self.applier.disk_config()
         if mc is None or mc.config is None:
-            return
-        host = self.applier.host()
-        systemd = getattr(host, "systemd", None)
-        files = getattr(host, "files", None)
-        monitor = DriftMonitor(
-            self.applier.root,
-            mc.config,
-            self._enqueue,
-            is_enabled=getattr(systemd, "is_enabled", None),
-            owners=getattr(files, "owner_of", None),
-        )
-        monitor.start()
-        self.monitor, self._signature, self.config_name = monitor, sig, mc.name
-        self._drifted.clear()
-        if self.healer is not None:
-            self.healer.reset()
-        node_state, reason = self.reporter.current()
-        drifting = node_state is NodeState.DEGRADED and any(w in reason for w in _DRIFT_WORDS)
+            self.stop()
+            return False
+        return self.arm(mc)
+
+    def arm(self, mc: MachineConfig) -> bool:
+        """Watch `mc` (the config now on disk) and report from now on; True when a path touched
+        meanwhile (during an update, say) drifted from it: reported, so not Done.
+
+        The monitor keeps running across syncs: a new config swaps its expectations in place,
+        with no moment unwatched, and the update's own writes are only looked at now, against
+        the config they were writing.
+        """
+        assert mc.config is not None
+        monitor = self.monitor
+        if monitor is None or monitor.config is not mc.config:
+            first = monitor is None
+            if monitor is None:
+                host = self.applier.host()
+                systemd = getattr(host, "systemd", None)
+                files = getattr(host, "files", None)
+                monitor = DriftMonitor(
+                    self.applier.root,
+                    mc.config,
+                    self._enqueue,
+                    is_enabled=getattr(systemd, "is_enabled", None),
+                    owners=getattr(files, "owner_of", None),
+                )
+                monitor.start()
+                self.monitor = monitor
+            else:
+                monitor.retarget(mc.config)
+            self._drifted = {p: r for p, r in self._drifted.items() if p in monitor.managed}
+            if self.healer is not None:
+                self.healer.reset()
+            self._suspended = False
+            self.handle()
+            self._started(mc.name, first=first)
+        else:
+            self._suspended = False
+            self.handle()
+        return self.policy is not DriftPolicy.OBSERVE and bool(self._drifted)
+
+    def _started(self, name: str, *, first: bool) -> None:
+        self.config_name = name
+        if first:
+            # upstream's start on a node Degraded by drift keeps the gauge up
+            node_state, reason = self.reporter.current()
+            drifting = node_state is NodeState.DEGRADED and any(w in reason for w in _DRIFT_WORDS)
+        else:
+            # a new config was applied (the node becomes Done): drifting only if still seen
+            drifting = bool(self._drifted)
         self.metrics.config_drift.set(time.time() if drifting else 0)
-        self.events.normal(
-            "ConfigDriftMonitorStarted", f"Config Drift Monitor started, watching against {mc.name}"
-        )
+        message = f"Config Drift Monitor started, watching against {name}"
+        self.events.normal("ConfigDriftMonitorStarted", message)
+
+    def suspend(self) -> None:
+        """An update starts writing: events are kept, not reported, until `arm` (or `ensure`)
+        looks at them against the config it left on disk."""
+        self._suspended = True
+
+    def unverified(self, mc: MachineConfig) -> frozenset[str] | None:
+        """The paths of `mc` the check must read (None: all): when the monitor watches `mc`
+        itself, only those it saw change since the last check (or all, after an overflow)."""
+        monitor = self.monitor
+        if monitor is None or mc.config is None or monitor.config is not mc.config:
+            return None
+        return monitor.take_unverified()
+
+    def unverify(self, paths: frozenset[str] | None) -> None:
+        """The check of what `unverified` gave failed: read those paths again next time."""
+        if self.monitor is not None:
+            self.monitor.unverify(paths)
 
     def stop(self) -> None:
-        """Stop watching (before an update, so its own writes are never taken for drift)."""
+        """Stop watching (at shutdown, or when there is no config on disk to watch)."""
         if self.monitor is None:
             return
         self.monitor.stop()
         self.monitor = None
-        self._signature = None
+        self._suspended = False
         self.events.normal("ConfigDriftMonitorStopped", "Config Drift Monitor stopped")
 
     # -- the `drift` key
@@ -142,7 +185,7 @@ class DriftReporter:
     def handle(self) -> bool:
         """Check the paths the monitor reported; True when drift was put back and a sync should run."""
         monitor = self.monitor
-        if monitor is None:
+        if monitor is None or self._suspended:
             return False
         cleared = False
         new: list[str] = []

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mcd import policy
-from mcd.agent.watch.drift import Managed
+from mcd.agent.watch.managed import Managed
 from mcd.host import atomicfs
 from mcd.host.streamdata import contents
 from mcd.planner.managed_paths import UNIT_DIR

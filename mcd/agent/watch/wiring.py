@@ -110,7 +110,7 @@ class Watchers:
         self.events.normal("SSHAccessed", f"Node {self.writer.name} was accessed over SSH in this boot")
 
     def before_update(self) -> None:
-        self.drift.stop()
+        self.drift.suspend()  # the update's writes are looked at once it is over, not reported
 
     def after_sync(self) -> None:
         if self.source is not None and not self._source_started:

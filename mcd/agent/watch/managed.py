@@ -1,0 +1,126 @@
+"""What a config asks the drift monitor to watch: its managed paths, by directory. Pure: no I/O.
+
+Kept apart from `mcd.agent.watch.drift` (the one inotify user) so the monitor can swap one
+config's expectations for another's in place.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from mcd.config.ignition import File, IgnitionConfig, Unit
+from mcd.planner.managed_paths import dropin_path, unit_path
+
+
+@dataclass(frozen=True)
+class Managed:
+    """One path the config declares: a file, a unit file (or mask) or a dropin."""
+
+    path: str
+    order: int  # position in upstream's validation order: the reason names the first drifted path
+    file: File | None = None
+    unit: Unit | None = None
+    dropin: str | None = None  # dropin contents ("" when the dropin must be absent)
+
+
+def managed_paths(config: IgnitionConfig) -> dict[str, Managed]:
+    """Every path `config` manages, keyed by config path, in upstream's validation order."""
+    out: dict[str, Managed] = {}
+
+    def add(m: Managed) -> None:
+        out.pop(m.path, None)  # a path declared twice: the last declaration wins, as when writing
+        out[m.path] = m
+
+    for f in config.files:
+        add(Managed(f.path, len(out), file=f))
+    for u in config.units:
+        for d in u.dropins:
+            add(Managed(dropin_path(u.name, d.name), len(out), dropin=d.contents or ""))
+        add(Managed(unit_path(u.name), len(out), unit=u))
+    return out
+
+
+def same_declaration(old: Managed | None, new: Managed) -> bool:
+    """Whether a path is declared alike in two configs (its position aside)."""
+    return old is not None and (old.file, old.unit, old.dropin) == (new.file, new.unit, new.dropin)
+
+
+def parent(path: str) -> str:
+    return path.rpartition("/")[0] or "/"
+
+
+def child(directory: str, name: str) -> str:
+    return f"{directory.rstrip('/')}/{name}"
+
+
+def ancestors(path: str) -> Iterable[str]:
+    """`path`'s proper ancestors, nearest first, ending with `/`."""
+    while path != "/":
+        path = parent(path)
+        yield path
+
+
+def next_below(ancestor: str, directory: str) -> str:
+    """The child of `ancestor` on the way down to `directory`."""
+    rest = directory[len(ancestor.rstrip("/")) + 1 :]
+    return child(ancestor, rest.split("/", 1)[0])
+
+
+def under(managed: Iterable[str], directory: str) -> set[str]:
+    """The managed paths at or below `directory`."""
+    prefix = directory.rstrip("/") + "/"
+    return {p for p in managed if p.startswith(prefix)}
+
+
+class Expected:
+    """One config's paths as the monitor indexes them."""
+
+    def __init__(self, config: IgnitionConfig) -> None:
+        self.managed = managed_paths(config)
+        self.by_dir: dict[str, set[str]] = {}
+        for path in self.managed:
+            self.by_dir.setdefault(parent(path), set()).add(path)
+        # directories on the way to a managed one: a missing one is waited for from its parent
+        self.needed: set[str] = set(self.by_dir)
+        for d in list(self.by_dir):
+            self.needed.update(ancestors(d))
+        # units whose enablement is declared, by name: their links are watched too
+        self.enablement = {
+            u.name: unit_path(u.name)
+            for u in config.units
+            if u.enabled is not None and u.contents and not u.mask
+        }
+
+
+class Unverified:
+    """The managed paths not known to match since a check took them: every path until a first
+    check, after an overflowed queue or a lost notifier; then those events touched. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._paths: set[str] = set()
+        self._all = True
+
+    def add(self, paths: Iterable[str]) -> None:
+        with self._lock:
+            self._paths.update(paths)
+
+    def everything(self) -> None:
+        with self._lock:
+            self._all = True
+
+    def take(self) -> frozenset[str] | None:
+        """The paths (None: all), from now on taken as verified: the caller checks them."""
+        with self._lock:
+            everything, self._all = self._all, False
+            paths, self._paths = self._paths, set()
+        return None if everything else frozenset(paths)
+
+    def retarget(self, old: Mapping[str, Managed], new: Mapping[str, Managed]) -> None:
+        """Another config is watched: its paths declared as in `old` keep their state, the
+        others (new, or declared differently: the update wrote them) are unverified."""
+        with self._lock:
+            self._paths = {p for p in self._paths if p in new}
+            self._paths.update(p for p, m in new.items() if not same_declaration(old.get(p), m))

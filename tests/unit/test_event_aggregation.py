@@ -1,0 +1,73 @@
+"""Events are aggregated as client-go's recorder does (tools/record/events_cache.go): a repeat
+patches the Event it repeats (count, lastTimestamp); more than ten messages of one reason within
+ten minutes become one combined Event."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from mcd.agent.errors import NotFoundError
+from mcd.agent.report.events import NAMESPACE, EventRecorder
+
+
+class Api:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, dict[str, Any]]] = []
+        self.gone: set[str] = set()
+
+    def create_event(self, namespace: str, event: Mapping[str, Any]) -> None:
+        assert namespace == NAMESPACE
+        self.calls.append(("create", event["metadata"]["name"], dict(event)))
+
+    def patch_event(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        if name in self.gone:
+            raise NotFoundError(404, f"events {name} not found")
+        self.calls.append(("patch", name, dict(patch)))
+
+
+def _recorded(*messages: tuple[str, str], api: Api | None = None) -> Api:
+    api = api or Api()
+    rec = EventRecorder(api, "worker-0")
+    rec.uid = "uid-1"
+    rec.start()
+    for reason, message in messages:
+        rec.normal(reason, message)
+    rec.stop()
+    return api
+
+
+def test_a_repeat_patches_the_count_of_the_event_it_repeats() -> None:
+    started = ("ConfigDriftMonitorStarted", "Config Drift Monitor started, watching against rendered-a")
+    api = _recorded(started, started, ("NodeDone", "x"), started)
+    verbs = [(verb, c.get("count")) for verb, _, c in api.calls]
+    assert verbs == [("create", 1), ("patch", 2), ("create", 1), ("patch", 3)]
+    name = api.calls[0][1]
+    assert api.calls[1][1] == api.calls[3][1] == name
+    assert set(api.calls[1][2]) == {"count", "lastTimestamp", "message"}
+    assert api.calls[3][2]["message"] == started[1]
+
+
+def test_many_messages_of_one_reason_are_combined() -> None:
+    api = _recorded(*[("ServiceReload", f"message {i}") for i in range(12)])
+    creates = [c for verb, _, c in api.calls if verb == "create"]
+    assert [c["message"] for c in creates] == [f"message {i}" for i in range(9)] + [
+        "(combined from similar events): message 9"
+    ]
+    assert [(verb, c["count"], c["message"]) for verb, _, c in api.calls[10:]] == [
+        ("patch", 2, "(combined from similar events): message 10"),
+        ("patch", 3, "(combined from similar events): message 11"),
+    ]
+
+
+def test_a_repeat_of_an_event_that_is_gone_is_created_again() -> None:
+    api = Api()
+    api.gone = _Everything()  # deleted (or expired) as soon as it is made
+    _recorded(("Drain", "a"), ("Drain", "a"), api=api)
+    assert [(verb, c["count"]) for verb, _, c in api.calls] == [("create", 1), ("create", 2)]
+    assert api.calls[0][1] == api.calls[1][1]
+
+
+class _Everything(set[str]):
+    def __contains__(self, item: object) -> bool:
+        return True
