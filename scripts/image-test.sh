@@ -74,15 +74,21 @@ trap cleanup EXIT
 # The container: its own mount namespace with the host's /proc (hostPID) and /dev (privileged),
 # the node's root at /rootfs (the DaemonSet's hostPath volume), the examples at /examples and,
 # with MOUNT_KUBE, that directory (a kubeconfig) at /kube.
+IN_POD_SH='
+    mnt=$1; node=$2; examples=$3; shift 3
+    mkdir -p "$mnt/rootfs" "$mnt/examples" "$mnt/kube"
+    mount --rbind /proc "$mnt/proc"; mount --rbind /dev "$mnt/dev"
+    mount --bind "$node" "$mnt/rootfs"; mount --bind -o ro "$examples" "$mnt/examples"
+    [ -z "${MOUNT_KUBE:-}" ] || mount --bind -o ro "$MOUNT_KUBE" "$mnt/kube"
+    exec chroot "$mnt" /usr/bin/env -i PATH="$PATH_ENV" NODE_NAME=worker-0 HOME=/root "$@"
+'
 in_pod() {
-    unshare --mount --propagation private -- sh -ec '
-        mnt=$1; node=$2; examples=$3; shift 3
-        mkdir -p "$mnt/rootfs" "$mnt/examples" "$mnt/kube"
-        mount --rbind /proc "$mnt/proc"; mount --rbind /dev "$mnt/dev"
-        mount --bind "$node" "$mnt/rootfs"; mount --bind -o ro "$examples" "$mnt/examples"
-        [ -z "${MOUNT_KUBE:-}" ] || mount --bind -o ro "$MOUNT_KUBE" "$mnt/kube"
-        exec chroot "$mnt" /usr/bin/env -i PATH="$PATH_ENV" NODE_NAME=worker-0 HOME=/root "$@"
-    ' in_pod "$mnt" "$node" "$PWD/examples" "$@"
+    unshare --mount --propagation private -- sh -ec "$IN_POD_SH" in_pod "$mnt" "$node" "$PWD/examples" "$@"
+}
+# The same, replacing the calling (sub)shell: unshare, sh, chroot and env all exec, so the pid a
+# background `( in_pod_exec … ) &` leaves in $! is the agent's own, and a signal to it reaches mcd.
+in_pod_exec() {
+    exec unshare --mount --propagation private -- sh -ec "$IN_POD_SH" in_pod "$mnt" "$node" "$PWD/examples" "$@"
 }
 export PATH_ENV="$path_env"
 
@@ -121,8 +127,11 @@ for _ in $(seq 100); do [ -s "$kube/kubeconfig" ] && break; sleep 0.1; done
 kubectl --kubeconfig "$kube/kubeconfig" create -f examples/new.yaml >/dev/null
 want=$(sed -n 's/^  name: //p' examples/new.yaml | head -1)
 # the DaemonSet's flags (no controller answers a drain handshake here either: --builtin-drainer)
-MOUNT_KUBE="$kube" in_pod mcd start --node-name worker-0 --kubeconfig /kube/kubeconfig --root-mount /rootfs \
-    --builtin-drainer --metrics-url 127.0.0.1:0 --kubelet-healthz-enabled=false -v >"$kube/agent.log" 2>&1 &
+(
+    export MOUNT_KUBE="$kube"
+    in_pod_exec mcd start --node-name worker-0 --kubeconfig /kube/kubeconfig --root-mount /rootfs \
+        --builtin-drainer --metrics-url 127.0.0.1:0 --kubelet-healthz-enabled=false -v
+) >"$kube/agent.log" 2>&1 &
 agent_pid=$!
 state=
 for _ in $(seq 120); do
@@ -134,7 +143,12 @@ for _ in $(seq 120); do
 done
 [ "$state" = "Done $want" ] || die "node worker-0 is not Done on $want ($state): $(tail -20 "$kube/agent.log")"
 echo "   node worker-0: state=Done currentConfig=$want"
-kill -TERM "$agent_pid"; wait "$agent_pid" || true; agent_pid=
+kill -TERM "$agent_pid"; wait "$agent_pid" || true
+# the agent is gone with its process: nothing of it outlives the test
+if pgrep -f "mcd start --node-name worker-0 --kubeconfig /kube/kubeconfig" >/dev/null; then
+    die "the agent outlived SIGTERM"
+fi
+agent_pid=
 
 say "the image carries no simulator, compiler or pip, and loads the D-Bus and journal bindings"
 in_pod python3 -c 'import dbus, dbus.mainloop.glib, systemd.journal, systemd.daemon, mcd'
