@@ -23,8 +23,9 @@ import time
 from collections.abc import Iterator
 from typing import Any, Protocol
 
-from mcd.agent.errors import ApiError, Backoff, GoneError, NotFoundError
+from mcd.agent.errors import ApiError, Backoff
 from mcd.agent.kube import annotations as ann
+from mcd.agent.kube.objectwatch import follow
 from mcd.agent.report.events import EventRecorder
 from mcd.agent.report.node import NodeWriter
 from mcd.host.certs import write_certificates
@@ -35,13 +36,9 @@ LOG = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 
-# a watch that keeps failing is retried at least this often; one ending sooner than this is
-# taken for a server that ends watches at once (back off, then list)
-WATCH_RETRY_MAX = 5.0
 # a cluster without the ControllerConfig API (no Machine Config Operator): looked for again this
 # seldom, and said once
 ABSENT_RECHECK = 600.0
-WATCH_MIN_SECONDS = 1.0
 # a retry due while the watch is open: the watch is asked to end by then (at least this long)
 MIN_WATCH_SECONDS = 2
 # no node known yet: look again after this long (upstream requeues after a minute)
@@ -91,44 +88,27 @@ class CertificateWriter:
 
     def run(self) -> None:
         """List and watch the ControllerConfig, writing on each change, until `stop` is set."""
-        rv = ""
-        backoff = Backoff(cap=WATCH_RETRY_MAX)
-        while not self.stop.is_set():
-            try:
-                if not rv:
-                    obj, rv = self.api.list_controllerconfig(CONTROLLER_CONFIG)
-                    self._offer(obj)
-                started = time.monotonic()
-                events = self.api.watch_controllerconfig(CONTROLLER_CONFIG, rv, self._watch_timeout())
-                for etype, obj in events:
-                    rv = str((obj.get("metadata") or {}).get("resourceVersion", rv))
-                    if etype != "BOOKMARK":
-                        self._offer(None if etype == "DELETED" else obj)
-                    backoff.reset()
-                    if self.stop.is_set():
-                        return
-                if time.monotonic() - started < WATCH_MIN_SECONDS:
-                    self.stop.wait(backoff.next_delay())
-                    rv = ""
-                # the end of a watch is the resync, and the time of a retry that fell due
-                if self._retry_at is None or time.monotonic() >= self._retry_at:
-                    self.attempt()
-            except GoneError:
-                LOG.info("watch of controllerconfig %s expired: listing it again", CONTROLLER_CONFIG)
-                rv = ""
-            except NotFoundError:
-                if not self._absent_said:
-                    LOG.info("this cluster serves no ControllerConfig: no certificates to write "
-                             "(looked for again every %.0fs)", ABSENT_RECHECK)  # fmt: skip
-                    self._absent_said = True
-                self.stop.wait(ABSENT_RECHECK)
-                rv = ""
-            except ApiError as exc:
-                delay = backoff.next_delay()
-                LOG.info("watch of controllerconfig %s interrupted (%s): resuming in %.0fs",
-                         CONTROLLER_CONFIG, exc, delay)  # fmt: skip
-                self.stop.wait(delay)
-                rv = rv if exc.status == 0 else ""
+        follow(
+            f"controllerconfig {CONTROLLER_CONFIG}",
+            lambda: self.api.list_controllerconfig(CONTROLLER_CONFIG),
+            lambda rv: self.api.watch_controllerconfig(CONTROLLER_CONFIG, rv, self._watch_timeout()),
+            self._offer,
+            self.stop,
+            after_watch=self._resync,
+            absent=self._absent,
+        )
+
+    def _resync(self) -> None:
+        """The end of a watch is the resync, and the time of a retry that fell due."""
+        if self._retry_at is None or time.monotonic() >= self._retry_at:
+            self.attempt()
+
+    def _absent(self) -> float:
+        if not self._absent_said:
+            LOG.info("this cluster serves no ControllerConfig: no certificates to write "
+                     "(looked for again every %.0fs)", ABSENT_RECHECK)  # fmt: skip
+            self._absent_said = True
+        return ABSENT_RECHECK
 
     def _watch_timeout(self) -> int:
         if self._retry_at is None:

@@ -29,10 +29,11 @@ from collections.abc import Callable
 from mcd.agent import guard, sdnotify
 from mcd.agent.certs import CertificateWriter
 from mcd.agent.drain import BuiltinDrainer, Drainer, HandshakeDrainer
-from mcd.agent.errors import ApiError, Backoff, GoneError, StoppingError, classify
+from mcd.agent.errors import ApiError, Backoff, StoppingError, classify
 from mcd.agent.health import SyncClock
 from mcd.agent.kube.annotations import NodeState
 from mcd.agent.kube.client import KubeClient
+from mcd.agent.kube.objectwatch import follow
 from mcd.agent.kubelet import KubeletHealth
 from mcd.agent.node_apply import NodeApplier
 from mcd.agent.report.events import EventRecorder
@@ -48,9 +49,6 @@ from mcd.host.runner import longest_timeout
 
 LOG = logging.getLogger(__name__)
 
-# a watch that keeps failing is retried at least this often: the node's changes are the work
-WATCH_RETRY_MAX = 5.0
-WATCH_MIN_SECONDS = 1.0
 # the keys the watchers' reports answer; a failed report puts them back after a backoff
 WATCHER_KEYS = frozenset({"drift", "login", "config"})
 # what starts the watchers after a sync (the key of a failed start, retried the same way)
@@ -192,41 +190,20 @@ class Daemon:
     def _watch(self) -> None:
         """Feed the writer's copy of the node from a watch; wake the loop on every change."""
         name = self.settings.node_name
-        rv = ""
-        backoff = Backoff(cap=WATCH_RETRY_MAX)
-        while not self.stop.is_set():
-            try:
-                if not rv:
-                    obj, rv = self.client.list_node(name)
-                    if obj is None:
-                        LOG.warning("node %s not found", name)
-                        self.writer.forget()
-                    else:
-                        self._observe(obj)
-                started = time.monotonic()
-                for etype, obj in self.client.watch_node(name, rv, self.settings.watch_timeout_seconds):
-                    rv = str((obj.get("metadata") or {}).get("resourceVersion", rv))
-                    if etype == "BOOKMARK":
-                        continue
-                    if etype == "DELETED":
-                        self.writer.forget()
-                    else:
-                        self._observe(obj)
-                    backoff.reset()
-                    if self.stop.is_set():
-                        return
-                if time.monotonic() - started < WATCH_MIN_SECONDS:
-                    # a server (or proxy) that ends watches at once must not make this loop
-                    # spin, nor keep changes from us: back off, then list (a list always answers)
-                    self.stop.wait(backoff.next_delay())
-                    rv = ""
-            except GoneError:
-                LOG.info("watch of node %s expired: listing it again", name)
-                rv = ""
-            except ApiError as exc:
-                delay = backoff.next_delay()
-                LOG.info("watch of node %s interrupted (%s): resuming in %.0fs", name, exc, delay)
-                self.stop.wait(delay)
+        follow(
+            f"node {name}",
+            lambda: self.client.list_node(name),
+            lambda rv: self.client.watch_node(name, rv, self.settings.watch_timeout_seconds),
+            self._seen,
+            self.stop,
+        )
+
+    def _seen(self, obj: dict[str, object] | None) -> None:
+        if obj is None:
+            LOG.warning("node %s not found", self.settings.node_name)
+            self.writer.forget()
+        else:
+            self._observe(obj)
 
     def _observe(self, obj: dict[str, object]) -> None:
         view = self.writer.observe(obj)
