@@ -264,10 +264,49 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--workdir", metavar="DIR",
                    help="kubeconfig, node root, agent log (default: a temporary directory)")
     m.add_argument("--old", default="examples/old.yaml", metavar="FILE", help="config the node joins on")
-    m.add_argument("--new", default="examples/new.yaml", metavar="FILE", help="config it is updated to")
+    m.add_argument("--new", metavar="FILE",
+                   help="config it is updated to (examples/new.yaml; with --nodes examples/reboot.yaml)")
     m.add_argument("--node", default="worker-0", metavar="NAME", help="node name (default worker-0)")
-    m.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds in all (default 60)")
+    m.add_argument("--timeout", type=float, metavar="S",
+                   help="seconds in all (default 60; with --nodes 120 + 10 per node)")
+    fleet = m.add_argument_group(
+        "a pool of nodes", "with --nodes: N agents, a pool controller rolling them to NEW, a timeline"
+    )
+    fleet.add_argument("--nodes", type=_positive, metavar="N", help="simulate a pool of N nodes")
+    fleet.add_argument("--max-unavailable", type=_count_or_percent, metavar="M",
+                       help="the pool's spec.maxUnavailable: a count or a percentage (default 1)")
+    fleet.add_argument("--pdb", type=_pdb_spec, metavar="minAvailable=X|maxUnavailable=X",
+                       help="run a workload of pods (one per node) under this PodDisruptionBudget")
+    fleet.add_argument("--replicas", type=_positive, metavar="R",
+                       help="the workload's pods (default one per node)")
+    fleet.add_argument("--pod-start", type=float, default=2.0, metavar="S",
+                       help="seconds a rescheduled pod takes to be Ready (default 2)")
+    fleet.add_argument("-o", "--output", choices=("text", "json"), default="text",
+                       help="json: the figures a CI gate checks")
+    fleet.add_argument("--picture", metavar="FILE.svg", help="write the rollout as an SVG picture")
     return parser
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, not {text!r}")
+    return int(text)
+
+
+def _count_or_percent(text: str) -> int | str:
+    """A Kubernetes IntOrString as maxUnavailable takes it: 2 or 25%."""
+    if text.endswith("%") and text[:-1].isdigit():
+        return text
+    if text.isdigit():
+        return int(text)
+    raise argparse.ArgumentTypeError(f"expected a count or a percentage (2 or 25%), not {text!r}")
+
+
+def _pdb_spec(text: str) -> dict[str, int | str]:
+    key, sep, value = text.partition("=")
+    if not sep or key not in ("minAvailable", "maxUnavailable"):
+        raise argparse.ArgumentTypeError(f"expected minAvailable=X or maxUnavailable=X, not {text!r}")
+    return {key: _count_or_percent(value)}
 
 
 def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:

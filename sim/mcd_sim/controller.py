@@ -26,6 +26,7 @@ from typing import Any
 
 from mcd.agent.kube import machineconfignode as mcn
 from mcd.policy import DEFAULT_POLICIES, PolicyError, merge_policies
+from mcd_sim import nodephase
 from mcd_sim.apiserver import ApiError, ApiServer
 from mcd_sim.apiserver.resources import MC_GROUP, lookup
 from mcd_sim.apiserver.store import Watcher
@@ -48,6 +49,16 @@ def _annotations(obj: Obj) -> dict[str, str]:
     return dict(obj["metadata"].get("annotations") or {})
 
 
+def max_unavailable(value: object, total: int) -> int:
+    """A pool's spec.maxUnavailable (a count or a percentage, rounded down; default 1) as a
+    count, at least 1 as upstream's maxUnavailable()."""
+    if value is None:
+        return 1
+    if isinstance(value, str) and value.endswith("%"):
+        return max(1, int(value[:-1]) * total // 100)
+    return max(1, int(str(value)))
+
+
 def _skipped_by_drain(pod: Obj) -> bool:
     """kubectl drain with --ignore-daemonsets never evicts DaemonSet pods nor static (mirror) pods."""
     owners = pod["metadata"].get("ownerReferences") or []
@@ -61,10 +72,19 @@ class ControllerStandIn:
     `start()` runs passes in a thread on every change (and every `interval` seconds)."""
 
     def __init__(
-        self, cluster: ApiServer, pool: str = "worker", *, interval: float = 1.0, evict_retry: float = 5.0
+        self,
+        cluster: ApiServer,
+        pool: str = "worker",
+        *,
+        interval: float = 1.0,
+        evict_retry: float = 5.0,
+        rollout: bool = False,
     ) -> None:
         self.cluster = cluster
         self.pool = pool
+        # with `rollout`, a pass also moves the pool's nodes to spec.configuration, no more than
+        # spec.maxUnavailable at a time (else the test or simulation sets desiredConfig itself)
+        self.rollout = rollout
         self.interval = interval
         self.evict_retry = evict_retry  # upstream's EvictErrorRetryDelay
         self._retry_at: dict[tuple[str, str], float] = {}
@@ -107,7 +127,10 @@ class ControllerStandIn:
 
     def step(self) -> None:
         with self._lock:
-            for part in (self.reconcile_drains, self.reconcile_machineconfiguration, self.reconcile_pool):
+            parts = [self.reconcile_drains, self.reconcile_machineconfiguration, self.reconcile_pool]
+            if self.rollout:
+                parts.insert(1, self.reconcile_rollout)
+            for part in parts:
                 try:
                     part()
                 except ApiError as exc:  # a fault injected by the test, or a race with a deletion
@@ -198,6 +221,33 @@ class ControllerStandIn:
                     raise
                 self._retry_at[key] = now + self.evict_retry
         return not remaining
+
+    def reconcile_rollout(self) -> None:
+        """Upstream's node controller in short: capacity = maxUnavailable minus the unavailable
+        nodes (`nodephase.unavailable`), spent on ready nodes not yet targeting the pool's config,
+        in upstream's order (zone, then age), less the nodes failing on that config."""
+        pool = self.cluster.get("MachineConfigPool", self.pool)
+        config = (((pool or {}).get("spec") or {}).get("configuration") or {}).get("name", "")
+        if pool is None or not config or (pool.get("spec") or {}).get("paused"):
+            return
+        nodes = self.nodes()
+        limit = max_unavailable(pool["spec"].get("maxUnavailable"), len(nodes))
+        capacity = limit - sum(1 for n in nodes if nodephase.node_unavailable(n))
+        # a node failing on this config counts against capacity too: if it recovers, it must not
+        # find others already moving (upstream's failingThisConfig)
+        failing = [_annotations(n) for n in nodes]
+        capacity -= sum(
+            1 for a in failing if a.get(DESIRED_CONFIG) == config and a.get(STATE) in nodephase.FAILING_STATES
+        )
+        for node in nodephase.update_order(nodes):
+            if capacity <= 0:
+                return
+            annotations = _annotations(node)
+            if annotations.get(DESIRED_CONFIG) == config or nodephase.node_unavailable(node):
+                continue
+            patch = {"metadata": {"annotations": {DESIRED_CONFIG: config}}}
+            self.cluster.patch("Node", node["metadata"]["name"], patch)
+            capacity -= 1
 
     def reconcile_machineconfiguration(self) -> None:
         obj = self.cluster.get("MachineConfiguration", "cluster")

@@ -72,7 +72,7 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%H:%M:%S.%f")[:-3]
 
 
-def _load_object(path: Path) -> Obj:
+def load_object(path: Path) -> Obj:
     obj = yaml.safe_load(path.read_text())
     if not isinstance(obj, dict) or not (obj.get("metadata") or {}).get("name"):
         raise ValueError(f"{path}: not a MachineConfig with metadata.name")
@@ -183,6 +183,19 @@ def bootstrap_node(root: Path, old_file: Path, old_name: str) -> None:
     atomic_write(target, json.dumps(bootstrap).encode(), 0o644)
 
 
+def agent_argv(node: str, kubeconfig: Path, root: Path) -> list[str]:
+    """The agent as a node runs it (`mcd start --node-name`), on the sandbox root `root`."""
+    return [
+        sys.executable, "-m", "mcd", "start",
+        "--node-name", node,
+        "--kubeconfig", str(kubeconfig),
+        "--root-mount", str(root),
+        "--metrics-url", "127.0.0.1:0",  # any free port: several runs may share a machine
+        "--kubelet-healthz-enabled=false",  # no kubelet next to a sandbox
+        "-v",
+    ]  # fmt: skip
+
+
 def agent_plan(sim: ApiServer, root: Path, new_file: Path) -> str:
     """The plan the agent computes for this node: its on-disk config to NEW, with the cluster's
     node disruption policy and storage overrides (not `--once-from`'s legacy table)."""
@@ -244,7 +257,7 @@ def simulate(options: SimulateOptions, out: TextIO = sys.stdout) -> int:
     temporary = options.workdir is None
     workdir = options.workdir or Path(tempfile.mkdtemp(prefix="mcd-simulate-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    old_obj, new_obj = _load_object(options.old), _load_object(options.new)
+    old_obj, new_obj = load_object(options.old), load_object(options.new)
     old_name, new_name = old_obj["metadata"]["name"], new_obj["metadata"]["name"]
     node = options.node
     say = Narrator(node, out)
@@ -270,15 +283,7 @@ def simulate(options: SimulateOptions, out: TextIO = sys.stdout) -> int:
             say.say(f"   {NODE_ANNOTATIONS} left for the agent's first start")
 
             log_path = workdir / "agent.log"
-            argv = [
-                sys.executable, "-m", "mcd", "start",
-                "--node-name", node,
-                "--kubeconfig", str(kubeconfig),
-                "--root-mount", str(root),
-                "--metrics-url", "127.0.0.1:0",  # any free port: several runs may share a machine
-                "--kubelet-healthz-enabled=false",  # no kubelet next to a sandbox
-                "-v",
-            ]  # fmt: skip
+            argv = agent_argv(node, kubeconfig, root)
             agent = spawn(argv, output=log_path)
             say.say(f"== agent started (pid {agent.pid}, log {log_path}): python {shlex.join(argv[1:])}")
 

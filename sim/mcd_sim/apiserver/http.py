@@ -50,8 +50,10 @@ class SimHTTPServer(ThreadingHTTPServer):
         audit: AuditLog | None,
         *,
         ssl_context: ssl.SSLContext | None = None,
+        traffic: Traffic | None = None,
     ) -> None:
         self.app, self.token, self.faults, self.audit = app, token, faults, audit
+        self.traffic = traffic or Traffic()
         self.ssl_context = ssl_context
         self.stopping = threading.Event()
         self._conn_lock = threading.Lock()
@@ -116,6 +118,33 @@ class SimHTTPServer(ThreadingHTTPServer):
             thread.join(timeout=5)
 
 
+class Traffic:
+    """Bytes the server wrote to its clients (headers, bodies, watch chunks), for benchmarks."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.bytes_sent = 0
+
+    def add(self, count: int) -> None:
+        with self._lock:
+            self.bytes_sent += count
+
+
+class _CountingWriter:
+    """The handler's wfile, counting what is written through it into `Traffic`."""
+
+    def __init__(self, inner: Any, traffic: Traffic) -> None:
+        self._inner, self._traffic = inner, traffic
+
+    def write(self, data: bytes) -> int:
+        written = self._inner.write(data)
+        self._traffic.add(len(data))
+        return int(written or 0)
+
+    def __getattr__(self, name: str) -> Any:  # flush, close, closed: the socket writer's own
+        return getattr(self._inner, name)
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: SimHTTPServer
@@ -127,6 +156,7 @@ class Handler(BaseHTTPRequestHandler):
         super().setup()
         # watch events and small answers must not wait for Nagle's algorithm
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.wfile = _CountingWriter(self.wfile, self.server.traffic)  # type: ignore[assignment]
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # the audit log is the access log; the default one writes to stderr

@@ -21,7 +21,7 @@ from mcd_sim.apiserver import errors
 from mcd_sim.apiserver.app import App
 from mcd_sim.apiserver.audit import AuditLog
 from mcd_sim.apiserver.faults import Faults
-from mcd_sim.apiserver.http import SimHTTPServer
+from mcd_sim.apiserver.http import SimHTTPServer, Traffic
 from mcd_sim.apiserver.lifecycle import Lifecycle
 from mcd_sim.apiserver.patch import merge_patch
 from mcd_sim.apiserver.resources import RESOURCES, ResourceType
@@ -151,6 +151,7 @@ class ApiServer:
         self.lifecycle = Lifecycle(self.store)
         self.app = App(self.store, self.lifecycle, bookmark_interval=bookmark_interval)
         self.faults = Faults()
+        self.traffic = Traffic()  # bytes sent, across restarts
         self.faults._end_watches = self.store.close_watches
         self.audit = AuditLog(audit_log_path) if audit_log_path is not None else None
         # one certificate for the server's life: a kubeconfig written before a restart stays valid
@@ -173,7 +174,8 @@ class ApiServer:
             if self._http is not None:
                 return self
             self._http = SimHTTPServer(
-                self.listen, self.app, self.token, self.faults, self.audit, ssl_context=self._ssl
+                self.listen, self.app, self.token, self.faults, self.audit, ssl_context=self._ssl,
+                traffic=self.traffic,
             )
             host, port = self._http.server_address[:2]
             self.listen = (str(host), int(port))  # a restart binds the same port again

@@ -1,0 +1,385 @@
+"""`mcd simulate --nodes N`: a pool of N real agents rolled to a new config by a pool controller.
+
+Each node is a sandbox root joined on OLD as `mcd simulate` joins its one node
+(`simulate.bootstrap_node`), with its own `mcd start --node-name` process; a reboot is the
+agent's simulated one (it re-executes itself and takes the boot path). The pool controller is
+pluggable (`PoolController`): today the in-process stand-in (`mcd_sim.controller`, with its
+maxUnavailable rollout). An optional replicated workload with a PodDisruptionBudget
+(`mcd_sim.workload`) gives the drains pods to evict.
+
+What the result says is measured from the API server's store (every commit, whoever made it,
+recorded by a hook), never from the controller's own account: `mcd_sim.timeline`.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, TextIO, TypeVar
+
+from mcd.host.atomicfs import atomic_write
+from mcd.host.runner import Spawned, spawn
+from mcd_sim import nodephase, timeline
+from mcd_sim.apiserver import ApiServer
+from mcd_sim.apiserver.lifecycle import pod_ready
+from mcd_sim.apiserver.store import WatchEvent
+from mcd_sim.controller import ControllerStandIn, max_unavailable
+from mcd_sim.picture import svg
+from mcd_sim.sandbox import make_sandbox_root
+from mcd_sim.simulate import SimulateError, agent_argv, bootstrap_node, load_object
+from mcd_sim.workload import Workload
+
+Obj = dict[str, Any]
+Sample = TypeVar("Sample", timeline.NodeSample, timeline.PodSample)
+POOL = "worker"
+AGENT_UA = "machine-config-daemon/"
+WORKLOAD = "web"
+
+
+@dataclass(frozen=True)
+class FleetOptions:
+    workdir: Path | None
+    old: Path
+    new: Path
+    nodes: int
+    max_unavailable: int | str  # a count or a percentage, as a pool's spec.maxUnavailable
+    timeout: float
+    output: str = "text"  # or json
+    picture: Path | None = None
+    pdb: Obj | None = None  # a PodDisruptionBudget's spec: {"minAvailable": …} or {"maxUnavailable": …}
+    replicas: int | None = None  # the workload's pods (default: one per node, when a PDB is given)
+    pod_start: float = 2.0  # seconds a replacement pod takes to be Ready
+
+
+class PoolController(Protocol):
+    """What `mcd simulate` needs of a pool controller: run it, point the pool at a config."""
+
+    description: str
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def roll_to(self, config: str) -> None:
+        """Move the pool to the rendered config `config` (already in the cluster)."""
+
+    def peak_rss_kib(self) -> int | None:
+        """Its peak resident memory, or None when it is not a process of its own."""
+
+
+class StandInController:
+    """The in-process controller stand-in with its maxUnavailable rollout."""
+
+    description = "controller stand-in (in process)"
+
+    def __init__(self, sim: ApiServer) -> None:
+        self.sim = sim
+        self.inner = ControllerStandIn(sim, POOL, rollout=True)
+
+    def start(self) -> None:
+        self.inner.start()
+
+    def stop(self) -> None:
+        self.inner.stop()
+
+    def roll_to(self, config: str) -> None:
+        self.sim.patch("MachineConfigPool", POOL, {"spec": {"configuration": {"name": config}}})
+
+    def peak_rss_kib(self) -> int | None:
+        return None
+
+
+class Recorder:
+    """Store hook: a sample of every Node and workload Pod commit (it runs under the store's
+    lock, so it only copies the few fields the timeline reads)."""
+
+    KEYS = (nodephase.DESIRED_CONFIG, nodephase.CURRENT_CONFIG, nodephase.STATE, nodephase.DESIRED_DRAIN,
+            nodephase.LAST_APPLIED_DRAIN, nodephase.POST_CONFIG_ACTION)  # fmt: skip
+
+    def __init__(self) -> None:
+        # (resourceVersion, sample): a hook's own write (the server's kubelet making a new pod
+        # Ready) reaches the hooks before the write that caused it, so order is the revision's
+        self.nodes: list[tuple[int, timeline.NodeSample]] = []
+        self.pods: list[tuple[int, timeline.PodSample]] = []
+
+    def hook(self, event: WatchEvent) -> None:
+        obj, t = event.obj, time.time()
+        kind, meta = obj.get("kind"), obj["metadata"]
+        if kind == "Node":
+            annotations = meta.get("annotations") or {}
+            ready = nodephase.ready(
+                (obj.get("status") or {}).get("conditions") or [],
+                bool((obj.get("spec") or {}).get("unschedulable")),
+            )
+            sample = {k: annotations[k] for k in self.KEYS if k in annotations}
+            self.nodes.append((event.rv, timeline.NodeSample(t, meta["name"], sample, ready)))
+        elif kind == "Pod" and (meta.get("labels") or {}).get("app") == WORKLOAD:
+            gone = event.type == "DELETED"
+            pod = timeline.PodSample(t, meta["name"], dict(meta["labels"]), pod_ready(obj), gone)
+            self.pods.append((event.rv, pod))
+
+
+def _budget(pdb: Obj, replicas: int) -> timeline.Budget:
+    def scaled(value: object, round_up: bool) -> int:
+        if isinstance(value, str) and value.endswith("%"):
+            part = int(value[:-1]) * replicas
+            return -(-part // 100) if round_up else part // 100
+        return int(str(value))
+
+    if "minAvailable" in pdb:
+        desired = scaled(pdb["minAvailable"], True)
+    else:
+        desired = max(0, replicas - scaled(pdb.get("maxUnavailable", 0), True))
+    return timeline.Budget(WORKLOAD, {"app": WORKLOAD}, desired)
+
+
+def _in_order(samples: list[tuple[int, Sample]]) -> list[tuple[float, Sample]]:
+    """Samples in commit order, with times that never go back (a nested commit is stamped first)."""
+    out: list[tuple[float, Sample]] = []
+    last = 0.0
+    for _, s in sorted(samples, key=lambda pair: pair[0]):
+        last = max(last, s.t)
+        out.append((last, s))
+    return out
+
+
+def _peak_rss_kib(pid: int) -> int | None:
+    """VmHWM of a live process (since its last exec: a simulated reboot starts it again)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def _annotations(sim: ApiServer, node: str) -> dict[str, str]:
+    return dict(((sim.get("Node", node) or {}).get("metadata") or {}).get("annotations") or {})
+
+
+def _joined(sim: ApiServer, names: list[str], config: str) -> Callable[[], bool]:
+    """Every node Done on `config` with its first sync finished (the reason cleared last)."""
+
+    def check() -> bool:
+        for name in names:
+            a = _annotations(sim, name)
+            if (
+                a.get(nodephase.STATE) != "Done"
+                or a.get(nodephase.CURRENT_CONFIG) != config
+                or a.get("machineconfiguration.openshift.io/reason") != ""
+            ):
+                return False
+        return True
+
+    return check
+
+
+def pool_updated(sim: ApiServer, config: str) -> bool:
+    status = (sim.get("MachineConfigPool", POOL) or {}).get("status") or {}
+    updated = any(
+        c.get("type") == "Updated" and c.get("status") == "True" for c in status.get("conditions") or []
+    )
+    return updated and (status.get("configuration") or {}).get("name") == config
+
+
+def _requests(audit: Path, since: float) -> dict[str, int]:
+    """Requests received from `since` (wall clock) on, by client: agents and the rest."""
+    counts = {"agents": 0, "others": 0}
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(since)) + f".{int(since % 1 * 1e6):06d}Z"
+    for line in audit.read_text().splitlines():
+        event = json.loads(line)
+        if event["requestReceivedTimestamp"] >= stamp:
+            counts["agents" if event.get("userAgent", "").startswith(AGENT_UA) else "others"] += 1
+    return counts
+
+
+class Fleet:
+    """One run: set up, roll, measure, tear down (`run`)."""
+
+    def __init__(
+        self, options: FleetOptions, out: TextIO, controller: Callable[[ApiServer], PoolController]
+    ) -> None:
+        self.o = options
+        self.out = out
+        self.temporary = options.workdir is None
+        self.workdir = options.workdir or Path(tempfile.mkdtemp(prefix="mcd-simulate-"))
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.sim = ApiServer(("127.0.0.1", 0), audit_log_path=self.workdir / "audit.log")
+        self.recorder = Recorder()
+        self.sim.store.add_hook(self.recorder.hook)
+        self.make_controller = controller
+        self.agents: dict[str, Spawned] = {}
+        self.names = [f"worker-{i:02d}" for i in range(options.nodes)]
+
+    def say(self, text: str) -> None:
+        if self.o.output == "text":
+            self.out.write(text + "\n")
+            self.out.flush()
+
+    def run(self) -> int:
+        started = time.monotonic()
+        deadline = started + self.o.timeout
+        old_obj, new_obj = load_object(self.o.old), load_object(self.o.new)
+        old, new = old_obj["metadata"]["name"], new_obj["metadata"]["name"]
+        self.sim.start()
+        controller: PoolController | None = None
+        workload: Workload | None = None
+        try:
+            kubeconfig = self.sim.write_kubeconfig(self.workdir / "kubeconfig")
+            for name in self.names:
+                self.sim.add_node(name)
+            self.sim.put(old_obj)
+            self.sim.put(new_obj)
+            self._pool(old)
+            controller = self.make_controller(self.sim)
+            controller.start()
+            self.say(f"== cluster {self.sim.url}, {controller.description}; KUBECONFIG={kubeconfig}")
+            for name in self.names:
+                root = self.workdir / "nodes" / name
+                bootstrap_node(make_sandbox_root(root), self.o.old, old)
+                self.agents[name] = spawn(
+                    agent_argv(name, kubeconfig, root), output=root.parent / f"{name}.log"
+                )
+            self.say(f"== {len(self.names)} agents started on {old} (logs in {self.workdir / 'nodes'})")
+            self._wait(_joined(self.sim, self.names, old), deadline, f"every node Done on {old}")
+            if self.o.pdb is not None or self.o.replicas:
+                workload = Workload(self.sim, WORKLOAD, self.o.replicas or len(self.names),
+                                    start_seconds=self.o.pod_start)  # fmt: skip
+                workload.create(self.o.pdb)
+                workload.start()
+                self.say(
+                    f"== workload {WORKLOAD}: {workload.replicas} pods, PodDisruptionBudget {self.o.pdb}"
+                )
+            self.say(f"== pool {POOL} -> {new} (maxUnavailable {self.o.max_unavailable})")
+            t0, bytes0 = time.time(), self.sim.traffic.bytes_sent
+            controller.roll_to(new)
+            self._wait(lambda: pool_updated(self.sim, new) and _joined(self.sim, self.names, new)(),
+                       deadline, f"every node Done on {new} and the pool Updated")  # fmt: skip
+            t_end, bytes_sent = time.time(), self.sim.traffic.bytes_sent - bytes0
+            rss = {name: _peak_rss_kib(agent.pid) for name, agent in self.agents.items()}
+            controller_rss = controller.peak_rss_kib()
+        except SimulateError as exc:
+            self._failed(str(exc))
+            return 1
+        finally:
+            self._stop(controller, workload)
+        result = self._result(new, t0, t_end)
+        result["bytesSentByApiServer"] = bytes_sent
+        requests = _requests(self.workdir / "audit.log", t0)
+        result["apiRequests"] = {**requests, "agentsPerNode": round(requests["agents"] / len(self.names), 1)}
+        result["peakRssKiB"] = {
+            "agents": rss,
+            "controller": controller_rss,
+            # the stand-in runs in this process, beside the API server: an upper bound for it
+            "simulator": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        }
+        self._report(result)
+        ok = (
+            result["allDone"]
+            and result["poolUpdated"]
+            and result["pdbViolations"] == 0
+            and (result["maxConcurrentlyUnavailable"] <= result["maxUnavailable"])
+        )
+        if ok and self.temporary:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        return 0 if ok else 1
+
+    def _pool(self, config: str) -> None:
+        self.sim.put({
+            "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
+            "metadata": {"name": POOL},
+            "spec": {
+                "machineConfigSelector": {"matchLabels": {nodephase.PREFIX + "role": POOL}},
+                "nodeSelector": {"matchLabels": {f"node-role.kubernetes.io/{POOL}": ""}},
+                "maxUnavailable": self.o.max_unavailable, "paused": False,
+                "configuration": {"name": config},
+            },
+        })  # fmt: skip
+
+    def _wait(self, condition: Callable[[], bool], deadline: float, what: str) -> None:
+        def check() -> bool:
+            exited = [n for n, a in self.agents.items() if a.poll() is not None]
+            if exited:
+                raise SimulateError(f"agent {exited[0]} exited before {what}")
+            return condition()
+
+        try:
+            self.sim.wait_for(check, timeout=max(0.0, deadline - time.monotonic()))
+        except TimeoutError:
+            raise SimulateError(f"timed out waiting for {what}") from None
+
+    def _stop(self, controller: PoolController | None, workload: Workload | None) -> None:
+        for agent in self.agents.values():
+            agent.terminate()
+        for agent in self.agents.values():
+            if agent.wait(15) is None:
+                agent.kill()
+                agent.wait(5)
+        if workload is not None:
+            workload.stop()
+        if controller is not None:
+            controller.stop()
+        self.sim.stop()
+
+    def _result(self, target: str, t0: float, t_end: float) -> dict[str, Any]:
+        samples = [
+            timeline.NodeSample(t - t0, s.name, s.annotations, s.ready)
+            for t, s in _in_order(self.recorder.nodes)
+        ]
+        pods = [
+            timeline.PodSample(t - t0, s.name, s.labels, s.healthy, s.gone)
+            for t, s in _in_order(self.recorder.pods)
+        ]
+        tracks = timeline.node_timelines(samples, target, t_end - t0)
+        budgets = []
+        if self.o.pdb is not None:
+            budgets.append(
+                timeline.budget_check(_budget(self.o.pdb, self.o.replicas or len(self.names)), pods)
+            )
+        limit = max_unavailable(self.o.max_unavailable, len(self.names))
+        result = timeline.summary(tracks, samples, target=target, limit=limit, budgets=budgets,
+                                  total=t_end - t0, pool_updated=pool_updated(self.sim, target))  # fmt: skip
+        if self.o.picture is not None:
+            title = f"{len(self.names)} nodes to {target}, maxUnavailable {self.o.max_unavailable}"
+            picture = svg(tracks, t_end - t0, title=title, limit=limit, result=result)
+            atomic_write(self.o.picture, picture.encode(), 0o644)
+        return result
+
+    def _report(self, result: dict[str, Any]) -> None:
+        if self.o.output == "json":
+            self.out.write(json.dumps(result, indent=2) + "\n")
+            return
+        self.say("== timeline (seconds after the pool was pointed at the new config)")
+        self.say(timeline.text(result))
+        rss = [v for v in result["peakRssKiB"]["agents"].values() if v]
+        self.say(
+            f"API requests: {result['apiRequests']['agentsPerNode']} per node from the agents; "
+            f"{result['bytesSentByApiServer']} bytes sent by the API server; agent peak RSS "
+            f"{max(rss, default=0) // 1024} MiB"
+        )
+        if self.o.picture is not None:
+            self.say(f"picture: {self.o.picture}")
+
+    def _failed(self, message: str) -> None:
+        self.out.write(f"mcd simulate: {message}\n")
+        for name in self.names:
+            a = _annotations(self.sim, name)
+            self.out.write(
+                f"  {name}: {a.get(nodephase.CURRENT_CONFIG, '-')} {a.get(nodephase.STATE, '-')} "
+                f"desired {a.get(nodephase.DESIRED_CONFIG, '-')}\n"
+            )
+        self.out.write(f"(work directory kept: {self.workdir})\n")
+
+
+def simulate_fleet(options: FleetOptions, out: TextIO = sys.stdout) -> int:
+    """Run the rollout; 0 when every node ended Done, the pool Updated, maxUnavailable and the
+    budget held; 1 otherwise."""
+    return Fleet(options, out, StandInController).run()
