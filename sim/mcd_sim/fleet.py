@@ -209,6 +209,8 @@ class Fleet:
     ) -> None:
         self.o = options
         self.out = out
+        # read first: a missing or bad file stops the run before anything is made
+        self.old_obj, self.new_obj = load_object(options.old), load_object(options.new)
         self.temporary = options.workdir is None
         self.workdir = options.workdir or Path(tempfile.mkdtemp(prefix="mcd-simulate-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -227,7 +229,7 @@ class Fleet:
     def run(self) -> int:
         started = time.monotonic()
         deadline = started + self.o.timeout
-        old_obj, new_obj = load_object(self.o.old), load_object(self.o.new)
+        old_obj, new_obj = self.old_obj, self.new_obj
         old, new = old_obj["metadata"]["name"], new_obj["metadata"]["name"]
         self.sim.start()
         controller: PoolController | None = None
@@ -379,7 +381,7 @@ class Fleet:
         self.out.write(f"(work directory kept: {self.workdir})\n")
 
 
-def simulate_fleet(options: FleetOptions, out: TextIO = sys.stdout) -> int:
+def simulate_fleet(options: FleetOptions, out: TextIO | None = None) -> int:
     """Run the rollout; 0 when every node ended Done, the pool Updated, maxUnavailable and the
     budget held; 1 otherwise."""
-    return Fleet(options, out, StandInController).run()
+    return Fleet(options, out or sys.stdout, StandInController).run()

@@ -71,13 +71,15 @@ def node_unavailable(node: Obj) -> bool:
 
 def phase(annotations: Mapping[str, str], target: str) -> str:
     """Where the node is in its move to `target` (one of PHASES)."""
-    if annotations.get(STATE) in FAILING_STATES:
-        return DEGRADED
+    # a drain or reboot under way says more than Degraded: a retried sync keeps that state
+    # until it is Done
     if annotations.get(POST_CONFIG_ACTION) == REBOOTING:
         return REBOOTING_PHASE
     drain = annotations.get(DESIRED_DRAIN, "")
     if drain.startswith("drain-") and drain != annotations.get(LAST_APPLIED_DRAIN, ""):
         return DRAINING
+    if annotations.get(STATE) in FAILING_STATES:
+        return DEGRADED
     if done(annotations):
         return DONE if annotations.get(CURRENT_CONFIG) == target else OLD
     if annotations.get(STATE, "Done") == "Done":

@@ -125,6 +125,12 @@ class Workload:
             self._thread.join()
             self._thread = None
 
+    def __enter__(self) -> Workload:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
+
     def _wait(self) -> float:
         if not self._ready_at:
             return 1.0

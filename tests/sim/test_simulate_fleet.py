@@ -1,0 +1,89 @@
+"""`mcd simulate --nodes N` end to end: real agents (processes) on sandbox roots, the controller
+stand-in rolling the pool, a workload under a PodDisruptionBudget; every verdict is computed from
+the API server's commits, and checked here against the audit log too."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from mcd.cli.main import main
+
+REPO = Path(__file__).resolve().parents[2]
+OLD, REBOOT = REPO / "examples" / "old.yaml", REPO / "examples" / "reboot.yaml"
+
+
+@pytest.mark.allow_commands  # it spawns one `python -m mcd start` per node
+def test_pool_of_four_rolls_two_at_a_time_within_the_budget(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    picture = tmp_path / "rollout.svg"
+    argv = ["simulate", "--nodes", "4", "--max-unavailable", "2", "--pdb", "maxUnavailable=1",
+            "--pod-start", "0.5", "--old", str(OLD), "--new", str(REBOOT), "--workdir", str(tmp_path / "run"),
+            "-o", "json", "--picture", str(picture)]  # fmt: skip
+    code = main(argv)
+    out = capsys.readouterr().out
+    assert code == 0, out
+    result = json.loads(out)
+    # two nodes are asked to move at once (the limit is used), never a third
+    assert result["maxConcurrentlyUnavailable"] == 2 and result["maxUnavailable"] == 2
+    assert result["pdbViolations"] == 0
+    assert result["pdbs"][0]["minHealthy"] >= result["pdbs"][0]["desiredHealthy"] == 3
+    assert result["allDone"] and result["poolUpdated"]
+    nodes = result["perNode"]
+    assert [n["name"] for n in nodes] == ["worker-00", "worker-01", "worker-02", "worker-03"]
+    for n in nodes:  # the change needs a drain and a reboot on every node, in that order
+        assert n["desired"] <= n["working"] <= n["drainStart"] <= n["drainEnd"] <= n["rebootStart"], n
+        assert n["rebootStart"] < n["rebootEnd"] <= n["done"] <= result["totalSeconds"], n
+    assert result["apiRequests"]["agentsPerNode"] > 0 and result["bytesSentByApiServer"] > 0
+    assert all(kib and kib > 0 for kib in result["peakRssKiB"]["agents"].values())
+    root = ET.parse(picture).getroot()
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    assert {"worker-00", "worker-03", "rebooting"} <= {
+        t.text for t in root.iter("{http://www.w3.org/2000/svg}text")
+    }
+
+
+@pytest.mark.allow_commands
+def test_text_timeline_names_every_node(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["simulate", "--nodes", "2", "--old", str(OLD), "--new", str(REBOOT), "--workdir", str(tmp_path)]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = lines.index("== timeline (seconds after the pool was pointed at the new config)")
+    assert lines[header + 1].split() == ["node", "desired", "working", "drain", "reboot", "done", "took"]
+    assert [line.split()[0] for line in lines[header + 2 : header + 4]] == ["worker-00", "worker-01"]
+    assert "unavailable at once: at most 1 (maxUnavailable 1)" in lines
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--max-unavailable", "2"], "--max-unavailable: needs --nodes N"),
+        (["--pdb", "minAvailable=1"], "--pdb: needs --nodes N"),
+        (["-o", "json"], "--output: needs --nodes N"),
+    ],
+)
+def test_pool_flags_need_nodes(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", *argv]) == 1
+    err = capsys.readouterr().err
+    assert err.strip() == message
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--nodes", "0"], "argument --nodes: expected a whole number of at least 1, not '0'"),
+        (["--nodes", "2", "--pdb", "max=1"], "argument --pdb: expected minAvailable=X or maxUnavailable=X"),
+        (["--nodes", "2", "--max-unavailable", "x%"], "argument --max-unavailable: expected a count or a"),
+    ],
+)
+def test_bad_pool_flags_are_usage_errors(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["simulate", *argv])
+    assert exited.value.code == 1  # mcd's parser: bad input is 1, as every other command
+    assert capsys.readouterr().err.splitlines()[-1].startswith("mcd simulate: error: " + message)
