@@ -351,7 +351,14 @@ class Fleet:
                                   total=t_end - t0, pool_updated=pool_updated(self.sim, target))  # fmt: skip
         if self.o.picture is not None:
             title = f"{len(self.names)} nodes to {target}, maxUnavailable {self.o.max_unavailable}"
-            picture = svg(tracks, t_end - t0, title=title, limit=limit, result=result)
+            picture = svg(
+                tracks,
+                t_end - t0,
+                title=title,
+                limit=limit,
+                result=result,
+                series=timeline.unavailable_series(samples),
+            )
             atomic_write(self.o.picture, picture.encode(), 0o644)
         return result
 

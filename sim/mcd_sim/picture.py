@@ -7,7 +7,7 @@ Pure (no I/O): `svg()` returns the document; `mcd_sim.fleet` writes it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from html import escape
 from typing import Any
 
@@ -38,6 +38,7 @@ RIGHT = 20
 ROW = 18
 BAR = 13
 TOP = 56  # title and verdict
+STRIP = 60  # the unavailable-nodes strip under the rows
 STEPS = (0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600)
 
 
@@ -50,12 +51,44 @@ def _num(value: float) -> str:
     return f"{value:.2f}".rstrip("0").rstrip(".")
 
 
+def _strip(
+    series: list[tuple[float, int]], x: Callable[[float], float], top: int, limit: int, total: float
+) -> list[str]:
+    """Nodes unavailable over time as a step line, the limit as a dashed line above it."""
+    most = max([limit, *(count for _, count in series)])
+
+    def y(count: float) -> float:
+        return top + STRIP - STRIP * count / most
+
+    points = []
+    for i, (t, count) in enumerate(series):
+        end = series[i + 1][0] if i + 1 < len(series) else total
+        points += [f"{x(t):.1f},{y(count):.1f}", f"{x(end):.1f},{y(count):.1f}"]
+    return [
+        f'<rect x="{x(0):.1f}" y="{top}" width="{x(total) - x(0):.1f}" height="{STRIP}" fill="#fafafa"/>',
+        f'<line x1="{x(0):.1f}" y1="{y(limit):.1f}" x2="{x(total):.1f}" y2="{y(limit):.1f}" '
+        'stroke="#e53935" stroke-dasharray="4 3"/>',
+        f'<polyline points="{" ".join(points)}" fill="none" stroke="#1e88e5" stroke-width="1.5"/>',
+        f'<text x="{LEFT - 8}" y="{top + STRIP - 14}" text-anchor="end">nodes</text>',
+        f'<text x="{LEFT - 8}" y="{top + STRIP - 2}" text-anchor="end">unavailable</text>',
+        f'<text x="{LEFT - 8}" y="{y(limit) + 4:.1f}" text-anchor="end" fill="#e53935">limit {limit}</text>',
+    ]
+
+
 def svg(
-    tracks: list[NodeTimeline], total: float, *, title: str, limit: int, result: Mapping[str, Any]
+    tracks: list[NodeTimeline],
+    total: float,
+    *,
+    title: str,
+    limit: int,
+    result: Mapping[str, Any],
+    series: list[tuple[float, int]] | None = None,
 ) -> str:
+    """`series`: (time, unavailable nodes) steps, drawn under the rows against the limit."""
     total = max(total, 1e-3)
     plot = WIDTH - LEFT - RIGHT
-    height = TOP + ROW * len(tracks) + 70
+    strip = STRIP + 16 if series else 0
+    height = TOP + ROW * len(tracks) + strip + 70
 
     def x(t: float) -> float:
         return LEFT + plot * min(max(t, 0.0), total) / total
@@ -74,7 +107,9 @@ def svg(
         f'<text x="{LEFT}" y="20" font-size="14" font-weight="bold">{escape(title)}</text>',
         f'<text x="{LEFT}" y="38" fill="#333333">{escape(verdict)}</text>',
     ]
-    bottom = TOP + ROW * len(tracks)
+    bottom = TOP + ROW * len(tracks) + strip
+    if series:
+        out.extend(_strip(series, x, TOP + ROW * len(tracks) + 8, limit, total))
     step = tick_step(total)
     t = 0.0
     while t <= total + 1e-9:

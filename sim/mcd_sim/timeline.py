@@ -125,6 +125,21 @@ def _mark(marks: dict[str, float | None], was: str, now_phase: str, s: NodeSampl
         first("done")
 
 
+def unavailable_series(samples: Iterable[NodeSample]) -> list[tuple[float, int]]:
+    """(time, nodes unavailable from then on) at every change from t=0 on, starting at 0."""
+    state: dict[str, bool] = {}
+    series: list[tuple[float, int]] = []
+    for s in sorted(samples, key=lambda s: s.t):
+        state[s.name] = nodephase.unavailable(s.annotations, s.ready)
+        count = sum(state.values())
+        t = max(0.0, s.t)
+        if series and series[-1][0] == t:
+            series[-1] = (t, count)
+        elif not series or series[-1][1] != count:
+            series.append((t, count))
+    return series
+
+
 def unavailability(samples: Iterable[NodeSample]) -> tuple[int, float, tuple[str, ...]]:
     """The most nodes unavailable at once from t=0 on (upstream's definition), when it first
     happened and which nodes they were."""

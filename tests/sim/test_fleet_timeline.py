@@ -19,6 +19,7 @@ from mcd_sim.timeline import (
     summary,
     text,
     unavailability,
+    unavailable_series,
 )
 
 OLD, NEW = "rendered-worker-old", "rendered-worker-new"
@@ -128,6 +129,11 @@ def test_unavailability_counts_overlapping_nodes_from_the_commits() -> None:
     assert (worst, who) == (3, ("a", "b", "c"))
 
 
+def test_unavailable_series_steps_at_every_change() -> None:
+    series = unavailable_series(one_node_update("a", 0.0) + one_node_update("b", 1.0))
+    assert series == [(0.0, 1), (1.0, 2), (3.2, 1), (4.2, 0)]
+
+
 def test_unavailability_ignores_what_happened_before_the_rollout() -> None:
     before = [NodeSample(-1.0, n, on(OLD, "Working", "x"), True) for n in "abc"]
     after = [NodeSample(-0.5, n, on(OLD), True) for n in "abc"]
@@ -200,7 +206,9 @@ def test_axis_ticks_are_round_and_few(total: float, step: float) -> None:
 def test_picture_has_a_row_per_node_a_colour_per_phase_an_axis_and_a_legend() -> None:
     samples = one_node_update("worker-0", 0.0) + one_node_update("worker-1", 3.3)
     tracks = node_timelines(samples, NEW, end=6.6)
-    doc = svg(tracks, 6.6, title="2 nodes <to> new", limit=1, result=result_of(samples, limit=1))
+    series = unavailable_series(samples)
+    result = result_of(samples, limit=1)
+    doc = svg(tracks, 6.6, title="2 nodes <to> new", limit=1, result=result, series=series)
     root = ET.fromstring(doc)  # well-formed, the title escaped
     ns = "{http://www.w3.org/2000/svg}"
     texts = [t.text or "" for t in root.iter(ns + "text")]
@@ -215,3 +223,6 @@ def test_picture_has_a_row_per_node_a_colour_per_phase_an_axis_and_a_legend() ->
     assert len(rebooting) == 2
     verdict = "at most 1 unavailable at once (limit 1); PodDisruptionBudget violations: 0; all Done: yes"
     assert any(t.startswith(verdict) for t in texts)
+    [line] = root.iter(ns + "polyline")  # nodes unavailable over time, under the rows
+    assert len(line.get("points", "").split()) == 2 * len(series)
+    assert "limit 1" in texts
