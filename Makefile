@@ -1,7 +1,7 @@
 # Every target that runs project code depends on `setup`, so a fresh checkout needs nothing else.
 BIN := .venv/bin
 
-.PHONY: setup test lint demo bench clean mutate image vagrant-check node-test soak
+.PHONY: setup test lint demo bench clean mutate image vagrant-check node-test soak fleet-test
 
 setup:
 	@bash scripts/setup.sh
@@ -28,6 +28,11 @@ test: setup
 node-test: setup
 	@bash scripts/node/deps.sh
 	MCD_NODE_TEST=1 $(BIN)/python -m pytest -v -p no:cacheprovider tests/node
+
+# The fleet gate (tests/sim/test_fleet_twenty.py): 20 real agents rolled 2 at a time under a
+# PodDisruptionBudget, about 1.5 minutes; .ci/run runs it after make test.
+fleet-test: setup
+	MCD_FLEET_TEST=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/sim/test_fleet_twenty.py
 
 lint: setup
 	$(BIN)/ruff check .
