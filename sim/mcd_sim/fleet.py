@@ -108,6 +108,13 @@ class Recorder:
         # Ready) reaches the hooks before the write that caused it, so order is the revision's
         self.nodes: list[tuple[int, timeline.NodeSample]] = []
         self.pods: list[tuple[int, timeline.PodSample]] = []
+        self.pids: dict[str, int] = {}  # node -> its agent's process
+        self.rss: dict[str, int] = {}  # node -> its agent's peak resident memory, KiB
+
+    def peak(self, node: str, pid: int) -> None:
+        kib = _peak_rss_kib(pid)
+        if kib is not None:
+            self.rss[node] = max(kib, self.rss.get(node, 0))
 
     def hook(self, event: WatchEvent) -> None:
         obj, t = event.obj, time.time()
@@ -119,6 +126,9 @@ class Recorder:
                 bool((obj.get("spec") or {}).get("unschedulable")),
             )
             sample = {k: annotations[k] for k in self.KEYS if k in annotations}
+            if sample.get(nodephase.POST_CONFIG_ACTION) == nodephase.REBOOTING and meta["name"] in self.pids:
+                # the agent is alive, waiting for this write's answer; its memory goes with the exec
+                self.peak(meta["name"], self.pids[meta["name"]])
             self.nodes.append((event.rv, timeline.NodeSample(t, meta["name"], sample, ready)))
         elif kind == "Pod" and (meta.get("labels") or {}).get("app") == WORKLOAD:
             gone = event.type == "DELETED"
@@ -190,13 +200,17 @@ def pool_updated(sim: ApiServer, config: str) -> bool:
     return updated and (status.get("configuration") or {}).get("name") == config
 
 
-def _requests(audit: Path, since: float) -> dict[str, int]:
-    """Requests received from `since` (wall clock) on, by client: agents and the rest."""
+def _stamp(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1e6):06d}Z"
+
+
+def _requests(audit: Path, since: float, until: float) -> dict[str, int]:
+    """Requests received between `since` and `until` (wall clock), by client: agents and the rest."""
     counts = {"agents": 0, "others": 0}
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(since)) + f".{int(since % 1 * 1e6):06d}Z"
+    first, last = _stamp(since), _stamp(until)
     for line in audit.read_text().splitlines():
         event = json.loads(line)
-        if event["requestReceivedTimestamp"] >= stamp:
+        if first <= event["requestReceivedTimestamp"] <= last:
             counts["agents" if event.get("userAgent", "").startswith(AGENT_UA) else "others"] += 1
     return counts
 
@@ -219,6 +233,8 @@ class Fleet:
         self.sim.store.add_hook(self.recorder.hook)
         self.make_controller = controller
         self.agents: dict[str, Spawned] = {}
+        self.controller: PoolController | None = None
+        self.workload: Workload | None = None
         self.names = [f"worker-{i:02d}" for i in range(options.nodes)]
 
     def say(self, text: str) -> None:
@@ -227,62 +243,16 @@ class Fleet:
             self.out.flush()
 
     def run(self) -> int:
-        started = time.monotonic()
-        deadline = started + self.o.timeout
-        old_obj, new_obj = self.old_obj, self.new_obj
-        old, new = old_obj["metadata"]["name"], new_obj["metadata"]["name"]
-        self.sim.start()
-        controller: PoolController | None = None
-        workload: Workload | None = None
+        deadline = time.monotonic() + self.o.timeout
+        new = self.new_obj["metadata"]["name"]
         try:
-            kubeconfig = self.sim.write_kubeconfig(self.workdir / "kubeconfig")
-            for name in self.names:
-                self.sim.add_node(name)
-            self.sim.put(old_obj)
-            self.sim.put(new_obj)
-            self._pool(old)
-            controller = self.make_controller(self.sim)
-            controller.start()
-            self.say(f"== cluster {self.sim.url}, {controller.description}; KUBECONFIG={kubeconfig}")
-            for name in self.names:
-                root = self.workdir / "nodes" / name
-                bootstrap_node(make_sandbox_root(root), self.o.old, old)
-                self.agents[name] = spawn(
-                    agent_argv(name, kubeconfig, root), output=root.parent / f"{name}.log"
-                )
-            self.say(f"== {len(self.names)} agents started on {old} (logs in {self.workdir / 'nodes'})")
-            self._wait(_joined(self.sim, self.names, old), deadline, f"every node Done on {old}")
-            if self.o.pdb is not None or self.o.replicas:
-                workload = Workload(self.sim, WORKLOAD, self.o.replicas or len(self.names),
-                                    start_seconds=self.o.pod_start)  # fmt: skip
-                workload.create(self.o.pdb)
-                workload.start()
-                self.say(
-                    f"== workload {WORKLOAD}: {workload.replicas} pods, PodDisruptionBudget {self.o.pdb}"
-                )
-            self.say(f"== pool {POOL} -> {new} (maxUnavailable {self.o.max_unavailable})")
-            t0, bytes0 = time.time(), self.sim.traffic.bytes_sent
-            controller.roll_to(new)
-            self._wait(lambda: pool_updated(self.sim, new) and _joined(self.sim, self.names, new)(),
-                       deadline, f"every node Done on {new} and the pool Updated")  # fmt: skip
-            t_end, bytes_sent = time.time(), self.sim.traffic.bytes_sent - bytes0
-            rss = {name: _peak_rss_kib(agent.pid) for name, agent in self.agents.items()}
-            controller_rss = controller.peak_rss_kib()
+            self.setup(deadline)
+            result = self.roll(new, self.o.max_unavailable, deadline, picture=self.o.picture)
         except SimulateError as exc:
             self._failed(str(exc))
             return 1
         finally:
-            self._stop(controller, workload)
-        result = self._result(new, t0, t_end)
-        result["bytesSentByApiServer"] = bytes_sent
-        requests = _requests(self.workdir / "audit.log", t0)
-        result["apiRequests"] = {**requests, "agentsPerNode": round(requests["agents"] / len(self.names), 1)}
-        result["peakRssKiB"] = {
-            "agents": rss,
-            "controller": controller_rss,
-            # the stand-in runs in this process, beside the API server: an upper bound for it
-            "simulator": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-        }
+            self.teardown()
         self._report(result)
         ok = (
             result["allDone"]
@@ -293,6 +263,78 @@ class Fleet:
         if ok and self.temporary:
             shutil.rmtree(self.workdir, ignore_errors=True)
         return 0 if ok else 1
+
+    def setup(self, deadline: float) -> None:
+        """The cluster, the pool on OLD, the controller, every agent joined, the workload."""
+        old = self.old_obj["metadata"]["name"]
+        self.sim.start()
+        kubeconfig = self.sim.write_kubeconfig(self.workdir / "kubeconfig")
+        for name in self.names:
+            self.sim.add_node(name)
+        self.sim.put(self.old_obj)
+        self.sim.put(self.new_obj)
+        self._pool(old)
+        self.controller = self.make_controller(self.sim)
+        self.controller.start()
+        self.say(f"== cluster {self.sim.url}, {self.controller.description}; KUBECONFIG={kubeconfig}")
+        for name in self.names:
+            root = self.workdir / "nodes" / name
+            bootstrap_node(make_sandbox_root(root), self.o.old, old)
+            agent = spawn(agent_argv(name, kubeconfig, root), output=root.parent / f"{name}.log")
+            self.agents[name] = agent
+            self.recorder.pids[name] = agent.pid
+        self.say(f"== {len(self.names)} agents started on {old} (logs in {self.workdir / 'nodes'})")
+        self._wait(_joined(self.sim, self.names, old), deadline, f"every node Done on {old}")
+        if self.o.pdb is not None or self.o.replicas:
+            self.workload = Workload(self.sim, WORKLOAD, self.o.replicas or len(self.names),
+                                     start_seconds=self.o.pod_start)  # fmt: skip
+            self.workload.create(self.o.pdb)
+            self.workload.start()
+            self.say(
+                f"== workload {WORKLOAD}: {self.workload.replicas} pods, PodDisruptionBudget {self.o.pdb}"
+            )
+
+    def roll(
+        self, config: str, limit: int | str, deadline: float, *, picture: Path | None = None
+    ) -> dict[str, Any]:
+        """Point the pool at `config` with maxUnavailable `limit`, wait until every node is Done on
+        it and the pool Updated; the figures of that rollout."""
+        assert self.controller is not None
+        self.sim.patch("MachineConfigPool", POOL, {"spec": {"maxUnavailable": limit}})
+        self.say(f"== pool {POOL} -> {config} (maxUnavailable {limit})")
+        self.recorder.rss.clear()
+        t0, bytes0 = time.time(), self.sim.traffic.bytes_sent
+        self.controller.roll_to(config)
+        self._wait(lambda: pool_updated(self.sim, config) and _joined(self.sim, self.names, config)(),
+                   deadline, f"every node Done on {config} and the pool Updated")  # fmt: skip
+        t_end, bytes_sent = time.time(), self.sim.traffic.bytes_sent - bytes0
+        for name, agent in self.agents.items():
+            self.recorder.peak(name, agent.pid)
+        result = self._result(config, limit, t0, t_end, picture)
+        result["bytesSentByApiServer"] = bytes_sent
+        requests = _requests(self.workdir / "audit.log", t0, t_end)
+        result["apiRequests"] = {**requests, "agentsPerNode": round(requests["agents"] / len(self.names), 1)}
+        result["peakRssKiB"] = {
+            # before the simulated reboot (read as it is announced) and after it, the larger
+            "agents": dict(self.recorder.rss),
+            "controller": self.controller.peak_rss_kib(),
+            # the stand-in runs in this process, beside the API server: an upper bound for it
+            "simulator": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        }
+        return result
+
+    def teardown(self) -> None:
+        for agent in self.agents.values():
+            agent.terminate()
+        for agent in self.agents.values():
+            if agent.wait(15) is None:
+                agent.kill()
+                agent.wait(5)
+        if self.workload is not None:
+            self.workload.stop()
+        if self.controller is not None:
+            self.controller.stop()
+        self.sim.stop()
 
     def _pool(self, config: str) -> None:
         self.sim.put({
@@ -318,20 +360,9 @@ class Fleet:
         except TimeoutError:
             raise SimulateError(f"timed out waiting for {what}") from None
 
-    def _stop(self, controller: PoolController | None, workload: Workload | None) -> None:
-        for agent in self.agents.values():
-            agent.terminate()
-        for agent in self.agents.values():
-            if agent.wait(15) is None:
-                agent.kill()
-                agent.wait(5)
-        if workload is not None:
-            workload.stop()
-        if controller is not None:
-            controller.stop()
-        self.sim.stop()
-
-    def _result(self, target: str, t0: float, t_end: float) -> dict[str, Any]:
+    def _result(
+        self, target: str, limit_value: int | str, t0: float, t_end: float, picture: Path | None
+    ) -> dict[str, Any]:
         samples = [
             timeline.NodeSample(t - t0, s.name, s.annotations, s.ready)
             for t, s in _in_order(self.recorder.nodes)
@@ -346,12 +377,12 @@ class Fleet:
             budgets.append(
                 timeline.budget_check(_budget(self.o.pdb, self.o.replicas or len(self.names)), pods)
             )
-        limit = max_unavailable(self.o.max_unavailable, len(self.names))
+        limit = max_unavailable(limit_value, len(self.names))
         result = timeline.summary(tracks, samples, target=target, limit=limit, budgets=budgets,
                                   total=t_end - t0, pool_updated=pool_updated(self.sim, target))  # fmt: skip
-        if self.o.picture is not None:
-            title = f"{len(self.names)} nodes to {target}, maxUnavailable {self.o.max_unavailable}"
-            picture = svg(
+        if picture is not None:
+            title = f"{len(self.names)} nodes to {target}, maxUnavailable {limit_value}"
+            drawing = svg(
                 tracks,
                 t_end - t0,
                 title=title,
@@ -359,7 +390,7 @@ class Fleet:
                 result=result,
                 series=timeline.unavailable_series(samples),
             )
-            atomic_write(self.o.picture, picture.encode(), 0o644)
+            atomic_write(picture, drawing.encode(), 0o644)
         return result
 
     def _report(self, result: dict[str, Any]) -> None:
