@@ -31,16 +31,14 @@ class BootFileError(RuntimeError):
 def retire_encapsulated_config(root: HostRoot, path: str = ENCAPSULATED_CONFIG) -> bool:
     """Rename the encapsulated config at `path` to `<path>.bak` (the rename made durable).
 
-    True when there was one. Upstream stats the path (a link to a file counts) and renames the
-    entry itself.
+    True when there was one. As upstream, only a path that can be stat'ed (a link to a file
+    counts) is renamed, the entry itself; one that cannot (missing, a dangling link) is left.
     """
     src = root.join(path)
     try:
         os.stat(src)
-    except (FileNotFoundError, NotADirectoryError):
-        return False
     except OSError:
-        pass  # upstream renames whenever the stat does not say the path is missing
+        return False
     try:
         os.replace(src, root.join(path + ".bak"))
         atomicfs.fsync_dir(src.parent)
