@@ -2,7 +2,8 @@
 any number of times (level-triggered, as upstream's `syncNode`).
 
 The first sync after the process starts takes upstream's boot path (`checkStateOnFirstRun`):
-the bootstrap annotations, the on-disk config winning over the annotation, the on-disk check,
+the first boot's leftovers, the bootstrap annotations and the previous boot's finalization
+failure (`mcd.agent.boot`), the on-disk config winning over the annotation, the on-disk check,
 then Done or the pending update. Later syncs wait for a drain in progress, decide with
 `prepUpdateFromCluster`'s rules, check the disk (preflight) and update. Errors are raised to
 the loop, which reports them through `mcd.agent.errors.classify`.
