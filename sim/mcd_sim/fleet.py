@@ -271,6 +271,8 @@ class Fleet:
         kubeconfig = self.sim.write_kubeconfig(self.workdir / "kubeconfig")
         for name in self.names:
             self.sim.add_node(name)
+            # the controller named the node's first config when it joined the pool
+            self.sim.patch("Node", name, {"metadata": {"annotations": {nodephase.DESIRED_CONFIG: old}}})
         self.sim.put(self.old_obj)
         self.sim.put(self.new_obj)
         self._pool(old)
