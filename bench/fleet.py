@@ -22,6 +22,7 @@ import argparse
 import io
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -80,11 +81,12 @@ def main() -> int:
     args = parser.parse_args()
     out: dict[str, Any] = {"cpus": len(os.sched_getaffinity(0)), "sizes": []}
     for nodes in args.sizes:
-        with tempfile.TemporaryDirectory(prefix="mcd-bench-fleet-") as tmp:
-            try:
-                out["sizes"].append(measure(nodes, Path(tmp)))
-            except SimulateError as exc:
-                out["sizes"].append({"nodes": nodes, "error": str(exc)})
+        tmp = Path(tempfile.mkdtemp(prefix="mcd-bench-fleet-"))
+        try:
+            out["sizes"].append(measure(nodes, tmp))
+            shutil.rmtree(tmp, ignore_errors=True)
+        except SimulateError as exc:  # the agents' logs stay for a look
+            out["sizes"].append({"nodes": nodes, "error": f"{exc} (logs in {tmp})"})
         print(json.dumps(out["sizes"][-1]), file=sys.stderr, flush=True)  # progress: a size at a time
     print(json.dumps(out, indent=2))
     return 0 if all("error" not in s for s in out["sizes"]) else 1

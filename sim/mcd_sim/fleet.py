@@ -26,7 +26,7 @@ from typing import Any, Protocol, TextIO, TypeVar
 
 from mcd.host.atomicfs import atomic_write
 from mcd.host.runner import Spawned, spawn
-from mcd_sim import nodephase, timeline
+from mcd_sim import auditreplay, nodephase, timeline
 from mcd_sim.apiserver import ApiServer
 from mcd_sim.apiserver.lifecycle import pod_ready
 from mcd_sim.apiserver.store import WatchEvent
@@ -34,6 +34,7 @@ from mcd_sim.controller import ControllerStandIn, max_unavailable
 from mcd_sim.picture import svg
 from mcd_sim.sandbox import make_sandbox_root
 from mcd_sim.simulate import SimulateError, agent_argv, bootstrap_node, load_object
+from mcd_sim.timeline import unavailability
 from mcd_sim.workload import Workload
 
 Obj = dict[str, Any]
@@ -62,6 +63,7 @@ class PoolController(Protocol):
     """What `mcd simulate` needs of a pool controller: run it, point the pool at a config."""
 
     description: str
+    over_http: bool  # its writes are in the audit log (else the verdict is the store's alone)
 
     def start(self) -> None: ...
 
@@ -78,6 +80,7 @@ class StandInController:
     """The in-process controller stand-in with its maxUnavailable rollout."""
 
     description = "controller stand-in (in process)"
+    over_http = False
 
     def __init__(self, sim: ApiServer) -> None:
         self.sim = sim
@@ -259,6 +262,7 @@ class Fleet:
             and result["poolUpdated"]
             and result["pdbViolations"] == 0
             and (result["maxConcurrentlyUnavailable"] <= result["maxUnavailable"])
+            and result.get("auditLog", {}).get("maxConcurrentlyUnavailable", 0) <= result["maxUnavailable"]
         )
         if ok and self.temporary:
             shutil.rmtree(self.workdir, ignore_errors=True)
@@ -285,6 +289,8 @@ class Fleet:
             agent = spawn(agent_argv(name, kubeconfig, root), output=root.parent / f"{name}.log")
             self.agents[name] = agent
             self.recorder.pids[name] = agent.pid
+        # the nodes as in-process writes left them: where the audit log's replay starts
+        self.seed = {name: self.sim.get("Node", name) or {} for name in self.names}
         self.say(f"== {len(self.names)} agents started on {old} (logs in {self.workdir / 'nodes'})")
         self._wait(_joined(self.sim, self.names, old), deadline, f"every node Done on {old}")
         if self.o.pdb is not None or self.o.replicas:
@@ -314,6 +320,14 @@ class Fleet:
             self.recorder.peak(name, agent.pid)
         result = self._result(config, limit, t0, t_end, picture)
         result["bytesSentByApiServer"] = bytes_sent
+        if self.controller.over_http:
+            # the same verdict from the audit log alone: what the clients asked the server to do
+            lines = (self.workdir / "audit.log").read_text().splitlines()
+            worst, _, who = unavailability(auditreplay.replay(lines, self.seed, t0))
+            result["auditLog"] = {
+                "maxConcurrentlyUnavailable": worst,
+                "maxConcurrentlyUnavailableNodes": list(who),
+            }
         requests = _requests(self.workdir / "audit.log", t0, t_end)
         result["apiRequests"] = {**requests, "agentsPerNode": round(requests["agents"] / len(self.names), 1)}
         result["peakRssKiB"] = {
@@ -401,6 +415,10 @@ class Fleet:
             return
         self.say("== timeline (seconds after the pool was pointed at the new config)")
         self.say(timeline.text(result))
+        if "auditLog" in result:
+            self.say(
+                f"from the audit log alone: at most {result['auditLog']['maxConcurrentlyUnavailable']} unavailable"
+            )
         rss = [v for v in result["peakRssKiB"]["agents"].values() if v]
         self.say(
             f"API requests: {result['apiRequests']['agentsPerNode']} per node from the agents; "
