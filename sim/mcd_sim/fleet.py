@@ -416,9 +416,8 @@ class Fleet:
         self.say("== timeline (seconds after the pool was pointed at the new config)")
         self.say(timeline.text(result))
         if "auditLog" in result:
-            self.say(
-                f"from the audit log alone: at most {result['auditLog']['maxConcurrentlyUnavailable']} unavailable"
-            )
+            worst = result["auditLog"]["maxConcurrentlyUnavailable"]
+            self.say(f"from the audit log alone: at most {worst} unavailable at once")
         rss = [v for v in result["peakRssKiB"]["agents"].values() if v]
         self.say(
             f"API requests: {result['apiRequests']['agentsPerNode']} per node from the agents; "
