@@ -231,7 +231,11 @@ class Fleet:
         self.temporary = options.workdir is None
         self.workdir = options.workdir or Path(tempfile.mkdtemp(prefix="mcd-simulate-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.sim = ApiServer(("127.0.0.1", 0), audit_log_path=self.workdir / "audit.log")
+        # bookmarks once a minute as kube-apiserver sends them (the sim's default of one a
+        # second would be most of the bytes a long rollout sends)
+        self.sim = ApiServer(
+            ("127.0.0.1", 0), audit_log_path=self.workdir / "audit.log", bookmark_interval=60.0
+        )
         self.recorder = Recorder()
         self.sim.store.add_hook(self.recorder.hook)
         self.make_controller = controller
