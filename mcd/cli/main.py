@@ -264,10 +264,14 @@ def _start_agent(args: argparse.Namespace) -> int:
         config_grace_seconds=args.config_grace,
         api_unreachable_seconds=args.api_unreachable_limit,
     )
-    client = KubeClient.from_kubeconfig(settings.kubeconfig or None)
-    applier = NodeApplier(
-        HostRoot(Path(settings.root_mount)), SubprocessRunner(), lock_timeout=args.lock_timeout
+    root = HostRoot(Path(settings.root_mount))
+    client = KubeClient.connect(
+        settings.kubeconfig,
+        root,
+        kubelet_kubeconfig=args.kubelet_kubeconfig,
+        api_endpoint_kubeconfig=args.api_endpoint_kubeconfig,
     )
+    applier = NodeApplier(root, SubprocessRunner(), lock_timeout=args.lock_timeout)
     result = Daemon(settings, client, applier).run()
     client.close()
     if result is Result.SIMULATED_REBOOT:
