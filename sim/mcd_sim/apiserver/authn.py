@@ -57,7 +57,7 @@ class Authenticator:
     def by_header(self, authorization: str) -> User | None:
         """The user of an `Authorization: Bearer …` header; None when it names none."""
         scheme, _, token = authorization.partition(" ")
-        if scheme != "Bearer" or not token:
+        if scheme.lower() != "bearer" or not token:  # the scheme is case-insensitive (RFC 7235)
             return None
         given = token.strip().encode()
         found = None
