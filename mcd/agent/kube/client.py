@@ -131,7 +131,7 @@ class KubeClient:
             if kubelet_kubeconfig:
                 LOG.info(
                     "no kubelet kubeconfig %s under %s: the node and its Events are written with %s's "
-                    "credentials (which then need patch on nodes, manifests/06-fallback-node-writer.yaml)",
+                    "credentials (which then need patch on nodes: manifests/without-kubelet-kubeconfig/)",
                     kubelet_kubeconfig, root.prefix, who,
                 )  # fmt: skip
             else:
