@@ -379,12 +379,14 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
 
 def cmd_sim_cluster(args: argparse.Namespace) -> int:
     try:
-        from mcd_sim.cluster import SimClusterOptions, parse_listen, serve
+        from mcd_sim.cluster import SimClusterOptions, parse_listen, parse_user, serve
     except ImportError as exc:
         raise _simulator_missing("sim-cluster", exc) from None
     listen = parse_listen(args.listen)  # ValueError: main prints "mcd: <why>", exit 1
     audit = Path(args.audit_log_path) if args.audit_log_path else None
-    return serve(SimClusterOptions(Path(args.kubeconfig), listen, tuple(args.node), audit))
+    users = tuple(parse_user(u) for u in args.user)
+    rbac = tuple(Path(p) for p in args.rbac)
+    return serve(SimClusterOptions(Path(args.kubeconfig), listen, tuple(args.node), audit, users, rbac))
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:

@@ -263,6 +263,13 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--listen", default="127.0.0.1:0", metavar="HOST:PORT", help="default 127.0.0.1:0")
     k.add_argument("--node", action="append", default=[], metavar="NAME", help="create a Ready worker Node")
     k.add_argument("--audit-log-path", metavar="FILE", help="append one audit.k8s.io/v1 Event per request")
+    k.add_argument("--user", action="append", default=[], metavar="USER=FILE",
+                   help="also write a kubeconfig for USER to FILE: a bearer token, or for system:node:NAME "
+                   "a client certificate (group system:nodes); a ServiceAccount is "
+                   "system:serviceaccount:NS:NAME")
+    k.add_argument("--rbac", action="append", default=[], metavar="PATH",
+                   help="enforce RBAC with the ClusterRoles, Roles and bindings of this YAML file or "
+                   "directory (e.g. manifests/; kubelets also get what the Node authorizer grants)")
 
     m = sub.add_parser(
         "simulate",

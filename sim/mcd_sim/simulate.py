@@ -108,8 +108,7 @@ class Narrator:
         after = event.obj["metadata"].get("annotations") or {}
         # the reason is free text (often empty when cleared): quoted, so it reads as one value
         changes = [
-            f"{short}={json.dumps(after.get(key, ''))}"
-            if key == ann.REASON
+            f"{short}={json.dumps(after.get(key, ''))}" if key == ann.REASON
             else f"{short}={after.get(key, '-')}"
             for key, short in WATCHED
             if before.get(key) != after.get(key)

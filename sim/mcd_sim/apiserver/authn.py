@@ -40,6 +40,18 @@ def node(name: str) -> User:
     return User(f"system:node:{name}", ("system:nodes", AUTHENTICATED))
 
 
+def user_named(name: str) -> User:
+    """A user by name, with the groups kube-apiserver gives that kind of name: a ServiceAccount's
+    (`system:serviceaccount:NS:NAME`), a kubelet's (`system:node:NAME`), else authenticated only."""
+    kind, _, rest = name.partition(":serviceaccount:")
+    if kind == "system" and rest.count(":") == 1:
+        namespace, account = rest.split(":")
+        return service_account(namespace, account)
+    if name.startswith("system:node:") and len(name) > len("system:node:"):
+        return node(name.removeprefix("system:node:"))
+    return User(name, (AUTHENTICATED,))
+
+
 class Authenticator:
     """Bearer tokens to users; thread-safe."""
 
