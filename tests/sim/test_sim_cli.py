@@ -101,6 +101,7 @@ def test_sim_cluster_serves_several_identities_under_the_manifests_rbac(tmp_path
 
     from mcd.agent.errors import ApiError
     from mcd.agent.kube.client import KubeClient
+    from mcd.host.root import HostRoot
 
     sa = "system:serviceaccount:openshift-machine-config-operator:machine-config-daemon"
     options = SimClusterOptions(
@@ -116,8 +117,9 @@ def test_sim_cluster_serves_several_identities_under_the_manifests_rbac(tmp_path
         assert ready.wait(30)
         kubelet = yaml.safe_load((tmp_path / "kubelet").read_text())["users"][0]["user"]
         assert set(kubelet) == {"client-certificate-data", "client-key-data"}
-        reader = KubeClient.from_kubeconfig(str(tmp_path / "sa"))
-        writer = KubeClient.from_kubeconfig(str(tmp_path / "kubelet"))
+        # no node root: each client reads and writes with its one kubeconfig
+        reader = KubeClient.connect(str(tmp_path / "sa"), HostRoot(tmp_path), kubelet_kubeconfig="")
+        writer = KubeClient.connect(str(tmp_path / "kubelet"), HostRoot(tmp_path), kubelet_kubeconfig="")
         try:
             reader.get_node("worker-0")
             with pytest.raises(ApiError) as refused:

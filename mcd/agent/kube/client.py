@@ -87,12 +87,6 @@ class KubeClient:
             self.writer_reach = ApiReach(str(writer.host), hints=NODE_WRITER_HINTS)
 
     @classmethod
-    def from_kubeconfig(cls, path: str | None) -> KubeClient:
-        """A client from `path`, or from the pod's service account when `path` is empty; it writes
-        with the same credentials (see `connect` for upstream's two identities)."""
-        return cls(_reader_configuration(path or "", None, SERVICE_ACCOUNT_DIR))
-
-    @classmethod
     def connect(
         cls,
         kubeconfig: str,
