@@ -25,7 +25,9 @@ NODE_USER = f"system:node:{NODE}"
 
 
 def _users(cluster: Cluster) -> list[tuple[str, str, str]]:
-    """(verb, resource, user) of every request in the audit log, in order."""
+    """(verb, resource, user) of every request in the audit log, in order. The server is stopped
+    first: a request's record is written after its answer is sent."""
+    cluster.sim.stop()
     out = []
     for line in cluster.audit_path.read_text().splitlines():
         e = json.loads(line)
@@ -253,7 +255,9 @@ def test_a_refused_node_writer_reads_its_kubeconfig_again(cluster: Cluster, tmp_
         client.patch_node(NODE, {"metadata": {"annotations": {"a": "2"}}})
     finally:
         client.close()
-    assert _users(cluster)[-1] == ("patch", "nodes", NODE_USER)
+    assert cluster.annotations()["a"] == "2"
+    # the refused request's record may be written after the next one's (each when its answer is sent)
+    assert ("patch", "nodes", NODE_USER) in _users(cluster)
 
 
 def _event(name: str) -> dict[str, object]:
@@ -265,3 +269,25 @@ def _event(name: str) -> dict[str, object]:
         "type": "Normal",
         "count": 1,
     }
+
+
+def test_a_refusal_of_the_node_writer_names_what_to_check_for_that_identity(
+    cluster: Cluster, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A kubelet may write only its own Node: the 403 points at the Node authorizer, not at
+    the ServiceAccount's RBAC."""
+    cluster.add_node(NODE)
+    cluster.sim.enforce_rbac([])
+    root = _root(tmp_path)
+    cluster.install_kubelet_identity(root, name="worker-9")  # another node's credentials
+    reader = cluster.write_user_kubeconfig(tmp_path / "sa.kubeconfig")
+    client = KubeClient.connect(str(reader), HostRoot(root))
+    try:
+        with caplog.at_level(logging.WARNING, logger="mcd.agent.health"), pytest.raises(ApiError) as caught:
+            client.patch_node(NODE, {"metadata": {"annotations": {"a": "b"}}})
+    finally:
+        client.close()
+    assert caught.value.status == 403
+    [record] = [r for r in caplog.records if "forbids" in r.getMessage()]
+    assert "system:node:worker-9" in record.getMessage() and "Node authorizer" in record.getMessage()
+    assert "service account" not in record.getMessage()
