@@ -249,8 +249,10 @@ def _tail(path: Path) -> str:
     return "\n".join(lines[-_LOG_TAIL_LINES:])
 
 
-def simulate(options: SimulateOptions, out: TextIO = sys.stdout) -> int:
-    """Run the whole scenario; 0 when the node reached Done on NEW, 1 otherwise."""
+def simulate(options: SimulateOptions, out: TextIO | None = None) -> int:
+    """Run the whole scenario; 0 when the node reached Done on NEW, 1 otherwise. `out` defaults
+    to the sys.stdout of the call, not of the import (a test's captured stream is gone later)."""
+    out = out or sys.stdout
     started = time.monotonic()
     deadline = started + options.timeout
     # a temporary work directory goes once the run succeeded; on failure it keeps the agent's log
