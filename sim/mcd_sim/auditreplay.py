@@ -20,8 +20,6 @@ from mcd_sim.apiserver.patch import merge_patch
 from mcd_sim.timeline import NodeSample
 
 Obj = dict[str, Any]
-KEYS = (nodephase.DESIRED_CONFIG, nodephase.CURRENT_CONFIG, nodephase.STATE, nodephase.DESIRED_DRAIN,
-        nodephase.LAST_APPLIED_DRAIN, nodephase.POST_CONFIG_ACTION)  # fmt: skip
 
 
 def _when(stamp: str) -> float:
@@ -57,6 +55,6 @@ def replay(lines: Iterable[str], seed: Mapping[str, Obj], since: float) -> list[
             (node.get("status") or {}).get("conditions") or [],
             bool((node.get("spec") or {}).get("unschedulable")),
         )
-        sample = {k: str(annotations[k]) for k in KEYS if annotations.get(k) is not None}
+        sample = {k: str(annotations[k]) for k in nodephase.KEYS if annotations.get(k) is not None}
         samples.append(NodeSample(t - since, name, sample, ready))
     return samples

@@ -103,9 +103,6 @@ class Recorder:
     """Store hook: a sample of every Node and workload Pod commit (it runs under the store's
     lock, so it only copies the few fields the timeline reads)."""
 
-    KEYS = (nodephase.DESIRED_CONFIG, nodephase.CURRENT_CONFIG, nodephase.STATE, nodephase.DESIRED_DRAIN,
-            nodephase.LAST_APPLIED_DRAIN, nodephase.POST_CONFIG_ACTION)  # fmt: skip
-
     def __init__(self) -> None:
         # (resourceVersion, sample): a hook's own write (the server's kubelet making a new pod
         # Ready) reaches the hooks before the write that caused it, so order is the revision's
@@ -128,7 +125,7 @@ class Recorder:
                 (obj.get("status") or {}).get("conditions") or [],
                 bool((obj.get("spec") or {}).get("unschedulable")),
             )
-            sample = {k: annotations[k] for k in self.KEYS if k in annotations}
+            sample = {k: annotations[k] for k in nodephase.KEYS if k in annotations}
             if sample.get(nodephase.POST_CONFIG_ACTION) == nodephase.REBOOTING and meta["name"] in self.pids:
                 # the agent is alive, waiting for this write's answer; its memory goes with the exec
                 self.peak(meta["name"], self.pids[meta["name"]])

@@ -18,6 +18,8 @@ DESIRED_DRAIN = PREFIX + "desiredDrain"
 LAST_APPLIED_DRAIN = PREFIX + "lastAppliedDrain"
 POST_CONFIG_ACTION = PREFIX + "post-config-action"
 REBOOTING = "Rebooting"
+# the annotations the phase and availability read (what a recorded sample keeps)
+KEYS = (DESIRED_CONFIG, CURRENT_CONFIG, STATE, DESIRED_DRAIN, LAST_APPLIED_DRAIN, POST_CONFIG_ACTION)
 FAILING_STATES = ("Degraded", "Unreconcilable")
 ZONE_LABEL = "topology.kubernetes.io/zone"
 
