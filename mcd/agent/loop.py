@@ -133,7 +133,6 @@ class Daemon:
             watch_timeout_seconds=settings.watch_timeout_seconds,
         )  # fmt: skip
         self._in_sync = False
-        self._sigterm_in_sync = False
         self._retry_delay = 0.0
         self._last_loop = time.monotonic()
         self._server: MetricsServer | None = None
@@ -230,10 +229,12 @@ class Daemon:
 
     def _on_signal(self, signum: int) -> None:
         """SIGTERM or SIGINT, on the guard's signal thread (never in signal context)."""
-        LOG.info("got signal %d: stopping", signum)
-        if self._in_sync:
-            self._sigterm_in_sync = True
-            LOG.warning("got SIGTERM during a sync: stopping once it is finished")
+        if self.syncer.protection.on:
+            # upstream's words; the update goes on to its end (or to a wait it may abandon)
+            LOG.info("Got SIGTERM, but actively updating")
+            self.events.warning("GotSigtermDuringUpdate", "Got SIGTERM but actively updating")
+        else:
+            LOG.info("got signal %d: stopping", signum)
         self.stop.set()
         self.wake()
 
@@ -398,9 +399,6 @@ class Daemon:
         finally:
             self._in_sync = False
             self.sync_clock.end()
-            if self._sigterm_in_sync:
-                self._sigterm_in_sync = False
-                self.events.warning("GotSigtermDuringUpdate", "Got SIGTERM, but actively updating")
 
     def _report(self, state: NodeState, reason: str) -> None:
         try:

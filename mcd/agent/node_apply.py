@@ -30,6 +30,7 @@ from mcd.host.systemd import OfflineSystemctl
 from mcd.host.unitlinks import UnitLinks
 from mcd.planner import kargs as kargs_mod
 from mcd.planner.plan import Facts, Plan, plan
+from mcd.update.perform import ActionError, event_name
 from mcd.update.transaction import (
     Host,
     Unreconcilable,
@@ -53,7 +54,7 @@ class ServiceAction:
     """A rebootless post-config action: `verb` is reload, restart or daemon-reload."""
 
     verb: str
-    service: str  # without `.service`, as upstream's events name it; "" for daemon-reload
+    service: str  # as upstream's events name it (crio.service as crio; daemon-reload itself)
     skipped: bool  # not run: the root is not a running system
 
 
@@ -71,7 +72,26 @@ def _service_action(label: str) -> ServiceAction:
     " (skipped: …)" when not run) as a value."""
     what, _, note = label.partition(" (")
     verb, _, service = what.partition(" ")
-    return ServiceAction(verb, service.removesuffix(".service"), skipped=bool(note))
+    return ServiceAction(verb, event_name(verb, service) if service else verb, skipped=bool(note))
+
+
+class ApplyError(McdError):
+    """The update failed (rolled back, or not); `event`: the Warning Event upstream posts for
+    the post-config action that failed, as (reason, message), if that is what failed."""
+
+    def __init__(self, message: str, event: tuple[str, str] | None) -> None:
+        super().__init__(message)
+        self.event = event
+
+
+def _action_event(exc: BaseException) -> tuple[str, str] | None:
+    """The Event of the failed action behind `exc` (its chain of causes), if any."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ActionError):
+            return seen.event
+        seen = seen.__cause__
+    return None
 
 
 def parse_machineconfig(obj: Mapping[str, Any], what: str) -> MachineConfig:
@@ -278,7 +298,7 @@ class NodeApplier:
         except Unreconcilable as exc:
             raise McdError(exc.plan.reason) from exc
         except UpdateError as exc:
-            raise McdError(str(exc)) from exc
+            raise ApplyError(str(exc), _action_event(exc)) from exc
         finally:
             self._host = None
         # `new` is what was just recorded as currentconfig: no need to read and parse it back
