@@ -248,7 +248,7 @@ class Daemon:
         if self.settings.metrics_url:
             self._server = MetricsServer(self.metrics, self.settings.metrics_url, self.healthy)
             self._server.start()
-        self._set_host_os()
+        self._set_host_metrics()
         guard.spawn("watch", self._watch, self.stop)
         guard.spawn("certs", self.certs.run, self.stop)
         if self.settings.kubelet_healthz_enabled:
@@ -263,7 +263,7 @@ class Daemon:
         if interval is not None:
             guard.spawn("watchdog", lambda: self._watchdog(interval), self.stop)
 
-    def _set_host_os(self) -> None:
+    def _set_host_metrics(self) -> None:
         text = ""
         for path in ("/etc/os-release", "/usr/lib/os-release"):
             try:
@@ -272,6 +272,10 @@ class Daemon:
             except (OSError, ValueError):
                 continue
         self.metrics.set_host_os(*host_os(text))
+        # upstream counts them once, when the daemon starts
+        count = self.applier.unsupported_packages()
+        if count is not None:
+            self.metrics.unsupported_packages.labels(node=self.settings.node_name).set(count)
 
     def run(self) -> Result:
         """Sync until stopped; SIMULATED_REBOOT when the caller must restart the process."""
@@ -403,7 +407,6 @@ class Daemon:
     def _report(self, state: NodeState, reason: str) -> None:
         try:
             self.writer.set_state(state, reason)
-            self.metrics.set_update(self.writer.node().desired_config, reason)
         except Exception as exc:  # the API may be what failed; the retry reports again
             LOG.warning("could not report state %s on node %s: %s", state.value, self.settings.node_name, exc)
 

@@ -24,7 +24,7 @@ from mcd.host import atomicfs, ondisk, state, unitdirs
 from mcd.host.reboot import RebootError
 from mcd.host.root import HostRoot
 from mcd.host.rootlock import DEFAULT_TIMEOUT as DEFAULT_LOCK_TIMEOUT
-from mcd.host.rpmostree import RpmOstreeError
+from mcd.host.rpmostree import RpmOstreeError, unsupported_packages
 from mcd.host.runner import Runner
 from mcd.host.systemd import OfflineSystemctl
 from mcd.host.unitlinks import UnitLinks
@@ -242,6 +242,26 @@ class NodeApplier:
             rpm.cleanup_rollback()
         except RpmOstreeError as exc:
             raise HostCommandError(str(exc)) from None
+
+    def unsupported_packages(self) -> int | None:
+        """Upstream's count for mcd_local_unsupported_packages, taken once at start: 0 without
+        rpm-ostree or when its status fails; None (the gauge left unset, as upstream) when the
+        status cannot be parsed or nothing is booted."""
+        rpm = self.host().rpmostree
+        if rpm is None:
+            return 0
+        try:
+            status = rpm.status()
+        except FileNotFoundError:
+            return 0
+        except RpmOstreeError as exc:
+            LOG.error("Failed to run rpm-ostree status: %s", exc)
+            return 0 if exc.result is not None else None
+        found = unsupported_packages(status.booted)
+        LOG.info("Found %d unsupported local package change(s) in the booted deployment", len(found))
+        for name in found:
+            LOG.info("Unsupported package %s", name)
+        return len(found)
 
     # -- the update
 

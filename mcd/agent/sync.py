@@ -23,14 +23,14 @@ from typing import Any, Protocol
 
 from mcd import policy
 from mcd.agent.drain import Drainer
-from mcd.agent.errors import McdError, NotFoundError, UnreconcilableError
+from mcd.agent.errors import McdError, NotFoundError, StoppingError, UnreconcilableError
 from mcd.agent.kube import annotations as ann
 from mcd.agent.kube import machineconfignode as mcn
 from mcd.agent.kube.annotations import NodeState, NodeView, decide_update
 from mcd.agent.node_apply import Applied, ApplyError, NodeApplier, parse_machineconfig
 from mcd.agent.report.events import EventRecorder, SigtermProtection
 from mcd.agent.report.mcn import MachineConfigNodeReporter
-from mcd.agent.report.metrics import Metrics
+from mcd.agent.report.metrics import Metrics, update_label
 from mcd.agent.report.node import NodeWriter
 from mcd.config.machineconfig import OCL_IMAGE_ANNOTATION, ORIGINAL_OS_IMAGE_ANNOTATION, MachineConfig
 from mcd.planner import steps
@@ -396,13 +396,19 @@ class Syncer:
             return
         self.mcn.report(mcn.resumed(config))
         self.mcn.flush()
-        self.drainer.uncordon(config)
+        try:
+            self.drainer.uncordon(config)
+        except StoppingError:
+            raise
+        except McdError as exc:
+            self.metrics.set_update("", str(exc))  # upstream's only failure it records there
+            raise
         self.events.normal("NodeDone", f"Setting node {self.name}, currentConfig {config} to Done")
         extra: dict[str, str | None] = {ann.CURRENT_CONFIG: config, ann.CURRENT_IMAGE: image or None}
         if not node.desired_image:
             extra[ann.DESIRED_IMAGE] = None
         self.writer.set_state(NodeState.DONE, "", extra)
-        self.metrics.set_update(config)
+        self.metrics.set_update(update_label(config, image))
         LOG.info("node %s is in config %s: Done", self.name, config)
 
 
