@@ -226,8 +226,9 @@ def test_sigterm_during_an_update_is_reported_in_upstreams_words(
     root = make_root(tmp_path, a)
     cluster.add_mc(a)
     cluster.add_mc(b)
-    cluster.add_node(NODE, {ann.CURRENT_CONFIG: a["metadata"]["name"], ann.DESIRED_CONFIG: a["metadata"]["name"],
-                            ann.STATE: "Done", ann.LAST_APPLIED_DRAIN: "uncordon-rendered-worker-a"})  # fmt: skip
+    a_name = "rendered-worker-a"
+    cluster.add_node(NODE, {ann.CURRENT_CONFIG: a_name, ann.DESIRED_CONFIG: a_name, ann.STATE: "Done",
+                            ann.LAST_APPLIED_DRAIN: f"uncordon-{a_name}"})  # fmt: skip
     agent = start_agent(cluster, root)  # no controller: the drain is never answered
     cluster.wait_node(NODE, done_on("rendered-worker-a"))
     cluster.patch_node(NODE, {"metadata": {"annotations": {ann.DESIRED_CONFIG: "rendered-worker-b"}}})

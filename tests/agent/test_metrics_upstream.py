@@ -25,6 +25,7 @@ from mcd.host.rpmostree import parse_status, unsupported_packages
 POLICY = "/etc/containers/policy.json"
 OLD = mc_object("rendered-old", files=[ign_file(POLICY, "{}\n")])
 NEW = mc_object("rendered-new", files=[ign_file(POLICY, '{"default": []}\n')])
+UPDATING = {ann.CURRENT_CONFIG: "rendered-old", ann.DESIRED_CONFIG: "rendered-new", ann.STATE: "Done"}
 
 
 def _samples(m: Metrics, name: str) -> list[tuple[dict[str, str], float]]:
@@ -39,7 +40,7 @@ def test_the_config_label_is_upstreams_current_name() -> None:
 
 def test_done_sets_the_update_state_with_upstreams_label(tmp_path: Path) -> None:
     root = make_root(tmp_path, OLD)
-    api = MemoryApi({ann.CURRENT_CONFIG: "rendered-old", ann.DESIRED_CONFIG: "rendered-new", ann.STATE: "Done"})
+    api = MemoryApi(UPDATING)
     api.mcs["rendered-new"] = NEW
     s = syncer(root, api)
     assert s.sync(boot=False) is Result.IDLE
@@ -49,7 +50,7 @@ def test_done_sets_the_update_state_with_upstreams_label(tmp_path: Path) -> None
 
 def test_a_failed_uncordon_sets_the_error_with_no_config(tmp_path: Path) -> None:
     root = make_root(tmp_path, OLD)
-    api = MemoryApi({ann.CURRENT_CONFIG: "rendered-old", ann.DESIRED_CONFIG: "rendered-new", ann.STATE: "Done"})
+    api = MemoryApi(UPDATING)
     api.mcs["rendered-new"] = NEW
     s = syncer(root, api)
     failed = "failed to uncordon node: worker-0 after 10 minutes. Please see machine-config-controller logs …"

@@ -25,6 +25,8 @@ CREDENTIAL_PROVIDER = "/etc/systemd/system/kubelet.service.d/40-kubelet-crio-ima
 REG_A = 'unqualified-search-registries = ["registry.access.redhat.com"]\n'
 REG_B = 'unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]\n'
 ROLLED_BACK = "update to b failed and was rolled back: "
+JOB_FAILED = "Job for crio.service failed"
+CA_TRUST = "coreos-update-ca-trust.service"
 
 
 class Failing:
@@ -137,7 +139,7 @@ CASES = {
         0,
         "could not apply update: restarting crio.service service failed. Error: Job for crio.service failed",
         ("restart coreos-update-ca-trust.service", "restart crio.service"),
-        ("FailedServiceRestart", "Restarting crio.service service failed. Error: Job for crio.service failed"),
+        ("FailedServiceRestart", "Restarting crio.service service failed. Error: " + JOB_FAILED),
     ),
     # the unit failing, upstream runs update-ca-trust itself; its failure is the error
     "policy-ca-trust-fallback": Case(
@@ -149,7 +151,7 @@ CASES = {
         CA_TRUST_FAILED,
         ("restart coreos-update-ca-trust.service",),
         # the Event quotes Go's exec error alone
-        ("FailedServiceRestart", "Restarting coreos-update-ca-trust.service service failed. Error: exit status 1"),
+        ("FailedServiceRestart", f"Restarting {CA_TRUST} service failed. Error: exit status 1"),
     ),
 }
 
