@@ -45,7 +45,9 @@ from mcd.agent.state import AgentMachine, AgentState
 from mcd.agent.sync import Result, Syncer
 from mcd.agent.watch.wiring import watchers_for
 from mcd.agent.workqueue import WorkQueue
+from mcd.host.certs import restart_kubelet_with_ca
 from mcd.host.runner import longest_timeout
+from mcd.host.systemd import make_manager
 
 LOG = logging.getLogger(__name__)
 
@@ -130,7 +132,7 @@ class Daemon:
         # upstream's ControllerConfig worker, beside the node sync (a thread of its own)
         self.certs = CertificateWriter(
             client, self.writer, self.events, applier.root, self.stop,
-            watch_timeout_seconds=settings.watch_timeout_seconds,
+            watch_timeout_seconds=settings.watch_timeout_seconds, restart_kubelet=self._restart_kubelet,
         )  # fmt: skip
         self._in_sync = False
         self._retry_delay = 0.0
@@ -141,6 +143,10 @@ class Daemon:
         self._retry_keys: set[str] = set()
         self._retry_at = 0.0
         self._watcher_backoff = Backoff()
+
+    def _restart_kubelet(self, ca: bytes) -> None:
+        """For a CA rotation, on the certificate writer's thread: a systemd connection of its own."""
+        restart_kubelet_with_ca(self.applier.root, make_manager(self.applier.root, self.applier.runner), ca)
 
     # -- state hooks
 
