@@ -278,8 +278,12 @@ class Daemon:
             except (OSError, ValueError):
                 continue
         self.metrics.set_host_os(*host_os(text))
-        # upstream counts them once, when the daemon starts
-        count = self.applier.unsupported_packages()
+        # upstream counts them once, when the daemon starts; a metric never stops the agent
+        try:
+            count = self.applier.unsupported_packages()
+        except Exception as exc:
+            LOG.warning("could not count the unsupported packages: %s", exc)
+            count = None
         if count is not None:
             self.metrics.unsupported_packages.labels(node=self.settings.node_name).set(count)
 
