@@ -423,6 +423,7 @@ def _simulate_fleet(args: argparse.Namespace, workdir: Path | None) -> int:
         pdb=args.pdb,
         replicas=args.replicas,
         pod_start=args.pod_start,
+        reboot_seconds=args.reboot_seconds,
     )
     return simulate_fleet(options)
 

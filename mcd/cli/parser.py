@@ -298,6 +298,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the workload's pods (default one per node)")
     fleet.add_argument("--pod-start", type=float, default=2.0, metavar="S",
                        help="seconds a rescheduled pod takes to be Ready (default 2)")
+    fleet.add_argument("--reboot-seconds", type=float, default=0.0, metavar="S",
+                       help="how long each node stays down (NotReady, its agent stopped) in its reboot "
+                       "(default 0: as long as the agent takes to start again)")
     fleet.add_argument("-o", "--output", choices=("text", "json"), default="text",
                        help="json: the figures a CI gate checks")
     fleet.add_argument("--picture", metavar="FILE.svg", help="write the rollout as an SVG picture")

@@ -32,6 +32,7 @@ from mcd_sim.apiserver.lifecycle import pod_ready
 from mcd_sim.apiserver.store import WatchEvent
 from mcd_sim.controller import ControllerStandIn, max_unavailable
 from mcd_sim.picture import svg
+from mcd_sim.reboots import SlowReboots
 from mcd_sim.sandbox import make_sandbox_root
 from mcd_sim.simulate import SimulateError, agent_argv, bootstrap_node, load_object
 from mcd_sim.timeline import unavailability
@@ -57,6 +58,7 @@ class FleetOptions:
     pdb: Obj | None = None  # a PodDisruptionBudget's spec: {"minAvailable": …} or {"maxUnavailable": …}
     replicas: int | None = None  # the workload's pods (default: one per node, when a PDB is given)
     pod_start: float = 2.0  # seconds a replacement pod takes to be Ready
+    reboot_seconds: float = 0.0  # how long a node stays down in its reboot (0: as the process restarts)
 
 
 class PoolController(Protocol):
@@ -109,6 +111,8 @@ class Recorder:
         self.nodes: list[tuple[int, timeline.NodeSample]] = []
         self.pods: list[tuple[int, timeline.PodSample]] = []
         self.pids: dict[str, int] = {}  # node -> its agent's process
+        self.on_reboot: Callable[[str], None] | None = None  # called as a node announces its reboot
+        self._rebooting: set[str] = set()
         self.rss: dict[str, int] = {}  # node -> its agent's peak resident memory, KiB
 
     def peak(self, node: str, pid: int) -> None:
@@ -126,9 +130,15 @@ class Recorder:
                 bool((obj.get("spec") or {}).get("unschedulable")),
             )
             sample = {k: annotations[k] for k in nodephase.KEYS if k in annotations}
-            if sample.get(nodephase.POST_CONFIG_ACTION) == nodephase.REBOOTING and meta["name"] in self.pids:
+            rebooting = sample.get(nodephase.POST_CONFIG_ACTION) == nodephase.REBOOTING
+            if rebooting and meta["name"] in self.pids and meta["name"] not in self._rebooting:
+                self._rebooting.add(meta["name"])
                 # the agent is alive, waiting for this write's answer; its memory goes with the exec
                 self.peak(meta["name"], self.pids[meta["name"]])
+                if self.on_reboot is not None:
+                    self.on_reboot(meta["name"])
+            elif not rebooting:
+                self._rebooting.discard(meta["name"])
             self.nodes.append((event.rv, timeline.NodeSample(t, meta["name"], sample, ready)))
         elif kind == "Pod" and (meta.get("labels") or {}).get("app") == WORKLOAD:
             gone = event.type == "DELETED"
@@ -235,6 +245,10 @@ class Fleet:
         )
         self.recorder = Recorder()
         self.sim.store.add_hook(self.recorder.hook)
+        self.reboots = SlowReboots(self.sim, options.reboot_seconds) if options.reboot_seconds > 0 else None
+        if self.reboots is not None:
+            reboots, pids = self.reboots, self.recorder.pids
+            self.recorder.on_reboot = lambda node: reboots.begin(node, pids[node])
         self.make_controller = controller
         self.agents: dict[str, Spawned] = {}
         self.controller: PoolController | None = None
@@ -341,6 +355,8 @@ class Fleet:
         return result
 
     def teardown(self) -> None:
+        if self.reboots is not None:
+            self.reboots.close()  # a stopped agent would not see its SIGTERM
         for agent in self.agents.values():
             agent.terminate()
         for agent in self.agents.values():

@@ -10,6 +10,7 @@ from mcd_sim import nodephase as np
 from mcd_sim.apiserver import ApiError, ApiServer
 from mcd_sim.apiserver.lifecycle import pod_ready
 from mcd_sim.controller import ControllerStandIn
+from mcd_sim.reboots import SlowReboots
 from mcd_sim.workload import Workload
 
 OLD, NEW = "rendered-worker-old", "rendered-worker-new"
@@ -119,3 +120,17 @@ def test_workload_replaces_an_evicted_pod_on_a_schedulable_node_and_starts_it(cl
         assert started
         cluster.wait_for(lambda: cluster.get("Pod", "web-0001") is None, timeout=5)  # the grace period ended
         cluster.evict("default", "web-0002")  # ready again: one disruption allowed
+
+
+def _ready(sim: ApiServer, node: str) -> str:
+    obj = sim.get("Node", node) or {}
+    return next(c["status"] for c in obj["status"]["conditions"] if c["type"] == "Ready")
+
+
+def test_a_slow_reboot_makes_the_node_not_ready_until_it_is_over(cluster: ApiServer) -> None:
+    reboots = SlowReboots(cluster, seconds=30)
+    reboots.begin("worker-1", pid=2**22 + 12345)  # no such process: only the Node changes
+    assert _ready(cluster, "worker-1") == "Unknown" and _ready(cluster, "worker-0") == "True"
+    assert np.node_unavailable(cluster.get("Node", "worker-1") or {})
+    reboots.close()  # teardown brings it back before its time
+    assert _ready(cluster, "worker-1") == "True"

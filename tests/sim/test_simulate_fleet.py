@@ -48,13 +48,19 @@ def test_pool_of_four_rolls_two_at_a_time_within_the_budget(
 
 
 @pytest.mark.allow_commands
-def test_text_timeline_of_one_node(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["simulate", "--nodes", "1", "--old", str(OLD), "--new", str(REBOOT), "--workdir", str(tmp_path)]
+def test_text_timeline_of_one_node_with_a_reboot_of_two_seconds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["simulate", "--nodes", "1", "--old", str(OLD), "--new", str(REBOOT), "--workdir", str(tmp_path),
+            "--reboot-seconds", "2"]  # fmt: skip
     assert main(argv) == 0
     lines = capsys.readouterr().out.splitlines()
     header = lines.index("== timeline (seconds after the pool was pointed at the new config)")
     assert lines[header + 1].split() == ["node", "desired", "working", "drain", "reboot", "done", "took"]
-    assert lines[header + 2].split()[0] == "worker-00" and len(lines[header + 2].split()) == 7
+    node, _, _, _, reboot, _, _ = lines[header + 2].split()
+    assert node == "worker-00"
+    start, end = (float(t) for t in reboot.split("-"))
+    assert end - start >= 2.0  # the node stayed down as long as asked, then booted
     assert "unavailable at once: at most 1 (maxUnavailable 1)" in lines
     assert lines[header + 4].startswith("all nodes Done: yes; pool Updated: yes; rollout took ")
 
