@@ -4,11 +4,13 @@ the API server's commits, and checked here against the audit log too."""
 
 from __future__ import annotations
 
+import io
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from mcd_sim.fleet import Fleet, FleetOptions, StandInController
 
 from mcd.cli.main import main
 
@@ -94,3 +96,23 @@ def test_bad_pool_flags_are_usage_errors(
         main(["simulate", *argv])
     assert exited.value.code == 1  # mcd's parser: bad input is 1, as every other command
     assert capsys.readouterr().err.splitlines()[-1].startswith("mcd simulate: error: " + message)
+
+
+class GreedyController(StandInController):
+    """A controller that ignores maxUnavailable: every node at once."""
+
+    def roll_to(self, config: str) -> None:
+        super().roll_to(config)
+        self.inner.set_desired_config(config)
+
+
+@pytest.mark.allow_commands
+def test_a_controller_breaking_the_limit_fails_the_run(tmp_path: Path) -> None:
+    options = FleetOptions(workdir=tmp_path, old=OLD, new=REBOOT, nodes=3, max_unavailable=1, timeout=120,
+                           output="json")  # fmt: skip
+    out = io.StringIO()
+    assert Fleet(options, out, GreedyController).run() == 1
+    result = json.loads(out.getvalue())
+    assert result["maxConcurrentlyUnavailable"] == 3 and result["maxUnavailable"] == 1
+    assert sorted(result["maxConcurrentlyUnavailableNodes"]) == ["worker-00", "worker-01", "worker-02"]
+    assert result["allDone"]  # everything else went fine: the limit alone fails it
