@@ -392,6 +392,30 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return simulate(SimulateOptions(workdir, Path(args.old), Path(args.new), args.node, args.timeout))
 
 
+def cmd_pool_controller(args: argparse.Namespace) -> int:
+    import socket
+    import uuid
+
+    from mcd.agent.kube.client import KubeClient
+    from mcd.cli.logsetup import setup_logging
+    from mcd.controller.lease import LeaseSettings
+    from mcd.controller.run import ControllerOptions, serve
+
+    setup_logging(args.verbose)
+    if args.lease_duration < 3 or args.interval <= 0:
+        raise ValueError("--lease-duration must be at least 3 seconds and --interval positive")
+    identity = args.identity or f"{socket.gethostname()}_{uuid.uuid4()}"
+    # renew well within the duration, as client-go's defaults do (15 s: renew by 10, retry every 2)
+    namespace = args.namespace or os.environ.get("POD_NAMESPACE") or "openshift-machine-config-operator"
+    lease = LeaseSettings(namespace, args.lease_name, identity, args.lease_duration,
+                          args.lease_duration * 2 / 3, min(2.0, args.lease_duration / 5))  # fmt: skip
+    api = KubeClient.from_kubeconfig(kubeconfig_path(args.kubeconfig, os.environ))
+    try:
+        return serve(api, ControllerOptions(lease, args.interval, args.once))
+    finally:
+        api.close()
+
+
 def _describe_error(exc: BaseException) -> str:
     """One line for a failure: control characters escaped, a path in an OS error clipped (a
     name too long for the kernel is not worth printing whole)."""
@@ -413,6 +437,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "sandbox": cmd_sandbox,
     "sim-cluster": cmd_sim_cluster,
     "simulate": cmd_simulate,
+    "pool-controller": cmd_pool_controller,
 }
 
 

@@ -36,6 +36,7 @@ MC_PATH = f"/apis/{MCO_GROUP}/v1/machineconfigs"
 CONTROLLERCONFIG_PATH = f"/apis/{MCO_GROUP}/v1/controllerconfigs"
 MACHINECONFIGURATION_PATH = "/apis/operator.openshift.io/v1/machineconfigurations"
 MCN_PATH = f"/apis/{MCO_GROUP}/v1/machineconfignodes"
+MCP_PATH = f"/apis/{MCO_GROUP}/v1/machineconfigpools"
 MERGE_PATCH = "application/merge-patch+json"
 
 # (connect, read) seconds for one request; a watch reads for its own timeout plus this margin
@@ -285,6 +286,50 @@ class KubeClient:
     def list_pdbs(self) -> list[Obj]:
         obj = self._request("GET", "/apis/policy/v1/poddisruptionbudgets")
         return list(obj.get("items") or [])
+
+    # -- the pool controller (mcd.controller): pools, their configs and nodes, its Lease
+
+    def _items(self, path: str, query: Mapping[str, str] | None = None) -> list[Obj]:
+        return list(self._request("GET", path, query=query).get("items") or [])
+
+    def list_nodes(self) -> list[Obj]:
+        return self._items("/api/v1/nodes")
+
+    def list_machineconfigs(self) -> list[Obj]:
+        return self._items(MC_PATH)
+
+    def create_machineconfig(self, obj: Mapping[str, Any]) -> Obj:
+        return self._request("POST", MC_PATH, body=obj)
+
+    def list_machineconfigpools(self) -> list[Obj]:
+        return self._items(MCP_PATH)
+
+    def patch_machineconfigpool(self, name: str, patch: Mapping[str, Any], *, status: bool = False) -> Obj:
+        """A JSON merge patch of the pool or its status (a resourceVersion in it is a precondition)."""
+        path = f"{MCP_PATH}/{_path(name)}" + ("/status" if status else "")
+        return self._request("PATCH", path, body=patch, content_type=MERGE_PATCH)
+
+    def list_pods(self) -> list[Obj]:
+        """Every pod of the cluster (the drain of several nodes reads them once a pass)."""
+        return self._items("/api/v1/pods")
+
+    def get_lease(self, namespace: str, name: str) -> Obj | None:
+        try:
+            return self._request("GET", _lease_path(namespace, name))
+        except NotFoundError:
+            return None
+
+    def create_lease(self, namespace: str, obj: Mapping[str, Any]) -> Obj:
+        return self._request("POST", _lease_path(namespace, ""), body=obj)
+
+    def update_lease(self, namespace: str, obj: Mapping[str, Any]) -> Obj:
+        """PUT the Lease; its resourceVersion is a precondition (ConflictError when another wrote)."""
+        return self._request("PUT", _lease_path(namespace, str(obj["metadata"]["name"])), body=obj)
+
+
+def _lease_path(namespace: str, name: str) -> str:
+    base = f"/apis/coordination.k8s.io/v1/namespaces/{_path(namespace)}/leases"
+    return f"{base}/{_path(name)}" if name else base
 
 
 def _lines(resp: Any) -> Iterator[bytes]:

@@ -1,0 +1,87 @@
+"""`mcd pool-controller`: lead through the Lease, then pass over the drains and pools until stopped.
+
+A pass is level-triggered: it reads the pools, configs, nodes (and, for a drain, the pods)
+afresh and does the next step of everything, so passes every `interval` seconds need no watch,
+and a replica that takes over mid-rollout simply continues. Only the leader passes; a follower
+only tries the Lease every retry period.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+
+from mcd.agent.errors import ApiError
+from mcd.agent.guard import SignalFlag
+from mcd.agent.kube.client import KubeClient
+from mcd.controller.drain import DrainSync
+from mcd.controller.lease import LeaderElector, LeaseSettings
+from mcd.controller.pools import PoolSync
+
+LOG = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ControllerOptions:
+    lease: LeaseSettings
+    interval: float = 2.0
+    once: bool = False
+
+
+class PoolController:
+    """The drain and pool passes behind a leader elector."""
+
+    def __init__(self, api: KubeClient, options: ControllerOptions) -> None:
+        self.api = api
+        self.options = options
+        self.elector = LeaderElector(api, options.lease)
+        self.drains = DrainSync(api)
+        self.pools = PoolSync(api)
+
+    def one_pass(self) -> None:
+        """Drains first (they unblock nodes), then pools; an API failure ends the pass early."""
+        try:
+            self.drains.sync()
+            self.pools.sync()
+        except ApiError as exc:
+            LOG.warning("pass stopped: %s (retrying)", exc)
+
+    def run(self, stop: threading.Event) -> int:
+        """Until `stop` (SIGTERM); with `once`, one pass as the leader (exit 1 if another leads)."""
+        try:
+            while not stop.is_set():
+                if self.elector.tick():
+                    self.one_pass()
+                    if self.options.once:
+                        return 0
+                    wait = self.options.interval
+                    retry = self.drains.next_retry()
+                    if retry is not None:
+                        wait = min(wait, retry)
+                    stop.wait(min(wait, self.options.lease.retry_period))
+                    continue
+                if self.options.once:
+                    LOG.error("the lease %s/%s is held by %s: not passing", self.options.lease.namespace,
+                              self.options.lease.name, self.elector.holder or "another replica")  # fmt: skip
+                    return 1
+                stop.wait(self.options.lease.retry_period)
+            return 0
+        finally:
+            self.elector.release()
+
+
+def serve(api: KubeClient, options: ControllerOptions) -> int:
+    """Run until SIGTERM or SIGINT (the handler only sets the stop flag), releasing the Lease."""
+    stop = threading.Event()
+
+    def on_signal(signum: int) -> None:
+        LOG.info("got signal %d: stopping", signum)
+        stop.set()
+
+    signals = SignalFlag(on_signal)
+    signals.install()
+    try:
+        return PoolController(api, options).run(stop)
+    finally:
+        signals.close()
