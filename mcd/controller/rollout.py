@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mcd.controller.selectors import matches, selector_text
+from mcd.controller.selectors import matches
 
 PREFIX = "machineconfiguration.openshift.io/"
 CURRENT_CONFIG = PREFIX + "currentConfig"
@@ -212,6 +212,3 @@ def choose(pool: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]]) -> Choic
     picked = sorted(candidates, key=_order_key)[:capacity] if capacity < len(candidates) else candidates
     return Choice(tuple(_name(n) for n in picked), capacity, unavailable, limit)
 
-
-def describe_selector(pool: Mapping[str, Any], field: str) -> str:
-    return selector_text((pool.get("spec") or {}).get(field) or {})
