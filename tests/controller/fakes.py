@@ -3,6 +3,9 @@ update, a ReplicaSet stand-in, and a recorder of what the cluster went through."
 
 from __future__ import annotations
 
+import contextlib
+import queue
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,3 +136,34 @@ class Recorder:
         if kind == "Pod" and self.replicas is not None:
             ready = self.replicas.ready()
             self.min_ready = ready if self.min_ready is None else min(self.min_ready, ready)
+
+
+class FakeDaemons:
+    """`agent_step` for every node on every change of the cluster, in a thread (for controllers
+    that run as processes); a context manager."""
+
+    def __init__(self, sim: ApiServer) -> None:
+        self.sim = sim
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="fake-daemons", daemon=True)
+
+    def __enter__(self) -> FakeDaemons:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        watcher, _ = self.sim.store.watch_all()
+        try:
+            while not self._stop.is_set():
+                for node in self.sim.objects("Node"):
+                    agent_step(self.sim, node["metadata"]["name"])
+                with contextlib.suppress(queue.Empty):
+                    change = watcher.events.get(timeout=0.2)
+                    while change is not None:  # one round for a burst of changes
+                        change = watcher.events.get_nowait()
+        finally:
+            self.sim.store.unwatch(watcher)
