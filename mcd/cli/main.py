@@ -396,7 +396,7 @@ def cmd_pool_controller(args: argparse.Namespace) -> int:
     import socket
     import uuid
 
-    from mcd.agent.kube.client import KubeClient
+    from mcd.agent.kube.client import CONTROLLER_USER_AGENT, KubeClient
     from mcd.cli.logsetup import setup_logging
     from mcd.controller.lease import LeaseSettings
     from mcd.controller.run import ControllerOptions, serve
@@ -409,7 +409,7 @@ def cmd_pool_controller(args: argparse.Namespace) -> int:
     namespace = args.namespace or os.environ.get("POD_NAMESPACE") or "openshift-machine-config-operator"
     lease = LeaseSettings(namespace, args.lease_name, identity, args.lease_duration,
                           args.lease_duration * 2 / 3, min(2.0, args.lease_duration / 5))  # fmt: skip
-    api = KubeClient.from_kubeconfig(kubeconfig_path(args.kubeconfig, os.environ))
+    api = KubeClient.from_kubeconfig(kubeconfig_path(args.kubeconfig, os.environ), CONTROLLER_USER_AGENT)
     try:
         return serve(api, ControllerOptions(lease, args.interval, args.once))
     finally:

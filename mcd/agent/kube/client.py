@@ -31,6 +31,8 @@ from mcd.agent.health import ApiReach
 LOG = logging.getLogger(__name__)
 
 USER_AGENT = f"machine-config-daemon/mcd-{__version__}"
+# the pool controller's requests say who made them (its RBAC is checked against them apart)
+CONTROLLER_USER_AGENT = f"machine-config-controller/mcd-{__version__}"
 MCO_GROUP = "machineconfiguration.openshift.io"
 MC_PATH = f"/apis/{MCO_GROUP}/v1/machineconfigs"
 CONTROLLERCONFIG_PATH = f"/apis/{MCO_GROUP}/v1/controllerconfigs"
@@ -53,15 +55,15 @@ def _path(*parts: str) -> str:
 class KubeClient:
     """Plain-JSON requests to one API server with the credentials of a kubeconfig or the pod."""
 
-    def __init__(self, configuration: Any) -> None:
+    def __init__(self, configuration: Any, user_agent: str = USER_AGENT) -> None:
         configuration.retries = False
         self._api = k8s.ApiClient(configuration)
-        self._api.user_agent = USER_AGENT
+        self._api.user_agent = user_agent
         self.host = str(configuration.host)
         self.reach = ApiReach(self.host)
 
     @classmethod
-    def from_kubeconfig(cls, path: str | None) -> KubeClient:
+    def from_kubeconfig(cls, path: str | None, user_agent: str = USER_AGENT) -> KubeClient:
         """A client from `path`, or from the pod's service account when `path` is empty."""
         configuration = k8s.Configuration()
         try:
@@ -72,7 +74,7 @@ class KubeClient:
         except (k8s_config.ConfigException, OSError, ValueError, TypeError) as exc:
             where = path or "the in-cluster service account"
             raise ApiError(0, f"cannot load API credentials from {where}: {exc}") from None
-        return cls(configuration)
+        return cls(configuration, user_agent)
 
     def close(self) -> None:
         self._api.close()  # type: ignore[no-untyped-call]
