@@ -52,6 +52,7 @@ class LeaderElector:
         self._seen_at = 0.0
         self._renewed_at: float | None = None  # our last successful write of the Lease
         self.holder = ""
+        self.last_error = ""  # why the last tick could not read or write the Lease
 
     @property
     def leading(self) -> bool:
@@ -59,9 +60,11 @@ class LeaderElector:
 
     def tick(self) -> bool:
         was = self.leading
+        self.last_error = ""
         try:
             self._try()
         except ApiError as exc:
+            self.last_error = str(exc)
             LOG.warning("lease %s/%s: %s", self.s.namespace, self.s.name, exc)
         now = self.leading
         if now and not was:

@@ -211,4 +211,3 @@ def choose(pool: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]]) -> Choic
     capacity -= failing
     picked = sorted(candidates, key=_order_key)[:capacity] if capacity < len(candidates) else candidates
     return Choice(tuple(_name(n) for n in picked), capacity, unavailable, limit)
-

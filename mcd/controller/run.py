@@ -39,22 +39,25 @@ class PoolController:
         self.drains = DrainSync(api)
         self.pools = PoolSync(api)
 
-    def one_pass(self) -> None:
-        """Drains first (they unblock nodes), then pools; an API failure ends the pass early."""
+    def one_pass(self) -> bool:
+        """Drains first (they unblock nodes), then pools; an API failure ends the pass early.
+        False when something could not be done (the next pass retries it)."""
         try:
             self.drains.sync()
             self.pools.sync()
         except ApiError as exc:
             LOG.warning("pass stopped: %s (retrying)", exc)
+            return False
+        return not self.pools.errors
 
     def run(self, stop: threading.Event) -> int:
         """Until `stop` (SIGTERM); with `once`, one pass as the leader (exit 1 if another leads)."""
         try:
             while not stop.is_set():
                 if self.elector.tick():
-                    self.one_pass()
+                    ok = self.one_pass()
                     if self.options.once:
-                        return 0
+                        return 0 if ok else 1
                     wait = self.options.interval
                     retry = self.drains.next_retry()
                     if retry is not None:
@@ -62,8 +65,15 @@ class PoolController:
                     stop.wait(min(wait, self.options.lease.retry_period))
                     continue
                 if self.options.once:
-                    LOG.error("the lease %s/%s is held by %s: not passing", self.options.lease.namespace,
-                              self.options.lease.name, self.elector.holder or "another replica")  # fmt: skip
+                    lease = f"{self.options.lease.namespace}/{self.options.lease.name}"
+                    if self.elector.last_error:
+                        LOG.error("cannot take the lease %s: %s", lease, self.elector.last_error)
+                    else:
+                        LOG.error(
+                            "the lease %s is held by %s: not passing",
+                            lease,
+                            self.elector.holder or "another replica",
+                        )
                     return 1
                 stop.wait(self.options.lease.retry_period)
             return 0
