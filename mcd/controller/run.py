@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from mcd.agent.errors import ApiError
@@ -50,32 +52,32 @@ class PoolController:
             return False
         return not self.pools.errors
 
-    def run(self, stop: threading.Event) -> int:
-        """Until `stop` (SIGTERM); with `once`, one pass as the leader (exit 1 if another leads)."""
+    def run(self, stop: threading.Event, clock: Callable[[], float] = time.monotonic) -> int:
+        """Until `stop` (SIGTERM); with `once`, one pass as the leader (exit 1 if another leads).
+        The Lease is renewed every retry period; a pass is made every `interval`, or sooner
+        when a refused eviction may be tried again."""
+        next_pass = 0.0
         try:
             while not stop.is_set():
+                wait = self.options.lease.retry_period
                 if self.elector.tick():
-                    ok = self.one_pass()
-                    if self.options.once:
-                        return 0 if ok else 1
-                    wait = self.options.interval
                     retry = self.drains.next_retry()
-                    if retry is not None:
-                        wait = min(wait, retry)
-                    stop.wait(min(wait, self.options.lease.retry_period))
-                    continue
-                if self.options.once:
+                    if self.options.once or clock() >= next_pass or (retry is not None and retry <= 0):
+                        ok = self.one_pass()
+                        if self.options.once:
+                            return 0 if ok else 1
+                        next_pass = clock() + self.options.interval
+                    retry = self.drains.next_retry()
+                    wait = min(wait, max(0.0, next_pass - clock()), wait if retry is None else retry)
+                elif self.options.once:
                     lease = f"{self.options.lease.namespace}/{self.options.lease.name}"
                     if self.elector.last_error:
                         LOG.error("cannot take the lease %s: %s", lease, self.elector.last_error)
                     else:
-                        LOG.error(
-                            "the lease %s is held by %s: not passing",
-                            lease,
-                            self.elector.holder or "another replica",
-                        )
+                        holder = self.elector.holder or "another replica"
+                        LOG.error("the lease %s is held by %s: not passing", lease, holder)
                     return 1
-                stop.wait(self.options.lease.retry_period)
+                stop.wait(wait)
             return 0
         finally:
             self.elector.release()
