@@ -22,6 +22,7 @@ from typing import Any
 from mcd.agent.errors import ApiError, ConflictError
 from mcd.agent.kube.client import KubeClient
 from mcd.controller import rollout
+from mcd.controller.events import RENDER_CONTROLLER, PoolEvents
 from mcd.controller.renderstub import RenderError, render_pool
 from mcd.controller.selectors import matches, selector_text
 from mcd.controller.status import pool_status, render_degraded
@@ -46,8 +47,11 @@ def source_refs(configs: Sequence[Mapping[str, Any]]) -> list[Obj]:
 class PoolSync:
     """The render and node-controller part of a pass; `errors` holds what the last pass could not do."""
 
-    def __init__(self, api: KubeClient, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, api: KubeClient, *, events: PoolEvents | None = None, clock: Callable[[], float] = time.time
+    ) -> None:
         self.api = api
+        self.events = events or PoolEvents(api)
         self.clock = clock
         self.errors: list[str] = []
 
@@ -121,9 +125,11 @@ class PoolSync:
             patch = {"metadata": {"resourceVersion": pool["metadata"]["resourceVersion"]},
                      "spec": {"configuration": wanted}}  # fmt: skip
             updated = self.api.patch_machineconfigpool(name, patch)
-            if current.get("name") != wanted["name"]:
-                LOG.info("pool %s: now targeting %s", name, wanted["name"])
             pool = {**updated, "status": status}
+            if current.get("name") != wanted["name"]:
+                self.events.normal(
+                    "Updating", pool, f"Pool {name} now targeting MachineConfig {wanted['name']}"
+                )
         return pool
 
     def _create_rendered(self, pool: Obj, rendered: Obj, configs: list[Obj]) -> None:
@@ -140,7 +146,13 @@ class PoolSync:
         except ConflictError:
             return  # another pass (or replica) created it first: same name, same content
         configs.append(created)
-        LOG.info("pool %s: generated %s", rollout._name(pool), name)
+        versions = (created.get("metadata") or {}).get("annotations") or {}
+        release = versions.get("machineconfiguration.openshift.io/release-image-version", "")
+        controller = versions.get("machineconfiguration.openshift.io/generated-by-controller-version", "")
+        message = (
+            f"{name} successfully generated (release version: {release}, controller version: {controller})"
+        )
+        self.events.normal("RenderedConfigGenerated", pool, message, RENDER_CONTROLLER)
 
     # -- nodes
 
@@ -162,7 +174,11 @@ class PoolSync:
                 out.append(node)
                 continue
             out.append(self.api.patch_node(node_name, patch))
-            LOG.info("pool %s: targeted node %s to MachineConfig: %s", name, node_name, target)
+        if len(choice.nodes) == 1:
+            message = f"Targeted node {choice.nodes[0]} to MachineConfig: {target}"
+        else:
+            message = f"Set target for {len(choice.nodes)} nodes to MachineConfig: {target}"
+        self.events.normal("SetDesiredConfig", pool, message)
         return out
 
     # -- status
@@ -177,4 +193,7 @@ class PoolSync:
         old_name = (old.get("configuration") or {}).get("name")
         new_name = (status.get("configuration") or {}).get("name")
         if new_name and new_name != old_name:
-            LOG.info("pool %s has completed update to MachineConfig %s", rollout._name(pool), new_name)
+            name = rollout._name(pool)
+            self.events.normal(
+                "Completed", pool, f"Pool {name} has completed update to MachineConfig {new_name}"
+            )

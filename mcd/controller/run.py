@@ -18,6 +18,7 @@ from mcd.agent.errors import ApiError
 from mcd.agent.guard import SignalFlag
 from mcd.agent.kube.client import KubeClient
 from mcd.controller.drain import DrainSync
+from mcd.controller.events import PoolEvents
 from mcd.controller.lease import LeaderElector, LeaseSettings
 from mcd.controller.pools import PoolSync
 
@@ -39,7 +40,7 @@ class PoolController:
         self.options = options
         self.elector = LeaderElector(api, options.lease)
         self.drains = DrainSync(api)
-        self.pools = PoolSync(api)
+        self.pools = PoolSync(api, events=PoolEvents(api, options.lease.namespace))
 
     def one_pass(self) -> bool:
         """Drains first (they unblock nodes), then pools; an API failure ends the pass early.

@@ -79,6 +79,14 @@ def test_a_new_config_rolls_out_two_at_a_time_and_the_status_follows(sim: ApiSer
     assert second not in ("", first)
     converge(sim, api, all_done_on(sim, second))
     assert record.max_unavailable == 2  # the limit, used, never passed
+    events = [(e["reason"], e["message"]) for e in sim.events() if e["involvedObject"]["name"] == "worker"]
+    assert ("Updating", f"Pool worker now targeting MachineConfig {second}") in events
+    assert ("SetDesiredConfig", f"Set target for 2 nodes to MachineConfig: {second}") in events
+    assert ("SetDesiredConfig", f"Targeted node worker-4 to MachineConfig: {second}") in events
+    assert ("Completed", f"Pool worker has completed update to MachineConfig {second}") in events
+    assert any(
+        r == "RenderedConfigGenerated" and m.startswith(f"{second} successfully generated") for r, m in events
+    )
     assert sorted(n for n, c in record.targeted if c == second) == [f"worker-{i}" for i in range(5)]
     status = sim.get("MachineConfigPool", "worker")["status"]
     assert {k: status[k] for k in ("machineCount", "updatedMachineCount", "readyMachineCount",
