@@ -40,7 +40,7 @@ def rfc3339(ts: float) -> str:
 def source_refs(configs: Sequence[Mapping[str, Any]]) -> list[Obj]:
     """spec.configuration.source: one reference per merged MachineConfig, in merge order."""
     return [
-        {"apiVersion": MC_API_VERSION, "kind": "MachineConfig", "name": rollout._name(c)} for c in configs
+        {"apiVersion": MC_API_VERSION, "kind": "MachineConfig", "name": rollout.name_of(c)} for c in configs
     ]
 
 
@@ -60,16 +60,16 @@ class PoolSync:
         pools = self.api.list_machineconfigpools()
         configs = self.api.list_machineconfigs()
         nodes = self.api.list_nodes()
-        for pool in sorted(pools, key=rollout._name):
+        for pool in sorted(pools, key=rollout.name_of):
             try:
                 self.sync_pool(pool, pools, configs, nodes)
             except (ApiError, rollout.PoolError) as exc:
                 # one pool's failure does not hold the others; the next pass retries it
-                LOG.warning("pool %s: %s", rollout._name(pool), exc)
-                self.errors.append(f"pool {rollout._name(pool)}: {exc}")
+                LOG.warning("pool %s: %s", rollout.name_of(pool), exc)
+                self.errors.append(f"pool {rollout.name_of(pool)}: {exc}")
 
     def sync_pool(self, pool: Obj, pools: Sequence[Obj], configs: list[Obj], nodes: Sequence[Obj]) -> None:
-        name = rollout._name(pool)
+        name = rollout.name_of(pool)
         spec = pool.get("spec") or {}
         now = rfc3339(self.clock())
         served = dict(pool.get("status") or {})
@@ -91,7 +91,7 @@ class PoolSync:
     # -- render
 
     def _render(self, pool: Obj, configs: list[Obj], now: str) -> Obj:
-        name = rollout._name(pool)
+        name = rollout.name_of(pool)
         selector = (pool.get("spec") or {}).get("machineConfigSelector")
         if not selector:
             LOG.warning(
@@ -100,7 +100,7 @@ class PoolSync:
             return pool
         chosen = sorted(
             (c for c in configs if matches(selector, (c.get("metadata") or {}).get("labels") or {})),
-            key=rollout._name,
+            key=rollout.name_of,
         )
         error: str | None = None
         rendered: Obj | None = None
@@ -119,7 +119,7 @@ class PoolSync:
             LOG.warning("pool %s: failed to render configuration: %s", name, error)
             return pool
         self._create_rendered(pool, rendered, configs)
-        wanted = {"name": rollout._name(rendered), "source": source_refs(chosen)}
+        wanted = {"name": rollout.name_of(rendered), "source": source_refs(chosen)}
         current = (pool.get("spec") or {}).get("configuration") or {}
         if {"name": current.get("name"), "source": current.get("source")} != wanted:
             patch = {"metadata": {"resourceVersion": pool["metadata"]["resourceVersion"]},
@@ -133,12 +133,12 @@ class PoolSync:
         return pool
 
     def _create_rendered(self, pool: Obj, rendered: Obj, configs: list[Obj]) -> None:
-        name = rollout._name(rendered)
-        if any(rollout._name(c) == name for c in configs):
+        name = rollout.name_of(rendered)
+        if any(rollout.name_of(c) == name for c in configs):
             return
         meta = dict(rendered.get("metadata") or {})
         meta["ownerReferences"] = [{
-            "apiVersion": MC_API_VERSION, "kind": "MachineConfigPool", "name": rollout._name(pool),
+            "apiVersion": MC_API_VERSION, "kind": "MachineConfigPool", "name": rollout.name_of(pool),
             "uid": pool["metadata"].get("uid", ""), "controller": True, "blockOwnerDeletion": True,
         }]  # fmt: skip
         try:
@@ -157,7 +157,7 @@ class PoolSync:
     # -- nodes
 
     def _move_nodes(self, pool: Obj, members: list[Obj]) -> list[Obj]:
-        name, target = rollout._name(pool), rollout.pool_target(pool)
+        name, target = rollout.name_of(pool), rollout.pool_target(pool)
         if not target:
             return members
         choice = rollout.choose(pool, members)
@@ -169,7 +169,7 @@ class PoolSync:
         patch = {"metadata": {"annotations": {rollout.DESIRED_CONFIG: target, rollout.DESIRED_IMAGE: None}}}
         out = []
         for node in members:
-            node_name = rollout._name(node)
+            node_name = rollout.name_of(node)
             if node_name not in choice.nodes:
                 out.append(node)
                 continue
@@ -189,11 +189,11 @@ class PoolSync:
         if {k: old.get(k) for k in status} == status:
             return  # fields written by others (certExpirys …) are left as they are
         patch = {"metadata": {"resourceVersion": pool["metadata"]["resourceVersion"]}, "status": status}
-        self.api.patch_machineconfigpool(rollout._name(pool), patch, status=True)
+        self.api.patch_machineconfigpool(rollout.name_of(pool), patch, status=True)
         old_name = (old.get("configuration") or {}).get("name")
         new_name = (status.get("configuration") or {}).get("name")
         if new_name and new_name != old_name:
-            name = rollout._name(pool)
+            name = rollout.name_of(pool)
             self.events.normal(
                 "Completed", pool, f"Pool {name} has completed update to MachineConfig {new_name}"
             )

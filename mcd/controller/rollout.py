@@ -40,7 +40,7 @@ def _ann(node: Mapping[str, Any]) -> Mapping[str, str]:
     return (node.get("metadata") or {}).get("annotations") or {}
 
 
-def _name(obj: Mapping[str, Any]) -> str:
+def name_of(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("name", ""))
 
 
@@ -53,7 +53,7 @@ def pool_target(pool: Mapping[str, Any]) -> str:
 
 def not_ready_reason(node: Mapping[str, Any]) -> str:
     """Why the node is not ready for an update ("" when it is), as upstream's CheckNodeReady."""
-    name = _name(node)
+    name = name_of(node)
     for cond in (node.get("status") or {}).get("conditions") or []:
         kind, status = cond.get("type"), cond.get("status")
         if kind == "Ready" and status != "True":
@@ -120,7 +120,7 @@ def primary_pool(node: Mapping[str, Any], pools: Sequence[Mapping[str, Any]]) ->
         return None
     labels = (node.get("metadata") or {}).get("labels") or {}
     selecting = [p for p in pools if _selects_nodes(p, labels)]
-    names = [_name(p) for p in selecting]
+    names = [name_of(p) for p in selecting]
     custom = [n for n in names if n not in (MASTER, WORKER)]
     if len(custom) > 1:
         return None
@@ -138,7 +138,7 @@ def _selects_nodes(pool: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
 
 
 def nodes_of(pool: Mapping[str, Any], nodes: Sequence[Obj], pools: Sequence[Mapping[str, Any]]) -> list[Obj]:
-    return [n for n in nodes if primary_pool(n, pools) == _name(pool)]
+    return [n for n in nodes if primary_pool(n, pools) == name_of(pool)]
 
 
 # -- how many at a time, and which
@@ -154,12 +154,12 @@ def max_unavailable(pool: Mapping[str, Any], total: int) -> int:
     if value is None:
         return 1
     if isinstance(value, bool) or not isinstance(value, int | str):
-        raise PoolError(f"pool {_name(pool)}: spec.maxUnavailable: expected an integer or a percentage")
+        raise PoolError(f"pool {name_of(pool)}: spec.maxUnavailable: expected an integer or a percentage")
     if isinstance(value, str):
         m = _PERCENT.match(value)
         if m is None:
             raise PoolError(
-                f"pool {_name(pool)}: spec.maxUnavailable: {value!r} is not an integer or a percentage"
+                f"pool {name_of(pool)}: spec.maxUnavailable: {value!r} is not an integer or a percentage"
             )
         count = int(m[1]) * total // 100
     else:
@@ -177,7 +177,7 @@ def _order_key(node: Mapping[str, Any]) -> tuple[int, str, str, str]:
     breaks the remaining ties, so the order is the same on every pass."""
     meta = node.get("metadata") or {}
     zone = (meta.get("labels") or {}).get(ZONE_LABEL)
-    return (0 if zone is not None else 1, zone or "", str(meta.get("creationTimestamp", "")), _name(node))
+    return (0 if zone is not None else 1, zone or "", str(meta.get("creationTimestamp", "")), name_of(node))
 
 
 @dataclass(frozen=True)
@@ -210,4 +210,4 @@ def choose(pool: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]]) -> Choic
         return Choice((), 0, unavailable, limit)
     capacity -= failing
     picked = sorted(candidates, key=_order_key)[:capacity] if capacity < len(candidates) else candidates
-    return Choice(tuple(_name(n) for n in picked), capacity, unavailable, limit)
+    return Choice(tuple(name_of(n) for n in picked), capacity, unavailable, limit)

@@ -156,7 +156,7 @@ def test_a_paused_pool_renders_but_moves_no_node(sim: ApiServer, api: KubeClient
     assert new != old
     assert record.targeted == []
     desired = {
-        rollout._name(n): n["metadata"]["annotations"][rollout.DESIRED_CONFIG] for n in sim.objects("Node")
+        rollout.name_of(n): n["metadata"]["annotations"][rollout.DESIRED_CONFIG] for n in sim.objects("Node")
     }
     assert desired == {
         "worker-0": old, "worker-1": old}  # fmt: skip
@@ -194,7 +194,7 @@ def test_a_degraded_node_is_reported_and_uses_capacity(sim: ApiServer, api: Kube
     sim.put(mc("50-extra"))
     pools = PoolSync(api)
     pools.sync()
-    [first] = [rollout._name(n) for n in sim.objects("Node")
+    [first] = [rollout.name_of(n) for n in sim.objects("Node")
                if n["metadata"]["annotations"][rollout.DESIRED_CONFIG] == target(sim)]  # fmt: skip
     sim.patch(
         "Node", first, {"metadata": {"annotations": {rollout.STATE: "Degraded", rollout.REASON: "disk full"}}}
