@@ -393,27 +393,14 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def cmd_pool_controller(args: argparse.Namespace) -> int:
-    import socket
-    import uuid
-
-    from mcd.agent.kube.client import CONTROLLER_USER_AGENT, KubeClient
     from mcd.cli.logsetup import setup_logging
-    from mcd.controller.lease import LeaseSettings
-    from mcd.controller.run import ControllerOptions, serve
+    from mcd.controller.run import start
 
     setup_logging(args.verbose)
-    if args.lease_duration < 3 or args.interval <= 0:
-        raise ValueError("--lease-duration must be at least 3 seconds and --interval positive")
-    identity = args.identity or f"{socket.gethostname()}_{uuid.uuid4()}"
-    # renew well within the duration, as client-go's defaults do (15 s: renew by 10, retry every 2)
     namespace = args.namespace or os.environ.get("POD_NAMESPACE") or "openshift-machine-config-operator"
-    lease = LeaseSettings(namespace, args.lease_name, identity, args.lease_duration,
-                          args.lease_duration * 2 / 3, min(2.0, args.lease_duration / 5))  # fmt: skip
-    api = KubeClient.from_kubeconfig(kubeconfig_path(args.kubeconfig, os.environ), CONTROLLER_USER_AGENT)
-    try:
-        return serve(api, ControllerOptions(lease, args.interval, args.once))
-    finally:
-        api.close()
+    return start(kubeconfig_path(args.kubeconfig, os.environ), namespace, args.lease_name,
+                 identity=args.identity, lease_duration=args.lease_duration, interval=args.interval,
+                 once=args.once)  # fmt: skip
 
 
 def _describe_error(exc: BaseException) -> str:

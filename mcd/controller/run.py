@@ -9,14 +9,16 @@ only tries the Lease every retry period.
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from mcd.agent.errors import ApiError
 from mcd.agent.guard import SignalFlag
-from mcd.agent.kube.client import KubeClient
+from mcd.agent.kube.client import CONTROLLER_USER_AGENT, KubeClient
 from mcd.controller.drain import DrainSync
 from mcd.controller.events import PoolEvents
 from mcd.controller.lease import LeaderElector, LeaseSettings
@@ -98,3 +100,21 @@ def serve(api: KubeClient, options: ControllerOptions) -> int:
         return PoolController(api, options).run(stop)
     finally:
         signals.close()
+
+
+def start(
+    kubeconfig: str, namespace: str, lease_name: str, *, identity: str, lease_duration: float, interval: float,
+    once: bool,
+) -> int:  # fmt: skip
+    """`mcd pool-controller`: the client (the pod's account when `kubeconfig` is empty), then `serve`."""
+    if lease_duration < 3 or interval <= 0:
+        raise ValueError("--lease-duration must be at least 3 seconds and --interval positive")
+    identity = identity or f"{socket.gethostname()}_{uuid.uuid4()}"
+    # renew well within the duration, as client-go's defaults do (15 s: renew by 10, retry every 2)
+    lease = LeaseSettings(namespace, lease_name, identity, lease_duration, lease_duration * 2 / 3,
+                          min(2.0, lease_duration / 5))  # fmt: skip
+    api = KubeClient.from_kubeconfig(kubeconfig, CONTROLLER_USER_AGENT)
+    try:
+        return serve(api, ControllerOptions(lease, interval, once))
+    finally:
+        api.close()
