@@ -103,8 +103,8 @@ def serve(api: KubeClient, options: ControllerOptions) -> int:
 
 
 def start(
-    kubeconfig: str, namespace: str, lease_name: str, *, identity: str, lease_duration: float, interval: float,
-    once: bool,
+    kubeconfig: str, namespace: str, lease_name: str, *,
+    identity: str, lease_duration: float, interval: float, once: bool,
 ) -> int:  # fmt: skip
     """`mcd pool-controller`: the client (the pod's account when `kubeconfig` is empty), then `serve`."""
     if lease_duration < 3 or interval <= 0:
