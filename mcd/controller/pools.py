@@ -184,8 +184,13 @@ class PoolSync:
     # -- status
 
     def _write_status(self, pool: Obj, old: Mapping[str, Any], members: Sequence[Obj], now: str) -> None:
-        """`old`: the status as the server has it (the render step's condition is only in `pool`)."""
-        status = pool_status(pool, members, now)
+        """`old`: the status as the server has it (the render step's condition is only in `pool`).
+        A pool with no target yet gets only the render step's condition, as upstream's node
+        controller leaves an unconfigured pool to the renderer."""
+        if rollout.pool_target(pool):
+            status = pool_status(pool, members, now)
+        else:
+            status = {"conditions": (pool.get("status") or {}).get("conditions") or []}
         if {k: old.get(k) for k in status} == status:
             return  # fields written by others (certExpirys …) are left as they are
         patch = {"metadata": {"resourceVersion": pool["metadata"]["resourceVersion"]}, "status": status}

@@ -171,19 +171,36 @@ def test_a_paused_pool_renders_but_moves_no_node(sim: ApiServer, api: KubeClient
     converge(sim, api, all_done_on(sim, new))
 
 
+NO_CONFIG = (
+    "Failed to render configuration for pool worker: no MachineConfigs found matching selector "
+    "machineconfiguration.openshift.io/role=worker"
+)
+
+
 def test_no_config_for_the_pool_is_render_degraded(sim: ApiServer, api: KubeClient) -> None:
     sim.put(pool())
     add_nodes(sim, 1, BOOT)
     PoolSync(api).sync()
     status = sim.get("MachineConfigPool", "worker")["status"]
-    conditions = {c["type"]: c for c in status["conditions"]}
-    assert conditions["RenderDegraded"]["status"] == "True"
-    assert conditions["RenderDegraded"]["message"] == (
-        "Failed to render configuration for pool worker: no MachineConfigs found matching selector "
-        "machineconfiguration.openshift.io/role=worker"
+    # never configured: only the renderer's condition (the node part waits for a target)
+    assert [(c["type"], c["status"], c["message"]) for c in status["conditions"]] == [
+        ("RenderDegraded", "True", NO_CONFIG)
+    ]
+    assert set(status) == {"conditions"}
+    assert target(sim) == ""
+    # configured, then its configs deleted: the target stays, the pool is Degraded
+    sim.put(mc("00-worker"))
+    converge(sim, api, lambda: bool(target(sim)) and all_done_on(sim, target(sim))())
+    kept = target(sim)
+    sim.delete("MachineConfig", "00-worker")
+    PoolSync(api).sync()
+    conditions = {c["type"]: c for c in sim.get("MachineConfigPool", "worker")["status"]["conditions"]}
+    assert (conditions["RenderDegraded"]["status"], conditions["RenderDegraded"]["message"]) == (
+        "True",
+        NO_CONFIG,
     )
     assert conditions["Degraded"]["status"] == "True"
-    assert target(sim) == ""
+    assert target(sim) == kept
 
 
 def test_a_degraded_node_is_reported_and_uses_capacity(sim: ApiServer, api: KubeClient) -> None:
