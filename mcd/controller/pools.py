@@ -113,10 +113,13 @@ class PoolSync:
                 error = str(exc)
         pool = dict(pool)
         status = dict(pool.get("status") or {})
+        before = status.get("conditions") or []
         status["conditions"] = render_degraded(pool, error, now)
         pool["status"] = status
         if rendered is None:
-            LOG.warning("pool %s: failed to render configuration: %s", name, error)
+            # said once, when it starts or its reason changes (a pass every few seconds repeats it)
+            level = logging.DEBUG if status["conditions"] == before else logging.WARNING
+            LOG.log(level, "pool %s: failed to render configuration: %s", name, error)
             return pool
         self._create_rendered(pool, rendered, configs)
         wanted = {"name": rollout.name_of(rendered), "source": source_refs(chosen)}
