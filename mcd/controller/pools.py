@@ -23,7 +23,7 @@ from mcd.agent.errors import ApiError, ConflictError
 from mcd.agent.kube.client import KubeClient
 from mcd.controller import rollout
 from mcd.controller.events import RENDER_CONTROLLER, PoolEvents
-from mcd.controller.renderstub import RenderError, render_pool
+from mcd.controller.renderstub import RenderError, render_pool, source_refs
 from mcd.controller.selectors import matches, selector_text
 from mcd.controller.status import pool_status, render_degraded
 
@@ -35,13 +35,6 @@ MC_API_VERSION = "machineconfiguration.openshift.io/v1"
 
 def rfc3339(ts: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
-
-
-def source_refs(configs: Sequence[Mapping[str, Any]]) -> list[Obj]:
-    """spec.configuration.source: one reference per merged MachineConfig, in merge order."""
-    return [
-        {"apiVersion": MC_API_VERSION, "kind": "MachineConfig", "name": rollout.name_of(c)} for c in configs
-    ]
 
 
 class PoolSync:

@@ -62,3 +62,12 @@ def render_pool(
         "metadata": {"name": f"rendered-{pool}-{digest}"},
         "spec": out_spec,
     }
+
+
+def source_refs(configs: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """spec.configuration.source: one reference per merged MachineConfig, in merge order."""
+    names = sorted(str((c.get("metadata") or {}).get("name", "")) for c in configs)
+    return [
+        {"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig", "name": n}
+        for n in names
+    ]
