@@ -55,6 +55,7 @@ class DrainSync:
         self.clock = clock
         self._retry_at: dict[tuple[str, str], float] = {}
         self.blocked: list[str] = []
+        self.errors: list[str] = []  # what the last pass could not do
 
     def next_retry(self) -> float | None:
         """Seconds until the earliest refused eviction may be tried again (None: none waits)."""
@@ -65,6 +66,7 @@ class DrainSync:
     def sync(self, nodes: Sequence[Obj] | None = None) -> None:
         nodes = self.api.list_nodes() if nodes is None else nodes
         self.blocked = []
+        self.errors = []
         pending = [(n, r) for n in nodes if (r := pending_request(n))]
         now = self.clock()
         self._retry_at = {k: at for k, at in self._retry_at.items() if at > now}
@@ -74,17 +76,24 @@ class DrainSync:
         for node, request in pending:
             name = str(node["metadata"]["name"])
             verb = request.split("-", 1)[0]
-            if verb == "uncordon":
-                if (node.get("spec") or {}).get("unschedulable"):
-                    self.api.patch_node(name, {"spec": {"unschedulable": None}})
-                    LOG.info("uncordoned node %s", name)
-                self._complete(name, request)
-            elif verb == "drain":
-                if pods is None:
-                    pods = self.api.list_pods()
-                self._drain(node, request, pods)
-            else:
-                LOG.error("node %s: unknown drain request %r (expected drain-… or uncordon-…)", name, request)
+            try:
+                if verb == "uncordon":
+                    if (node.get("spec") or {}).get("unschedulable"):
+                        self.api.patch_node(name, {"spec": {"unschedulable": None}})
+                        LOG.info("uncordoned node %s", name)
+                    self._complete(name, request)
+                elif verb == "drain":
+                    if pods is None:
+                        pods = self.api.list_pods()
+                    self._drain(node, request, pods)
+                else:
+                    LOG.error(
+                        "node %s: unknown drain request %r (expected drain-… or uncordon-…)", name, request
+                    )
+            except ApiError as exc:
+                # one node's failure (a pod two budgets select: 500) holds neither the others nor the pools
+                LOG.warning("node %s: %s failed: %s (retrying)", name, verb, exc)
+                self.errors.append(f"node {name}: {exc}")
 
     def _drain(self, node: Obj, request: str, pods: Sequence[Obj]) -> None:
         name = str(node["metadata"]["name"])

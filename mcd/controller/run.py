@@ -45,15 +45,16 @@ class PoolController:
         self.pools = PoolSync(api, events=PoolEvents(api, options.lease.namespace))
 
     def one_pass(self) -> bool:
-        """Drains first (they unblock nodes), then pools; an API failure ends the pass early.
-        False when something could not be done (the next pass retries it)."""
-        try:
-            self.drains.sync()
-            self.pools.sync()
-        except ApiError as exc:
-            LOG.warning("pass stopped: %s (retrying)", exc)
-            return False
-        return not self.pools.errors
+        """Drains first (they unblock nodes), then pools. False when something could not be done
+        (the next pass retries it)."""
+        ok = True
+        for part in (self.drains.sync, self.pools.sync):
+            try:
+                part()
+            except ApiError as exc:  # a list failed: the other part may still get through
+                LOG.warning("pass: %s (retrying)", exc)
+                ok = False
+        return ok and not self.pools.errors and not self.drains.errors
 
     def run(self, stop: threading.Event, clock: Callable[[], float] = time.monotonic) -> int:
         """Until `stop` (SIGTERM); with `once`, one pass as the leader (exit 1 if another leads).

@@ -250,3 +250,24 @@ def test_a_bad_max_unavailable_is_an_error_of_that_pool_only(
     assert pools.errors == [
         f"pool worker: pool worker: spec.maxUnavailable: {value!r} is not an integer or a percentage"
     ]
+
+
+def test_a_drain_that_fails_holds_neither_other_drains_nor_the_pools(sim: ApiServer, api: KubeClient) -> None:
+    sim.put(mc("00-worker"))
+    sim.put(pool(maxUnavailable=2))
+    add_nodes(sim, 2, BOOT)
+    web = Replicas(sim, "web", 1)
+    web.reconcile()  # on worker-0
+    for name in ("a", "b"):  # two budgets select the pod: its eviction is a 500, not a 429
+        sim.put({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                 "metadata": {"namespace": "shop", "name": name},
+                 "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "web"}}}})  # fmt: skip
+    drains, pools = DrainSync(api), PoolSync(api)
+    for _ in range(6):
+        drains.sync()
+        pools.sync()
+        for node in sim.objects("Node"):
+            agent_step(sim, node["metadata"]["name"])
+    assert [e.split(":")[0] for e in drains.errors] == ["node worker-0"]
+    assert rollout.is_updated(sim.get("Node", "worker-1"), target(sim))  # its drain went through
+    assert pools.errors == []
