@@ -64,7 +64,7 @@ class DrainSync:
         return max(0.0, min(self._retry_at.values()) - self.clock())
 
     def sync(self, nodes: Sequence[Obj] | None = None) -> None:
-        nodes = self.api.list_nodes() if nodes is None else nodes
+        nodes = self.api.list_all("nodes") if nodes is None else nodes
         self.blocked = []
         self.errors = []
         pending = [(n, r) for n in nodes if (r := pending_request(n))]
@@ -84,7 +84,7 @@ class DrainSync:
                     self._complete(name, request)
                 elif verb == "drain":
                     if pods is None:
-                        pods = self.api.list_pods()
+                        pods = self.api.list_all("pods")
                     self._drain(node, request, pods)
                 else:
                     LOG.error(

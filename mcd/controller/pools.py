@@ -50,9 +50,9 @@ class PoolSync:
 
     def sync(self) -> None:
         self.errors = []
-        pools = self.api.list_machineconfigpools()
-        configs = self.api.list_machineconfigs()
-        nodes = self.api.list_nodes()
+        pools = self.api.list_all("machineconfigpools")
+        configs = self.api.list_all("machineconfigs")
+        nodes = self.api.list_all("nodes")
         for pool in sorted(pools, key=rollout.name_of):
             try:
                 self.sync_pool(pool, pools, configs, nodes)

@@ -68,7 +68,7 @@ def test_the_shipped_roles_grant_exactly_what_the_controller_asks(tmp_path: Path
     with ApiServer(audit_log_path=audit) as sim:
         refused = _run_the_repertoire(sim, sim.write_kubeconfig(tmp_path / "kubeconfig"))
     assert refused, "no eviction was refused: the repertoire is incomplete"
-    grants = _grants(controller_objects(), ACCOUNT)
+    grants = _grants(objs=controller_objects(), account=ACCOUNT)
     calls = list(_calls(audit, CONTROLLER_USER_AGENT.split("/")[0] + "/"))
     assert calls
     denied = sorted({f"{c.verb} {c.uri}" for c in calls if not any(_allows(g, c) for g in grants)})
