@@ -428,6 +428,17 @@ def _simulate_fleet(args: argparse.Namespace, workdir: Path | None) -> int:
     return simulate_fleet(options)
 
 
+def cmd_pool_controller(args: argparse.Namespace) -> int:
+    from mcd.cli.logsetup import setup_logging
+    from mcd.controller.run import start
+
+    setup_logging(args.verbose)
+    namespace = args.namespace or os.environ.get("POD_NAMESPACE") or "openshift-machine-config-operator"
+    return start(kubeconfig_path(args.kubeconfig, os.environ), namespace, args.lease_name,
+                 identity=args.identity, lease_duration=args.lease_duration, interval=args.interval,
+                 once=args.once)  # fmt: skip
+
+
 def _describe_error(exc: BaseException) -> str:
     """One line for a failure: control characters escaped, a path in an OS error clipped (a
     name too long for the kernel is not worth printing whole)."""
@@ -449,6 +460,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "sandbox": cmd_sandbox,
     "sim-cluster": cmd_sim_cluster,
     "simulate": cmd_simulate,
+    "pool-controller": cmd_pool_controller,
 }
 
 

@@ -271,6 +271,28 @@ def build_parser() -> argparse.ArgumentParser:
                    help="enforce RBAC with the ClusterRoles, Roles and bindings of this YAML file or "
                    "directory (e.g. manifests/; kubelets also get what the Node authorizer grants)")
 
+    pc = sub.add_parser(
+        "pool-controller",
+        help="render MachineConfigPools and roll their nodes onto them (clusters without the operator)",
+        description="For every MachineConfigPool: merge the MachineConfigs its selector picks into "
+        "rendered-<pool>-<hash>, target it, point at most maxUnavailable nodes at a time at it, answer the "
+        "daemons' drain requests and write the pool's status. One replica leads through a Lease.",
+    )
+    pc.add_argument("--kubeconfig", default=_env("KUBECONFIG"), metavar="FILE",
+                    help="kubeconfig (default $KUBECONFIG, else the in-cluster service account)")
+    pc.add_argument("--namespace", default="", metavar="NS", help="the Lease's namespace "
+                    "(default $POD_NAMESPACE, else openshift-machine-config-operator)")
+    pc.add_argument("--lease-name", default="machine-config-controller", metavar="NAME",
+                    help="the Lease replicas elect a leader through (default machine-config-controller)")
+    pc.add_argument("--identity", default="", metavar="ID",
+                    help="this replica's name in the Lease (default HOSTNAME_<random>)")
+    pc.add_argument("--lease-duration", type=float, default=15.0, metavar="S",
+                    help="seconds a leader that stops renewing keeps the Lease (default 15)")
+    pc.add_argument("--interval", type=float, default=2.0, metavar="S",
+                    help="seconds between passes (default 2)")
+    pc.add_argument("--once", action="store_true", help="one pass as the leader, then release the Lease")
+    pc.add_argument("-v", "--verbose", action="count", default=0)
+
     m = sub.add_parser(
         "simulate",
         help="run the cluster agent on a sandbox node of an in-process cluster, from OLD to NEW",

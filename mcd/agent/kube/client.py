@@ -47,12 +47,18 @@ from mcd.host.root import HostRoot
 LOG = logging.getLogger(__name__)
 
 USER_AGENT = f"machine-config-daemon/mcd-{__version__}"
+# the pool controller's requests say who made them (its RBAC is checked against them apart)
+CONTROLLER_USER_AGENT = f"machine-config-controller/mcd-{__version__}"
 MCO_GROUP = "machineconfiguration.openshift.io"
 MC_PATH = f"/apis/{MCO_GROUP}/v1/machineconfigs"
 CONTROLLERCONFIG_PATH = f"/apis/{MCO_GROUP}/v1/controllerconfigs"
 MACHINECONFIGURATION_PATH = "/apis/operator.openshift.io/v1/machineconfigurations"
 MCN_PATH = f"/apis/{MCO_GROUP}/v1/machineconfignodes"
 MERGE_PATCH = "application/merge-patch+json"
+# what the pool controller lists whole, every pass; where its Lease lives
+COLLECTIONS = {"nodes": "/api/v1/nodes", "pods": "/api/v1/pods", "machineconfigs": MC_PATH,
+               "machineconfigpools": f"/apis/{MCO_GROUP}/v1/machineconfigpools"}  # fmt: skip
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/{}/leases"
 
 # (connect, read) seconds for one request; a watch reads for its own timeout plus this margin
 REQUEST_TIMEOUT = (5.0, 30.0)
@@ -70,10 +76,13 @@ def _path(*parts: str) -> str:
 class KubeClient:
     """Plain-JSON requests to one API server, as two identities: the reader and the node writer."""
 
-    def __init__(self, configuration: Any, writer: Any = None, writer_source: str = "") -> None:
+    def __init__(
+        self, configuration: Any, writer: Any = None, writer_source: str = "", *, user_agent: str = USER_AGENT
+    ) -> None:
         """`configuration`: the reader's; `writer`: the node writer's (None: the reader writes too),
         loaded from `writer_source`."""
-        self._api = _api_client(configuration)
+        self.user_agent = user_agent
+        self._api = _api_client(configuration, user_agent)
         self.host = str(configuration.host)
         self.reach = ApiReach(self.host)
         self.writer_source = writer_source
@@ -83,7 +92,7 @@ class KubeClient:
         if writer is None:
             self._writer, self.writer_reach = self._api, self.reach
         else:
-            self._writer = _api_client(writer)
+            self._writer = _api_client(writer, user_agent)
             self.writer_reach = ApiReach(str(writer.host), hints=NODE_WRITER_HINTS)
 
     @classmethod
@@ -140,6 +149,11 @@ class KubeClient:
         client._reload_writer = lambda: _writer_configuration(root, kubelet_kubeconfig)
         return client
 
+    @classmethod
+    def from_kubeconfig(cls, kubeconfig: str, user_agent: str = USER_AGENT) -> KubeClient:
+        """One identity (the pool controller's): `kubeconfig`, else the pod's ServiceAccount."""
+        return cls(_reader_configuration(kubeconfig, None, SERVICE_ACCOUNT_DIR), user_agent=user_agent)
+
     def _writer_refused(self) -> None:
         """Read the node writer's kubeconfig again (its certificate may have been rotated); the
         next write, after the caller's backoff, uses what it names now."""
@@ -152,7 +166,7 @@ class KubeClient:
             return
         if found is not None:
             # the old pool is left to the garbage collector: another thread may be using it
-            self._writer = _api_client(found[0])
+            self._writer = _api_client(found[0], self.user_agent)
 
     def close(self) -> None:
         if self._writer is not self._api:
@@ -379,11 +393,39 @@ class KubeClient:
         obj = self._request("GET", "/apis/policy/v1/poddisruptionbudgets")
         return list(obj.get("items") or [])
 
+    # -- the pool controller (mcd.controller): whole collections listed every pass, its Lease
 
-def _api_client(configuration: Any) -> Any:
+    def list_all(self, resource: str) -> list[Obj]:
+        """Every object of `resource` (a key of COLLECTIONS), cluster-wide."""
+        return list(self._request("GET", COLLECTIONS[resource]).get("items") or [])
+
+    def create_machineconfig(self, obj: Mapping[str, Any]) -> Obj:
+        return self._request("POST", MC_PATH, body=obj)
+
+    def patch_machineconfigpool(self, name: str, patch: Mapping[str, Any], *, status: bool = False) -> Obj:
+        """A JSON merge patch of the pool or its status (a resourceVersion in it is a precondition)."""
+        path = f"{COLLECTIONS['machineconfigpools']}/{_path(name)}" + ("/status" if status else "")
+        return self._request("PATCH", path, body=patch, content_type=MERGE_PATCH)
+
+    def get_lease(self, namespace: str, name: str) -> Obj | None:
+        try:
+            return self._request("GET", f"{LEASES.format(_path(namespace))}/{_path(name)}")
+        except NotFoundError:
+            return None
+
+    def create_lease(self, namespace: str, obj: Mapping[str, Any]) -> Obj:
+        return self._request("POST", LEASES.format(_path(namespace)), body=obj)
+
+    def update_lease(self, namespace: str, obj: Mapping[str, Any]) -> Obj:
+        """PUT the Lease; its resourceVersion is a precondition (ConflictError when another wrote)."""
+        path = f"{LEASES.format(_path(namespace))}/{_path(str(obj['metadata']['name']))}"
+        return self._request("PUT", path, body=obj)
+
+
+def _api_client(configuration: Any, user_agent: str) -> Any:
     configuration.retries = False
     api = k8s.ApiClient(configuration)
-    api.user_agent = USER_AGENT
+    api.user_agent = user_agent
     return api
 
 
