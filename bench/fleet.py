@@ -8,12 +8,13 @@ maxUnavailable 5. No workload (drains have nothing to evict): the figures are th
 the API server's. Per rollout:
   seconds                        the pool pointed at the config -> every node Done, pool Updated
   agent_requests_per_node        requests the agents sent in that window (audit log), per node
-  other_requests                 requests from other clients (the controller, when it is a process)
+  other_requests                 requests from other clients: the pool controller
   bytes_sent_per_node            bytes the API server wrote (headers, bodies, watch events), per node
   max_unavailable_seen           most nodes unavailable at once (from the server's commits)
+  max_unavailable_in_audit_log   the same, replayed from the audit log alone
 and per size: agent peak RSS (MiB: max and mean over agents, the larger of before and after the
-simulated reboot), the controller's peak RSS (null while it is the in-process stand-in) and this
-process's (the API server and the stand-in). `--sizes 10 25` picks sizes.
+simulated reboot), the pool controller's (`mcd pool-controller`, a process) and this process's
+(the API server). `--sizes 10 25` picks sizes.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 
-from mcd_sim.fleet import Fleet, FleetOptions, StandInController  # noqa: E402
+from mcd_sim.fleet import Fleet, FleetOptions  # noqa: E402
 from mcd_sim.simulate import SimulateError  # noqa: E402
 
 OLD, NEW = REPO / "examples" / "old.yaml", REPO / "examples" / "reboot.yaml"
@@ -46,21 +47,26 @@ def _rollout(result: dict[str, Any], nodes: int) -> dict[str, Any]:
         "other_requests": result["apiRequests"]["others"],
         "bytes_sent_per_node": round(result["bytesSentByApiServer"] / nodes),
         "max_unavailable_seen": result["maxConcurrentlyUnavailable"],
+        "max_unavailable_in_audit_log": result.get("auditLog", {}).get("maxConcurrentlyUnavailable"),
         "all_done": result["allDone"] and result["poolUpdated"],
     }
+
+
+def _mib(kib: int | None) -> float | None:
+    return None if kib is None else round(kib / 1024, 1)
 
 
 def measure(nodes: int, workdir: Path) -> dict[str, Any]:
     options = FleetOptions(workdir=workdir, old=OLD, new=NEW, nodes=nodes, max_unavailable=1,
                            timeout=600 + 30 * nodes, output="json")  # fmt: skip
-    fleet = Fleet(options, io.StringIO(), StandInController)
+    fleet = Fleet(options, io.StringIO())
     deadline = time.monotonic() + options.timeout
     started = time.monotonic()
     try:
         fleet.setup(deadline)
         joined = time.monotonic() - started
-        forward = fleet.roll(fleet.new_obj["metadata"]["name"], 1, deadline)
-        back = fleet.roll(fleet.old_obj["metadata"]["name"], 5, deadline)
+        forward = fleet.roll(fleet.after, 1, deadline)
+        back = fleet.roll(fleet.before, 5, deadline)
     finally:
         fleet.teardown()
     rss = [kib / 1024 for r in (forward, back) for kib in r["peakRssKiB"]["agents"].values()]
@@ -70,7 +76,7 @@ def measure(nodes: int, workdir: Path) -> dict[str, Any]:
         "max_unavailable_1": _rollout(forward, nodes),
         "max_unavailable_5": _rollout(back, nodes),
         "agent_peak_rss_mib": {"max": round(max(rss), 1), "mean": round(statistics.fmean(rss), 1)},
-        "controller_peak_rss_mib": back["peakRssKiB"]["controller"],
+        "controller_peak_rss_mib": _mib(back["peakRssKiB"]["controller"]),
         "simulator_peak_rss_mib": round(back["peakRssKiB"]["simulator"] / 1024, 1),
     }
 

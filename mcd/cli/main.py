@@ -398,7 +398,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.nodes is not None:
         return _simulate_fleet(args, workdir)
     given = (("--max-unavailable", args.max_unavailable), ("--pdb", args.pdb), ("--replicas", args.replicas),
-             ("--picture", args.picture))  # fmt: skip
+             ("--picture", args.picture), ("--pool", args.pool))  # fmt: skip
     fleet_only = [flag for flag, value in given if value is not None]
     if fleet_only or args.output != "text":
         from mcd.config.findings import Finding, InputError
@@ -410,6 +410,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 def _simulate_fleet(args: argparse.Namespace, workdir: Path | None) -> int:
     from mcd_sim.fleet import FleetOptions, simulate_fleet
+
+    from mcd.config.findings import Finding, InputError
+
+    if args.pool is not None and len(args.pool) < 2:
+        raise InputError("--pool", [Finding((), "expected the pool's name and files or directories")])
 
     options = FleetOptions(
         workdir=workdir,
@@ -424,6 +429,9 @@ def _simulate_fleet(args: argparse.Namespace, workdir: Path | None) -> int:
         replicas=args.replicas,
         pod_start=args.pod_start,
         reboot_seconds=args.reboot_seconds,
+        pool=args.pool[0] if args.pool else "worker",
+        admin=tuple(args.pool[1:]) if args.pool else (),
+        controller=args.controller,
     )
     return simulate_fleet(options)
 

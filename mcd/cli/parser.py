@@ -320,6 +320,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the workload's pods (default one per node)")
     fleet.add_argument("--pod-start", type=float, default=2.0, metavar="S",
                        help="seconds a rescheduled pod takes to be Ready (default 2)")
+    fleet.add_argument("--pool", nargs="+", metavar=("NAME", "PATH"),
+                       help="the pool's name and the admin's MachineConfigs (files, directories) added "
+                       "to OLD's, instead of NEW")
+    fleet.add_argument("--controller", choices=("pool-controller", "stand-in"), default="pool-controller",
+                       help="mcd pool-controller as a process (default), or the in-process stand-in")
     fleet.add_argument("--reboot-seconds", type=float, default=0.0, metavar="S",
                        help="how long each node stays down (NotReady, its agent stopped) in its reboot "
                        "(default 0: as long as the agent takes to start again)")

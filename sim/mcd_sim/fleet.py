@@ -22,8 +22,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TextIO, TypeVar
+from typing import Any, TextIO, TypeVar
 
+from mcd.config.findings import Finding, InputError
 from mcd.host.atomicfs import atomic_write
 from mcd.host.runner import Spawned, spawn
 from mcd_sim import auditreplay, nodephase, timeline
@@ -32,15 +33,24 @@ from mcd_sim.apiserver.lifecycle import pod_ready
 from mcd_sim.apiserver.store import WatchEvent
 from mcd_sim.controller import ControllerStandIn, max_unavailable
 from mcd_sim.picture import svg
+from mcd_sim.poolcontrollers import (
+    CONTROLLERS,
+    ROLE_LABEL,
+    Change,
+    ControllerFactory,
+    PoolController,
+    peak_rss_kib,
+    set_sources,
+)
 from mcd_sim.reboots import SlowReboots
 from mcd_sim.sandbox import make_sandbox_root
 from mcd_sim.simulate import SimulateError, agent_argv, bootstrap_node, load_object
+from mcd_sim.sources import changes
 from mcd_sim.timeline import unavailability
 from mcd_sim.workload import Workload
 
 Obj = dict[str, Any]
 Sample = TypeVar("Sample", timeline.NodeSample, timeline.PodSample)
-POOL = "worker"
 AGENT_UA = "machine-config-daemon/"
 WORKLOAD = "web"
 
@@ -58,47 +68,10 @@ class FleetOptions:
     pdb: Obj | None = None  # a PodDisruptionBudget's spec: {"minAvailable": …} or {"maxUnavailable": …}
     replicas: int | None = None  # the workload's pods (default: one per node, when a PDB is given)
     pod_start: float = 2.0  # seconds a replacement pod takes to be Ready
+    pool: str = "worker"
+    admin: tuple[str, ...] = ()  # the admin's MachineConfigs (files, directories) merged over OLD
+    controller: str = "pool-controller"  # or "stand-in"
     reboot_seconds: float = 0.0  # how long a node stays down in its reboot (0: as the process restarts)
-
-
-class PoolController(Protocol):
-    """What `mcd simulate` needs of a pool controller: run it, point the pool at a config."""
-
-    description: str
-    over_http: bool  # its writes are in the audit log (else the verdict is the store's alone)
-
-    def start(self) -> None: ...
-
-    def stop(self) -> None: ...
-
-    def roll_to(self, config: str) -> None:
-        """Move the pool to the rendered config `config` (already in the cluster)."""
-
-    def peak_rss_kib(self) -> int | None:
-        """Its peak resident memory, or None when it is not a process of its own."""
-
-
-class StandInController:
-    """The in-process controller stand-in with its maxUnavailable rollout."""
-
-    description = "controller stand-in (in process)"
-    over_http = False
-
-    def __init__(self, sim: ApiServer) -> None:
-        self.sim = sim
-        self.inner = ControllerStandIn(sim, POOL, rollout=True)
-
-    def start(self) -> None:
-        self.inner.start()
-
-    def stop(self) -> None:
-        self.inner.stop()
-
-    def roll_to(self, config: str) -> None:
-        self.sim.patch("MachineConfigPool", POOL, {"spec": {"configuration": {"name": config}}})
-
-    def peak_rss_kib(self) -> int | None:
-        return None
 
 
 class Recorder:
@@ -116,7 +89,7 @@ class Recorder:
         self.rss: dict[str, int] = {}  # node -> its agent's peak resident memory, KiB
 
     def peak(self, node: str, pid: int) -> None:
-        kib = _peak_rss_kib(pid)
+        kib = peak_rss_kib(pid)
         if kib is not None:
             self.rss[node] = max(kib, self.rss.get(node, 0))
 
@@ -170,17 +143,6 @@ def _in_order(samples: list[tuple[int, Sample]]) -> list[tuple[float, Sample]]:
     return out
 
 
-def _peak_rss_kib(pid: int) -> int | None:
-    """VmHWM of a live process (since its last exec: a simulated reboot starts it again)."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    except OSError:
-        return None
-    return None
-
-
 def _annotations(sim: ApiServer, node: str) -> dict[str, str]:
     return dict(((sim.get("Node", node) or {}).get("metadata") or {}).get("annotations") or {})
 
@@ -202,8 +164,13 @@ def _joined(sim: ApiServer, names: list[str], config: str) -> Callable[[], bool]
     return check
 
 
-def pool_updated(sim: ApiServer, config: str) -> bool:
-    status = (sim.get("MachineConfigPool", POOL) or {}).get("status") or {}
+def _target(sim: ApiServer, pool: str) -> str:
+    spec = (sim.get("MachineConfigPool", pool) or {}).get("spec") or {}
+    return str((spec.get("configuration") or {}).get("name") or "")
+
+
+def pool_updated(sim: ApiServer, pool: str, config: str) -> bool:
+    status = (sim.get("MachineConfigPool", pool) or {}).get("status") or {}
     updated = any(
         c.get("type") == "Updated" and c.get("status") == "True" for c in status.get("conditions") or []
     )
@@ -229,12 +196,18 @@ class Fleet:
     """One run: set up, roll, measure, tear down (`run`)."""
 
     def __init__(
-        self, options: FleetOptions, out: TextIO, controller: Callable[[ApiServer], PoolController]
+        self, options: FleetOptions, out: TextIO, controller: ControllerFactory | None = None
     ) -> None:
         self.o = options
         self.out = out
+        self.pool = options.pool
         # read first: a missing or bad file stops the run before anything is made
         self.old_obj, self.new_obj = load_object(options.old), load_object(options.new)
+        self.before, self.after = changes(options.pool, self.old_obj, self.new_obj, options.admin)
+        if self.after.rendered is None and options.controller == "stand-in":
+            raise InputError(
+                "--pool", [Finding((), "the stand-in does not render: use --controller pool-controller")]
+            )
         self.temporary = options.workdir is None
         self.workdir = options.workdir or Path(tempfile.mkdtemp(prefix="mcd-simulate-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -249,7 +222,7 @@ class Fleet:
         if self.reboots is not None:
             reboots, pids = self.reboots, self.recorder.pids
             self.recorder.on_reboot = lambda node: reboots.begin(node, pids[node])
-        self.make_controller = controller
+        self.make_controller = controller or CONTROLLERS[options.controller]
         self.agents: dict[str, Spawned] = {}
         self.controller: PoolController | None = None
         self.workload: Workload | None = None
@@ -262,10 +235,9 @@ class Fleet:
 
     def run(self) -> int:
         deadline = time.monotonic() + self.o.timeout
-        new = self.new_obj["metadata"]["name"]
         try:
             self.setup(deadline)
-            result = self.roll(new, self.o.max_unavailable, deadline, picture=self.o.picture)
+            result = self.roll(self.after, self.o.max_unavailable, deadline, picture=self.o.picture)
         except SimulateError as exc:
             self._failed(str(exc))
             return 1
@@ -285,22 +257,33 @@ class Fleet:
 
     def setup(self, deadline: float) -> None:
         """The cluster, the pool on OLD, the controller, every agent joined, the workload."""
-        old = self.old_obj["metadata"]["name"]
         self.sim.start()
         kubeconfig = self.sim.write_kubeconfig(self.workdir / "kubeconfig")
+        role = {} if self.pool == "worker" else {f"node-role.kubernetes.io/{self.pool}": ""}
         for name in self.names:
-            self.sim.add_node(name)
+            self.sim.add_node(name, **role)
+        set_sources(self.sim, self.pool, self.before.sources)
+        # the operator's part, MachineConfiguration/cluster and its status, which no pool
+        # controller plays: the agents wait for it
+        ControllerStandIn(self.sim).reconcile_machineconfiguration()
+        controller = self.controller = self.make_controller(self.sim, self.pool, kubeconfig, self.workdir)
+        if controller.over_http:
+            self._pool(None)  # it renders OLD's MachineConfig and names the result
+        else:
+            self.sim.put(self.old_obj)
+            self._pool(self.old_obj["metadata"]["name"])
+        controller.start()
+        self.say(f"== cluster {self.sim.url}, {controller.description}; KUBECONFIG={kubeconfig}")
+        self._wait(lambda: bool(_target(self.sim, self.pool)), deadline, f"the pool {self.pool} rendered")
+        old = _target(self.sim, self.pool)
+        rendered_old = self.workdir / "rendered-old.json"
+        atomic_write(rendered_old, json.dumps(self.sim.get("MachineConfig", old)).encode(), 0o644)
+        for name in self.names:
             # the controller named the node's first config when it joined the pool
             self.sim.patch("Node", name, {"metadata": {"annotations": {nodephase.DESIRED_CONFIG: old}}})
-        self.sim.put(self.old_obj)
-        self.sim.put(self.new_obj)
-        self._pool(old)
-        self.controller = self.make_controller(self.sim)
-        self.controller.start()
-        self.say(f"== cluster {self.sim.url}, {self.controller.description}; KUBECONFIG={kubeconfig}")
         for name in self.names:
             root = self.workdir / "nodes" / name
-            bootstrap_node(make_sandbox_root(root), self.o.old, old)
+            bootstrap_node(make_sandbox_root(root), rendered_old, old)
             agent = spawn(agent_argv(name, kubeconfig, root), output=root.parent / f"{name}.log")
             self.agents[name] = agent
             self.recorder.pids[name] = agent.pid
@@ -318,17 +301,25 @@ class Fleet:
             )
 
     def roll(
-        self, config: str, limit: int | str, deadline: float, *, picture: Path | None = None
+        self, change: Change, limit: int | str, deadline: float, *, picture: Path | None = None
     ) -> dict[str, Any]:
-        """Point the pool at `config` with maxUnavailable `limit`, wait until every node is Done on
-        it and the pool Updated; the figures of that rollout."""
+        """Make `change` with maxUnavailable `limit` and wait until the pool names a new config,
+        every node is Done on it and the pool Updated; the figures of that rollout."""
         assert self.controller is not None
-        self.sim.patch("MachineConfigPool", POOL, {"spec": {"maxUnavailable": limit}})
-        self.say(f"== pool {POOL} -> {config} (maxUnavailable {limit})")
+        was = _target(self.sim, self.pool)
+        self.sim.patch("MachineConfigPool", self.pool, {"spec": {"maxUnavailable": limit}})
+        names = ", ".join(s["metadata"]["name"] for s in change.sources)
+        self.say(f"== pool {self.pool}: MachineConfigs {names}, maxUnavailable {limit}")
         self.recorder.rss.clear()
         t0, bytes0 = time.time(), self.sim.traffic.bytes_sent
-        self.controller.roll_to(config)
-        self._wait(lambda: pool_updated(self.sim, config) and _joined(self.sim, self.names, config)(),
+        self.controller.roll(change)
+        self._wait(
+            lambda: _target(self.sim, self.pool) != was, deadline, f"the pool {self.pool} rendered again"
+        )
+        config = _target(self.sim, self.pool)
+        self.say(f"== pool {self.pool} -> {config}")
+        joined = _joined(self.sim, self.names, config)
+        self._wait(lambda: pool_updated(self.sim, self.pool, config) and joined(),
                    deadline, f"every node Done on {config} and the pool Updated")  # fmt: skip
         t_end, bytes_sent = time.time(), self.sim.traffic.bytes_sent - bytes0
         for name, agent in self.agents.items():
@@ -369,23 +360,24 @@ class Fleet:
             self.controller.stop()
         self.sim.stop()
 
-    def _pool(self, config: str) -> None:
-        self.sim.put({
-            "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
-            "metadata": {"name": POOL},
-            "spec": {
-                "machineConfigSelector": {"matchLabels": {nodephase.PREFIX + "role": POOL}},
-                "nodeSelector": {"matchLabels": {f"node-role.kubernetes.io/{POOL}": ""}},
-                "maxUnavailable": self.o.max_unavailable, "paused": False,
-                "configuration": {"name": config},
-            },
-        })  # fmt: skip
+    def _pool(self, config: str | None) -> None:
+        spec: Obj = {
+            "machineConfigSelector": {"matchLabels": {ROLE_LABEL: self.pool}},
+            "nodeSelector": {"matchLabels": {f"node-role.kubernetes.io/{self.pool}": ""}},
+            "maxUnavailable": self.o.max_unavailable, "paused": False,
+        }  # fmt: skip
+        if config is not None:
+            spec["configuration"] = {"name": config}
+        self.sim.put({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
+                      "metadata": {"name": self.pool}, "spec": spec})  # fmt: skip
 
     def _wait(self, condition: Callable[[], bool], deadline: float, what: str) -> None:
         def check() -> bool:
             exited = [n for n, a in self.agents.items() if a.poll() is not None]
             if exited:
                 raise SimulateError(f"agent {exited[0]} exited before {what}")
+            if self.controller is not None and self.controller.exited() is not None:
+                raise SimulateError(f"the pool controller exited before {what} (its log: {self.workdir})")
             return condition()
 
         try:
@@ -411,8 +403,9 @@ class Fleet:
                 timeline.budget_check(_budget(self.o.pdb, self.o.replicas or len(self.names)), pods)
             )
         limit = max_unavailable(limit_value, len(self.names))
+        updated = pool_updated(self.sim, self.pool, target)
         result = timeline.summary(tracks, samples, target=target, limit=limit, budgets=budgets,
-                                  total=t_end - t0, pool_updated=pool_updated(self.sim, target))  # fmt: skip
+                                  total=t_end - t0, pool_updated=updated)  # fmt: skip
         if picture is not None:
             title = f"{len(self.names)} nodes to {target}, maxUnavailable {limit_value}"
             drawing = svg(
@@ -458,4 +451,4 @@ class Fleet:
 def simulate_fleet(options: FleetOptions, out: TextIO | None = None) -> int:
     """Run the rollout; 0 when every node ended Done, the pool Updated, maxUnavailable and the
     budget held; 1 otherwise."""
-    return Fleet(options, out or sys.stdout, StandInController).run()
+    return Fleet(options, out or sys.stdout).run()

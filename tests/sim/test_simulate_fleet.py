@@ -10,12 +10,14 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from mcd_sim.fleet import Fleet, FleetOptions, StandInController
+from mcd_sim.fleet import Fleet, FleetOptions
+from mcd_sim.poolcontrollers import Change, StandInController
 
 from mcd.cli.main import main
 
 REPO = Path(__file__).resolve().parents[2]
 OLD, REBOOT = REPO / "examples" / "old.yaml", REPO / "examples" / "reboot.yaml"
+ADMIN = REPO / "examples" / "pool"  # 99-worker-inotify.yaml: a file that needs a drain and a reboot
 
 
 @pytest.mark.allow_commands  # it spawns one `python -m mcd start` per node
@@ -35,6 +37,9 @@ def test_pool_of_four_rolls_two_at_a_time_within_the_budget(
     assert result["pdbViolations"] == 0
     assert result["pdbs"][0]["minHealthy"] >= result["pdbs"][0]["desiredHealthy"] == 3
     assert result["allDone"] and result["poolUpdated"]
+    # the pool controller writes over HTTPS: the audit log alone tells the same
+    assert result["auditLog"]["maxConcurrentlyUnavailable"] == 2
+    assert result["apiRequests"]["others"] > 0 and result["peakRssKiB"]["controller"] > 0
     nodes = result["perNode"]
     assert [n["name"] for n in nodes] == ["worker-00", "worker-01", "worker-02", "worker-03"]
     for n in nodes:  # the change needs a drain and a reboot on every node, in that order
@@ -50,11 +55,11 @@ def test_pool_of_four_rolls_two_at_a_time_within_the_budget(
 
 
 @pytest.mark.allow_commands
-def test_text_timeline_of_one_node_with_a_reboot_of_two_seconds(
+def test_text_timeline_of_one_node_with_an_admins_config_and_a_reboot_of_two_seconds(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["simulate", "--nodes", "1", "--old", str(OLD), "--new", str(REBOOT), "--workdir", str(tmp_path),
-            "--reboot-seconds", "2"]  # fmt: skip
+    argv = ["simulate", "--nodes", "1", "--old", str(OLD), "--pool", "worker", str(ADMIN),
+            "--workdir", str(tmp_path), "--reboot-seconds", "2"]  # fmt: skip
     assert main(argv) == 0
     lines = capsys.readouterr().out.splitlines()
     header = lines.index("== timeline (seconds after the pool was pointed at the new config)")
@@ -101,15 +106,16 @@ def test_bad_pool_flags_are_usage_errors(
 class GreedyController(StandInController):
     """A controller that ignores maxUnavailable: every node at once."""
 
-    def roll_to(self, config: str) -> None:
-        super().roll_to(config)
-        self.inner.set_desired_config(config)
+    def roll(self, change: Change) -> None:
+        super().roll(change)
+        assert change.rendered is not None
+        self.inner.set_desired_config(change.rendered["metadata"]["name"])
 
 
 @pytest.mark.allow_commands
 def test_a_controller_breaking_the_limit_fails_the_run(tmp_path: Path) -> None:
     options = FleetOptions(workdir=tmp_path, old=OLD, new=REBOOT, nodes=3, max_unavailable=1, timeout=120,
-                           output="json")  # fmt: skip
+                           output="json", controller="stand-in")  # fmt: skip
     out = io.StringIO()
     assert Fleet(options, out, GreedyController).run() == 1
     result = json.loads(out.getvalue())
