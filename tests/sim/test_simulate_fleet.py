@@ -122,3 +122,19 @@ def test_a_controller_breaking_the_limit_fails_the_run(tmp_path: Path) -> None:
     assert result["maxConcurrentlyUnavailable"] == 3 and result["maxUnavailable"] == 1
     assert sorted(result["maxConcurrentlyUnavailableNodes"]) == ["worker-00", "worker-01", "worker-02"]
     assert result["allDone"]  # everything else went fine: the limit alone fails it
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--nodes", "2", "--pool", "worker"], "--pool: expected the pool's name and files or directories"),
+        (["--nodes", "2", "--controller", "stand-in", "--pool", "worker", str(ADMIN)],
+         "--pool: the stand-in does not render: use --controller pool-controller"),
+        (["--pool", "worker", str(ADMIN)], "--pool: needs --nodes N"),
+    ],
+)  # fmt: skip
+def test_pool_input_errors_are_one_line(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["simulate", *argv]) == 1
+    assert capsys.readouterr().err.strip() == message
