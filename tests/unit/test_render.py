@@ -1,0 +1,167 @@
+"""`mcd render`'s merge: upstream's MergeMachineConfigs and render controller tables, in our own
+fixtures (helpers_test.go TestMergeMachineConfigs, TestSetDefaultFileOverwrite,
+TestIgnitionMergeCompressed; render_controller_test.go). Pure: no I/O."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mcd.render import GENERATED_BY_ANNOTATION, OS_IMAGE_URL_OVERRIDDEN_ANNOTATION, RenderError, render_pool
+
+ROLE = "machineconfiguration.openshift.io/role"
+
+
+def mc(
+    name: str, role: str = "worker", ignition: dict[str, Any] | None = None, **spec: Any
+) -> dict[str, Any]:
+    if ignition is not None:
+        spec["config"] = {"ignition": {"version": "3.5.0"}, **ignition}
+    return {
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineConfig",
+        "metadata": {"name": name, "labels": {ROLE: role}},
+        "spec": spec,
+    }
+
+
+def file(path: str, source: str, **extra: Any) -> dict[str, Any]:
+    return {"path": path, "contents": {"source": source, **extra.pop("contents", {})}, "mode": 420, **extra}
+
+
+def files(*entries: dict[str, Any]) -> dict[str, Any]:
+    return {"storage": {"files": list(entries)}}
+
+
+def spec_of(pool: str, *configs: dict[str, Any], os_image_url: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = render_pool(pool, configs, os_image_url=os_image_url)["spec"]
+    return spec
+
+
+def test_one_config_setting_fips_gets_every_default() -> None:
+    assert spec_of("worker", mc("fips", fips=True), os_image_url="base") == {
+        "osImageURL": "base",
+        "baseOSExtensionsContainerImage": "",
+        "config": {"ignition": {"version": "3.5.0"}},
+        "kernelArguments": [],
+        "extensions": [],
+        "fips": True,
+        "kernelType": "default",
+    }
+
+
+def test_every_field_merges_as_upstream() -> None:
+    ssh_5678 = mc("ssh", ignition={"passwd": {"users": [{"name": "core", "sshAuthorizedKeys": ["5678"]}]}})
+    ssh_1234 = mc("ssh", ignition={"passwd": {"users": [{"name": "core", "sshAuthorizedKeys": ["1234"]}]}})
+    configs = [
+        mc("osimageurl", osImageURL="overriddenURL"),
+        mc("kargs", kernelArguments=["testKarg", "kargFromIgnitionDowngrade"]),
+        mc("kerneltype", kernelType="realtime"),
+        mc("extension", extensions=["usbguard"]),
+        ssh_5678,
+        mc("fips", fips=True),
+        mc("passwd", ignition={"passwd": {"users": [{"name": "core", "passwordHash": "testpass"}]}}),
+        ssh_1234,
+        mc("v2", config={"ignition": {"version": "2.2.0"}}),
+    ]
+    spec = spec_of("worker", *configs, os_image_url="testURL")
+    assert spec["osImageURL"] == "overriddenURL"
+    assert spec["kernelArguments"] == ["testKarg", "kargFromIgnitionDowngrade"]
+    assert spec["kernelType"] == "realtime"
+    assert spec["fips"] is True
+    assert spec["extensions"] == ["usbguard"]
+    # two configs of one name keep their input order; the keys are merged, the hash kept
+    assert spec["config"] == {
+        "ignition": {"version": "3.5.0"},
+        "passwd": {
+            "users": [{"name": "core", "passwordHash": "testpass", "sshAuthorizedKeys": ["5678", "1234"]}]
+        },
+    }
+
+
+def test_a_custom_pool_overrides_the_worker_configs_it_inherits() -> None:
+    old, new = "data:,old", "data:,new"
+    gzipped_old = "data:;base64,H4sIAAAAAAACA8vPSQEA5dRdPwMAAAA="
+    configs = [
+        mc("ccc", "infra", files(file("/etc/test2", new, user={"name": "root"}))),
+        mc("aaa", "worker", files(file("/etc/test1", old, user={"name": "root"}))),
+        mc("bbb", "worker", files(file("/etc/test1", new, user={"name": "root"}))),
+        mc(
+            "ddd",
+            "worker",
+            files(file("/etc/test2", gzipped_old, user={"name": "root"}, contents={"compression": "gzip"})),
+        ),
+    ]
+    spec = spec_of("infra", *configs)
+    assert spec["config"]["storage"]["files"] == [
+        {
+            "overwrite": True,
+            "path": "/etc/test1",
+            "user": {"name": "root"},
+            "contents": {"source": new},
+            "mode": 420,
+        },
+        {
+            "overwrite": True,
+            "path": "/etc/test2",
+            "user": {"name": "root"},
+            "contents": {"source": new},
+            "mode": 420,
+        },
+    ]
+    assert spec["osImageURL"] == ""
+
+
+def test_a_file_without_overwrite_gets_true_and_false_is_kept() -> None:
+    configs = [
+        mc("overwrite", ignition=files(file("/etc/a", "data:,x"), file("/etc/b", "data:,x", overwrite=False)))
+    ]
+    merged = spec_of("worker", *configs)["config"]["storage"]["files"]
+    assert [(f["path"], f["overwrite"]) for f in merged] == [("/etc/a", True), ("/etc/b", False)]
+
+
+def test_a_later_plain_file_drops_the_earlier_compression() -> None:
+    gzipped = file(
+        "/etc/f", "data:;base64,H4sIAAAAAAACA8vPSQEA5dRdPwMAAAA=", contents={"compression": "gzip"}
+    )
+    configs = [
+        mc("00-a", ignition=files(gzipped)),
+        mc("01-b", ignition=files(file("/etc/f", "data:,hello%20world"))),
+    ]
+    (merged,) = spec_of("worker", *configs)["config"]["storage"]["files"]
+    assert merged["contents"] == {"source": "data:,hello%20world"}
+
+
+def test_the_last_os_image_url_of_a_user_config_wins_and_is_marked_overridden() -> None:
+    configs = [
+        mc("00-m", "master", osImageURL="dummy-test-1"),
+        mc("00-m-0", "master", osImageURL="dummy-change"),
+    ]
+    rendered = render_pool("master", configs, os_image_url="base")
+    assert rendered["spec"]["osImageURL"] == "dummy-change"
+    assert rendered["metadata"]["annotations"][OS_IMAGE_URL_OVERRIDDEN_ANNOTATION] == "true"
+
+
+def test_a_generated_config_does_not_override_the_os_image() -> None:
+    generated = mc("00-gen", osImageURL="from-a-template")
+    generated["metadata"]["annotations"] = {GENERATED_BY_ANNOTATION: "abc"}
+    rendered = render_pool("worker", [generated], os_image_url="base")
+    assert rendered["spec"]["osImageURL"] == "base"
+    assert OS_IMAGE_URL_OVERRIDDEN_ANNOTATION not in rendered["metadata"]["annotations"]
+
+
+def test_an_invalid_ignition_config_is_refused_with_its_config_and_path() -> None:
+    bad = mc("05-extra", config={"ignition": {"version": ""}, "storage": {"files": [{"path": "/dummy/1"}]}})
+    with pytest.raises(RenderError) as caught:
+        render_pool("master", [mc("00-ok", ignition=files(file("/dummy/0", "data:,"))), bad])
+    assert (caught.value.index, caught.value.name) == (1, "05-extra")
+    assert caught.value.path[:2] == ("spec", "config")
+
+
+def test_kernel_devel_needs_the_default_kernel() -> None:
+    configs = [mc("00-rt", kernelType="realtime"), mc("10-devel", extensions=["kernel-devel"])]
+    with pytest.raises(
+        RenderError, match="kernel-devel extension is not supported with kernelType: realtime"
+    ):
+        render_pool("worker", configs)
