@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -18,6 +19,7 @@ from mcd.host.rootlock import DEFAULT_TIMEOUT as DEFAULT_LOCK_TIMEOUT
 from mcd.planner.nodefacts import HIGHLY_AVAILABLE, TOPOLOGIES
 
 EXIT_INPUT = 1
+_POOL_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -67,6 +69,24 @@ def _lock_timeout_flag(parser: argparse.ArgumentParser, what: str) -> None:
         metavar="SECONDS",
         help=f"how long to wait for another mcd holding the root's lock ({what}; 0: fail at once; "
         f"default {DEFAULT_LOCK_TIMEOUT:g})",
+    )
+
+
+def _pool_name(text: str) -> str:
+    # a pool is a Kubernetes object: its name is a DNS subdomain, and part of the rendered name
+    if not _POOL_NAME.fullmatch(text) or len(text) > 200:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a pool name (lower case letters, digits, '-' and '.')"
+        )
+    return text
+
+
+def _os_image_url_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--os-image-url",
+        metavar="URL",
+        help="the cluster's OS image, which a config's osImageURL overrides (upstream's ControllerConfig "
+        "spec.baseOSContainerImage; default: a ControllerConfig among the inputs, else empty)",
     )
 
 
@@ -127,9 +147,32 @@ def build_parser() -> argparse.ArgumentParser:
         help="control plane topology (SingleReplica skips the drain)",
     )
     p.add_argument("--arch", default="x86_64", help="node architecture (64k-pages kernels need aarch64)")
+    p.add_argument(
+        "--pool",
+        type=_pool_name,
+        metavar="NAME",
+        help="OLD and NEW are each a file or directory of the pool's own MachineConfigs, rendered first "
+        "as `mcd render --pool NAME` renders them (OLD '-': the empty config)",
+    )
+    _os_image_url_flag(p)
     p.add_argument("-o", "--output", choices=("json", "yaml", "text"), default="json")
     _max_file_size_flag(p)
     p.set_defaults(parser=p)
+
+    r = sub.add_parser(
+        "render",
+        help="merge a pool's MachineConfigs into its rendered MachineConfig, named as OpenShift names it",
+        description="Merge the MachineConfigs labelled machineconfiguration.openshift.io/role: NAME among "
+        "PATHs (files, or directories of *.yaml, *.yml and *.json files) into the pool's rendered "
+        "MachineConfig, as the machine-config-controller does, named rendered-NAME-<hash> as an OpenShift "
+        "cluster would name it. Exit 0, or 1 for bad input (FILE: JSON-PATH: message).",
+    )
+    r.add_argument(
+        "paths", nargs="+", metavar="PATH", help="MachineConfig file or directory ('-': standard input)"
+    )
+    r.add_argument("--pool", required=True, type=_pool_name, metavar="NAME", help="the pool (e.g. worker)")
+    _os_image_url_flag(r)
+    r.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
 
     s = sub.add_parser(
         "start",
@@ -140,46 +183,99 @@ def build_parser() -> argparse.ArgumentParser:
         "config from a file or http(s) URL to the root, with the legacy post-update action (no cluster "
         "needed). Every flag defaults to an MCD_<FLAG> environment variable (--node-name also to NODE_NAME).",
     )
-    s.add_argument("--once-from", metavar="FILE|URL", default=_env("ONCE_FROM", None),
-                   help="MachineConfig or Ignition config to apply once")
-    s.add_argument("--root-mount", default=_env("ROOT_MOUNT", "/rootfs"), metavar="DIR",
-                   help="host root (default /rootfs)")
-    s.add_argument("--skip-reboot", action="store_true", default=_env_bool("SKIP_REBOOT", False),
-                   help="once-from: do not reboot even when the change needs it")
+    s.add_argument(
+        "--once-from",
+        metavar="FILE|URL",
+        default=_env("ONCE_FROM", None),
+        help="MachineConfig or Ignition config to apply once",
+    )
+    s.add_argument(
+        "--root-mount",
+        default=_env("ROOT_MOUNT", "/rootfs"),
+        metavar="DIR",
+        help="host root (default /rootfs)",
+    )
+    s.add_argument(
+        "--skip-reboot",
+        action="store_true",
+        default=_env_bool("SKIP_REBOOT", False),
+        help="once-from: do not reboot even when the change needs it",
+    )
     _lock_timeout_flag(s, "once-from: the whole update; the agents: each update and recovery")
-    s.add_argument("--node-name", default=_env("NODE_NAME", os.environ.get("NODE_NAME", "")),
-                   help="the node this agent manages (env NODE_NAME)")
-    s.add_argument("--kubeconfig", default=_env("KUBECONFIG"), metavar="FILE",
-                   help="kubeconfig to use (default: $KUBECONFIG as kubectl reads it, else the in-cluster "
-                   "service account)")
-    s.add_argument("--metrics-url", default=_env("METRICS_URL", "127.0.0.1:8797"), metavar="HOST:PORT",
-                   help="where /metrics and /healthz listen (default 127.0.0.1:8797; empty: none)")
-    s.add_argument("--kubelet-healthz-enabled", type=_bool_flag, nargs="?", const=True,
-                   default=_env_bool("KUBELET_HEALTHZ_ENABLED", True), metavar="BOOL",
-                   help="poll the kubelet's health endpoint (default true)")
-    s.add_argument("--kubelet-healthz-endpoint", default=_env("KUBELET_HEALTHZ_ENDPOINT",
-                   "http://localhost:10248/healthz"), metavar="URL")
-    s.add_argument("--builtin-drainer", type=_bool_flag, nargs="?", const=True,
-                   default=_env_bool("BUILTIN_DRAINER", False), metavar="BOOL",
-                   help="cordon and evict pods itself instead of asking the machine-config-controller")
-    s.add_argument("--drain-timeout", type=float,
-                   default=env_default("DRAIN_TIMEOUT", 3600.0, to_seconds, "a number of seconds"),
-                   metavar="SECONDS", help="give up a drain after this long (default 3600, as upstream)")
-    s.add_argument("--resync-interval", type=float,
-                   default=env_default("RESYNC_INTERVAL", 600.0, to_seconds, "a number of seconds"),
-                   metavar="SECONDS", help="sync the node at least this often (default 600)")
-    s.add_argument("--api-unreachable-limit", type=float,
-                   default=env_default("API_UNREACHABLE_LIMIT", 300.0, to_seconds, "a number of seconds"),
-                   metavar="SECONDS",
-                   help="/healthz and the watchdog fail once the API server has not answered this long "
-                   "(default 300)")
+    s.add_argument(
+        "--node-name",
+        default=_env("NODE_NAME", os.environ.get("NODE_NAME", "")),
+        help="the node this agent manages (env NODE_NAME)",
+    )
+    s.add_argument(
+        "--kubeconfig",
+        default=_env("KUBECONFIG"),
+        metavar="FILE",
+        help="kubeconfig to use (default: $KUBECONFIG as kubectl reads it, else the in-cluster "
+        "service account)",
+    )
+    s.add_argument(
+        "--metrics-url",
+        default=_env("METRICS_URL", "127.0.0.1:8797"),
+        metavar="HOST:PORT",
+        help="where /metrics and /healthz listen (default 127.0.0.1:8797; empty: none)",
+    )
+    s.add_argument(
+        "--kubelet-healthz-enabled",
+        type=_bool_flag,
+        nargs="?",
+        const=True,
+        default=_env_bool("KUBELET_HEALTHZ_ENABLED", True),
+        metavar="BOOL",
+        help="poll the kubelet's health endpoint (default true)",
+    )
+    s.add_argument(
+        "--kubelet-healthz-endpoint",
+        default=_env("KUBELET_HEALTHZ_ENDPOINT", "http://localhost:10248/healthz"),
+        metavar="URL",
+    )
+    s.add_argument(
+        "--builtin-drainer",
+        type=_bool_flag,
+        nargs="?",
+        const=True,
+        default=_env_bool("BUILTIN_DRAINER", False),
+        metavar="BOOL",
+        help="cordon and evict pods itself instead of asking the machine-config-controller",
+    )
+    s.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=env_default("DRAIN_TIMEOUT", 3600.0, to_seconds, "a number of seconds"),
+        metavar="SECONDS",
+        help="give up a drain after this long (default 3600, as upstream)",
+    )
+    s.add_argument(
+        "--resync-interval",
+        type=float,
+        default=env_default("RESYNC_INTERVAL", 600.0, to_seconds, "a number of seconds"),
+        metavar="SECONDS",
+        help="sync the node at least this often (default 600)",
+    )
+    s.add_argument(
+        "--api-unreachable-limit",
+        type=float,
+        default=env_default("API_UNREACHABLE_LIMIT", 300.0, to_seconds, "a number of seconds"),
+        metavar="SECONDS",
+        help="/healthz and the watchdog fail once the API server has not answered this long (default 300)",
+    )
     add_watcher_flags(s, _bool_flag)
     _max_file_size_flag(s)
-    s.add_argument("-v", "--verbose", action="count",
-                   default=env_default("VERBOSE", 0, to_count, "a count of -v (0, 1, 2)"),
-                   help="more logging (-v, -vv)")
-    s.add_argument("--v", type=int, default=0, metavar="LEVEL",
-                   help="upstream's klog verbosity (2-3: -v, 4+: -vv)")
+    s.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=env_default("VERBOSE", 0, to_count, "a count of -v (0, 1, 2)"),
+        help="more logging (-v, -vv)",
+    )
+    s.add_argument(
+        "--v", type=int, default=0, metavar="LEVEL", help="upstream's klog verbosity (2-3: -v, 4+: -vv)"
+    )
     # what upstream's DaemonSet passes: accepted so its manifest runs mcd unchanged, then ignored
     s.add_argument("--payload-version", metavar="VERSION", help="upstream compatibility; ignored")
     s.add_argument("--tls-cipher-suites", metavar="SUITES", help="upstream compatibility; ignored")
@@ -227,8 +323,12 @@ def build_parser() -> argparse.ArgumentParser:
         "the desired one, the state and reason the daemon last reported, the last config drift its monitor "
         "saw and whether a reboot is owed.",
     )
-    st.add_argument("--root-mount", default=_env("ROOT_MOUNT", "/"), metavar="DIR",
-                    help="node root (default /: an admin on the node)")
+    st.add_argument(
+        "--root-mount",
+        default=_env("ROOT_MOUNT", "/"),
+        metavar="DIR",
+        help="node root (default /: an admin on the node)",
+    )
     st.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
 
     x = sub.add_parser(
@@ -261,8 +361,9 @@ def build_parser() -> argparse.ArgumentParser:
         "to them on OLD, run `mcd start --node-name` as a real process, point the node at NEW and print "
         "every annotation change and Event until it is Done on NEW (exit 0; 1 on timeout).",
     )
-    m.add_argument("--workdir", metavar="DIR",
-                   help="kubeconfig, node root, agent log (default: a temporary directory)")
+    m.add_argument(
+        "--workdir", metavar="DIR", help="kubeconfig, node root, agent log (default: a temporary directory)"
+    )
     m.add_argument("--old", default="examples/old.yaml", metavar="FILE", help="config the node joins on")
     m.add_argument("--new", default="examples/new.yaml", metavar="FILE", help="config it is updated to")
     m.add_argument("--node", default="worker-0", metavar="NAME", help="node name (default worker-0)")

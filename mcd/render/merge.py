@@ -221,6 +221,11 @@ def normalize(doc: Mapping[str, Any], type_name: str = "Config") -> dict[str, An
     return out
 
 
+def in_field_order(doc: Mapping[str, Any], type_name: str) -> dict[str, Any]:
+    """`doc`'s fields in the order Go writes them (its type's field order)."""
+    return {name: doc[name] for name in TYPES[type_name] if name in doc}
+
+
 def merge(parent: Mapping[str, Any], child: Mapping[str, Any], type_name: str = "Config") -> dict[str, Any]:
     """Ignition's merge of two normalized documents of `type_name`: `child` over `parent`."""
     fields = TYPES[type_name]

@@ -27,7 +27,7 @@ from mcd.config.findings import InputError, JsonPath, format_path
 from mcd.config.ignition import spec3_document
 from mcd.config.machineconfig import MC_API_GROUP, VALID_KERNEL_TYPES, machineconfig_from_object
 from mcd.render.goyaml import go_yaml, unreadable_character
-from mcd.render.merge import SPEC_VERSION, merge, normalize
+from mcd.render.merge import SPEC_VERSION, in_field_order, merge, normalize
 
 ROLE_LABEL = f"{MC_API_GROUP}/role"
 GENERATED_BY_ANNOTATION = f"{MC_API_GROUP}/generated-by-controller-version"
@@ -148,8 +148,10 @@ def _merged_ignition(ordered: Sequence[_Config]) -> dict[str, Any]:
                     del file["contents"]
     # upstream writes files over what a node has, whatever the config says (spec 3 made
     # Ignition's default `false`, which a new node joining the pool would otherwise follow)
-    for file in _files(out):
-        file.setdefault("overwrite", True)
+    files = _files(out)
+    for i, file in enumerate(files):
+        if "overwrite" not in file:
+            files[i] = in_field_order({**file, "overwrite": True}, "File")
     return out
 
 
