@@ -25,7 +25,7 @@ _RESERVED = frozenset(
     (
         *("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"),
         *("n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"),
-        *("", "~", "null", "Null", "NULL", ".nan", ".NaN", ".NAN", "<<"),
+        *("", "~", "null", "Null", "NULL", ".nan", ".NaN", ".NAN"),
         *(".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF"),
     )
 )
