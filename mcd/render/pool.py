@@ -24,10 +24,11 @@ from typing import Any, NamedTuple
 from mcd import __version__
 from mcd.config import ostables
 from mcd.config.findings import InputError, JsonPath, format_path
-from mcd.config.ignition import spec3_document
+from mcd.config.ignition import SPEC2_VERSIONS, spec3_document
 from mcd.config.machineconfig import MC_API_GROUP, VALID_KERNEL_TYPES, machineconfig_from_object
 from mcd.render.goyaml import go_yaml, unreadable_character
 from mcd.render.merge import SPEC_VERSION, in_field_order, merge, normalize
+from mcd.render.spec2 import Spec2Error, upstream_cleanup
 
 ROLE_LABEL = f"{MC_API_GROUP}/role"
 GENERATED_BY_ANNOTATION = f"{MC_API_GROUP}/generated-by-controller-version"
@@ -98,7 +99,11 @@ def _checked(index: int, obj: object) -> _Config:
         raise RenderError(index, name, ("spec", "kernelType"), f"kernelType={mc.kernel_type} is invalid")
     spec: Mapping[str, Any] = obj.get("spec") or {}
     if spec.get("config") is not None:
+        spec = _spec2_cleaned(index, name, spec)
         errors = mc.ignition.errors
+        # a spec 2.2 config may hold duplicates that upstream's clean-up removes: valid once cleaned
+        if errors and spec is not obj.get("spec"):
+            errors = errors if machineconfig_from_object({**obj, "spec": spec}, name).ignition.errors else ()
         if errors:
             return_path = (*mc.ignition_path, *errors[0].path)
             raise RenderError(index, name, return_path, errors[0].message)
@@ -107,6 +112,18 @@ def _checked(index: int, obj: object) -> _Config:
             if ext not in ostables.SUPPORTED_EXTENSIONS:
                 raise RenderError(index, name, ("spec", "extensions", i), f"invalid extension {ext!r}")
     return _Config(index, name, spec, dict(mc.annotations))
+
+
+def _spec2_cleaned(index: int, name: str, spec: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`spec` with a spec 2.2 config cleaned up as upstream does first (`mcd.render.spec2`)."""
+    config = spec["config"]
+    ignition = config.get("ignition") if isinstance(config, Mapping) else None
+    if not isinstance(ignition, Mapping) or ignition.get("version") not in SPEC2_VERSIONS:
+        return spec
+    try:
+        return {**spec, "config": upstream_cleanup(config)}
+    except Spec2Error as exc:
+        raise RenderError(index, name, ("spec", "config", *exc.path), str(exc)) from None
 
 
 def _ordered(configs: Sequence[Mapping[str, Any]]) -> list[_Config]:

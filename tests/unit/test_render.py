@@ -165,3 +165,45 @@ def test_kernel_devel_needs_the_default_kernel() -> None:
         RenderError, match="kernel-devel extension is not supported with kernelType: realtime"
     ):
         render_pool("worker", configs)
+
+
+def spec2(**sections: Any) -> dict[str, Any]:
+    return {"ignition": {"version": "2.2.0"}, **sections}
+
+
+def test_spec2_files_and_units_come_reversed_the_last_of_a_name_kept_with_the_others_dropins() -> None:
+    files = [
+        {"filesystem": "root", "path": p, "contents": {"source": f"data:,{n}"}}
+        for n, p in enumerate(["/a", "/b", "/a"])
+    ]
+    config = spec2(
+        storage={"files": files},
+        systemd={"units": [
+            {"name": "u.service", "dropins": [{"name": "1.conf", "contents": "[Unit]\n"}]},
+            {"name": "v.service", "mask": True},
+            {"name": "u.service", "dropins": [{"name": "2.conf", "contents": "[Service]\n"}]},
+        ]},
+    )  # fmt: skip
+    ign = spec_of("worker", mc("00-v2", config=config))["config"]
+    assert [(f["path"], f["contents"]["source"]) for f in ign["storage"]["files"]] == [
+        ("/a", "data:,2"),
+        ("/b", "data:,1"),
+    ]
+    assert [(u["name"], [d["name"] for d in u.get("dropins", ())]) for u in ign["systemd"]["units"]] == [
+        ("u.service", ["2.conf", "1.conf"]),
+        ("v.service", []),
+    ]
+
+
+def test_spec2_users_become_one_core_user_with_every_key_once() -> None:
+    users = [
+        {"name": "core", "sshAuthorizedKeys": ["k1", "k2"]},
+        {"name": "core", "sshAuthorizedKeys": ["k3", "k1"]},
+    ]
+    ign = spec_of("worker", mc("00-v2", config=spec2(passwd={"users": users})))["config"]
+    assert ign["passwd"] == {"users": [{"name": "core", "sshAuthorizedKeys": ["k3", "k1", "k2"]}]}
+    other = [{"name": "core"}, {"name": "admin"}]
+    with pytest.raises(RenderError) as caught:
+        render_pool("worker", [mc("00-v2", config=spec2(passwd={"users": other}))])
+    assert caught.value.path == ("spec", "config", "passwd", "users", 1, "name")
+    assert caught.value.message == "unexpected user with name: admin. Only core user is supported"
