@@ -142,7 +142,7 @@ def _rendered(args: argparse.Namespace, path: str, options: Any) -> Any:
 
     if path == "-":
         return empty_machineconfig()
-    rendered = rendered_from([path], args.pool, args.os_image_url, _read)
+    rendered = rendered_from([path], args, _read)
     return machineconfig_from_object(rendered, path, options=options)
 
 

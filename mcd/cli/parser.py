@@ -81,6 +81,17 @@ def _pool_name(text: str) -> str:
     return text
 
 
+def _role_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--role",
+        action="append",
+        type=_pool_name,
+        metavar="ROLE",
+        help="select the MachineConfigs labelled machineconfiguration.openshift.io/role: ROLE (repeat for "
+        "a custom pool's selector, e.g. --role worker --role infra; default: the pool's name)",
+    )
+
+
 def _os_image_url_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--os-image-url",
@@ -154,6 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="OLD and NEW are each a file or directory of the pool's own MachineConfigs, rendered first "
         "as `mcd render --pool NAME` renders them (OLD '-': the empty config)",
     )
+    _role_flag(p)
     _os_image_url_flag(p)
     p.add_argument("-o", "--output", choices=("json", "yaml", "text"), default="json")
     _max_file_size_flag(p)
@@ -171,6 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
         "paths", nargs="+", metavar="PATH", help="MachineConfig file or directory ('-': standard input)"
     )
     r.add_argument("--pool", required=True, type=_pool_name, metavar="NAME", help="the pool (e.g. worker)")
+    _role_flag(r)
     _os_image_url_flag(r)
     r.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
 

@@ -3,10 +3,10 @@ merged into its rendered MachineConfig (`mcd.render`); also what `mcd plan --poo
 
 A directory gives its `*.yaml`, `*.yml` and `*.json` files (not its subdirectories), in name
 order; a file may hold several YAML documents or a `List`. The pool's configs are the
-MachineConfigs labelled `machineconfiguration.openshift.io/role: <pool>`, as the selector of
-upstream's default pools (`master`, `worker`) and of a custom pool made as documented picks
-them; other objects are ignored, except a ControllerConfig, whose `spec.baseOSContainerImage`
-is the cluster's OS image (`--os-image-url` wins over it).
+MachineConfigs labelled `machineconfiguration.openshift.io/role: <pool>` (or one of the
+`--role` values: a custom pool selects `worker` and its own role), as the selectors of
+upstream's pools pick them; other objects are ignored, except a ControllerConfig, whose
+`spec.baseOSContainerImage` is the cluster's OS image (`--os-image-url` wins over it).
 """
 
 from __future__ import annotations
@@ -56,13 +56,18 @@ def read_objects(args: Sequence[str], read: Callable[[str], bytes]) -> list[Loca
 
 
 def render_objects(
-    objects: Sequence[Located], pool: str, os_image_url: str | None, what: str
+    objects: Sequence[Located], pool: str, roles: Sequence[str], os_image_url: str | None, what: str
 ) -> dict[str, Any]:
-    """The rendered MachineConfig of `pool` from `objects`; InputError (file and JSON path) for
-    input that cannot be rendered. `what` names the input in the message when the pool has none."""
-    selected = [o for o in objects if o.obj.get("kind") == "MachineConfig" and is_in_pool(o.obj, pool)]
+    """The rendered MachineConfig of `pool` from the `objects` labelled for one of `roles`;
+    InputError (file and JSON path) for input that cannot be rendered. `what` names the input
+    in the message when the pool has no config."""
+    selected = [
+        o
+        for o in objects
+        if o.obj.get("kind") == "MachineConfig" and any(is_in_pool(o.obj, r) for r in roles)
+    ]
     if not selected:
-        message = f"no MachineConfig labelled {ROLE_LABEL}: {pool}"
+        message = f"no MachineConfig labelled {ROLE_LABEL}: {' or '.join(roles)}"
         raise InputError(what, [Finding((), message)])
     _refuse_duplicate_names(selected)
     if os_image_url is None:
@@ -101,14 +106,14 @@ def _controllerconfig_image(objects: Sequence[Located]) -> str | None:
     return None
 
 
-def rendered_from(
-    args: Sequence[str], pool: str, os_image_url: str | None, read: Callable[[str], bytes]
-) -> dict[str, Any]:
-    """The rendered MachineConfig of `pool` from the files and directories `args`."""
-    return render_objects(read_objects(args, read), pool, os_image_url, " ".join(args))
+def rendered_from(paths: Sequence[str], args: Any, read: Callable[[str], bytes]) -> dict[str, Any]:
+    """The rendered MachineConfig of the pool `args` names (`--pool`, `--role`, `--os-image-url`)
+    from the files and directories `paths`."""
+    roles = args.role or [args.pool]
+    return render_objects(read_objects(paths, read), args.pool, roles, args.os_image_url, " ".join(paths))
 
 
 def cmd_render(args: Any, read: Callable[[str], bytes], dump: Callable[[Any, str, Any], None]) -> int:
-    rendered = rendered_from(args.paths, args.pool, args.os_image_url, read)
+    rendered = rendered_from(args.paths, args, read)
     dump(rendered, args.output, sys.stdout)
     return 0

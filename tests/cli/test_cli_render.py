@@ -144,3 +144,18 @@ def test_plan_from_nothing_to_a_pool(run: Run, pool_dir: Path) -> None:
     code, out, _ = run("plan", "--pool", "worker", "-", str(pool_dir))
     assert code == 0
     assert json.loads(out)["old"] == "mco-empty-mc"
+
+
+def test_a_custom_pool_selects_its_roles_and_its_own_configs_win(run: Run, pool_dir: Path) -> None:
+    write_yaml(pool_dir / "00-infra.yaml", mc("00-aaa-infra", "infra", config=motd("infra")))
+    code, out, _ = run(
+        "render", str(pool_dir), "--pool", "infra", "--role", "worker", "--role", "infra", "-o", "json"
+    )
+    assert code == 0
+    rendered = json.loads(out)
+    assert rendered["metadata"]["name"].startswith("rendered-infra-")
+    # 00-aaa-infra sorts before 00-worker by name, yet the worker configs come first: infra wins
+    (motd_file,) = rendered["spec"]["config"]["storage"]["files"]
+    assert motd_file["contents"]["source"] == "data:,infra"
+    _, only_infra, _ = run("render", str(pool_dir), "--pool", "infra", "-o", "json")
+    assert json.loads(only_infra)["spec"]["kernelArguments"] == []
