@@ -108,12 +108,6 @@ def _requested_style(text: str) -> str:
     return ""
 
 
-def _go_printable(ch: str) -> bool:
-    """yaml.v2's printable characters (narrower than PyYAML's: no NEL, nothing beyond U+FFFF)."""
-    c = ord(ch)
-    return ch == "\n" or 0x20 <= c <= 0x7E or 0xA0 <= c <= 0xD7FF or (0xE000 <= c <= 0xFFFD and c != 0xFEFF)
-
-
 _BREAKS = "\n\r\x85\u2028\u2029"
 _ESCAPES = {
     "\0": "0", "\a": "a", "\b": "b", "\t": "t", "\n": "n", "\v": "v", "\f": "f", "\r": "r",
@@ -130,13 +124,57 @@ def unreadable_character(text: str) -> str | None:
     return match.group() if match else None
 
 
+# characters yaml.v2 does not print (it escapes them in double quotes)
+_NOT_PRINTABLE = re.compile(r"[^\n\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd]")
+# what each scalar writer treats one character at a time; it copies the runs between them whole
+_PLAIN_SPECIAL = re.compile(r"[ \n\r\x85\u2028\u2029]")
+_BREAK = re.compile(r"[\n\r\x85\u2028\u2029]")
+_QUOTED_SPECIAL = re.compile(r"[^\x21\x23-\x5b\x5d-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd]")
+# a word of printable ASCII: plain, quoted and block styles all allowed (most of a config's text:
+# data URLs, paths, names), unless it starts with an indicator
+_WORD = re.compile(r"[\x21-\x7e]+")
+_LEADING_INDICATORS = "#,[]{}&*!|>'\"%@`"
+
+
+def _pieces(text: str, special: re.Pattern[str]) -> Iterator[tuple[int, str]]:
+    """(index, piece) over `text`: each `special` character alone, the runs between them whole."""
+    pos = 0
+    for match in special.finditer(text):
+        if match.start() > pos:
+            yield pos, text[pos : match.start()]
+        yield match.start(), match.group()
+        pos = match.end()
+    if pos < len(text):
+        yield pos, text[pos:]
+
+
 class _GoEmitter(Emitter):
     """PyYAML's emitter with yaml.v2's printable rule and its four scalar writers (they fold
     long lines at other places than PyYAML's)."""
 
     def analyze_scalar(self, scalar: str) -> ScalarAnalysis:
+        if _WORD.fullmatch(scalar):
+            # what PyYAML's character-by-character analysis finds for such a word, at once
+            # (the end of the text counts as white space: a final ":" and a lone "-" are indicators)
+            flow = scalar[0] in _LEADING_INDICATORS or scalar == "-" or any(c in ",?[]{}:" for c in scalar)
+            block_plain = not (
+                scalar[0] in _LEADING_INDICATORS
+                or scalar.startswith(("---", "..."))
+                or scalar.endswith(":")
+                or scalar in ("-", "?")
+            )
+            return ScalarAnalysis(
+                scalar=scalar,
+                empty=False,
+                multiline=False,
+                allow_flow_plain=block_plain and not flow,
+                allow_block_plain=block_plain,
+                allow_single_quoted=True,
+                allow_double_quoted=True,
+                allow_block=True,
+            )
         analysis = super().analyze_scalar(scalar)
-        if not all(_go_printable(ch) for ch in scalar):
+        if _NOT_PRINTABLE.search(scalar):
             # only double quotes can hold a character yaml.v2 does not print
             analysis.allow_flow_plain = analysis.allow_block_plain = False
             analysis.allow_single_quoted = analysis.allow_block = False
@@ -161,10 +199,10 @@ class _GoEmitter(Emitter):
         self.whitespace = True
         self.indention = True
 
-    def _fold_or_write_break(self, text: str, i: int, breaks: bool) -> None:
-        if not breaks and text[i] == "\n":
+    def _fold_or_write_break(self, ch: str, breaks: bool) -> None:
+        if not breaks and ch == "\n":
             self._put_break()
-        self._put_break(text[i])
+        self._put_break(ch)
         self.indention = True
 
     def write_plain(self, text: str, split: bool = True) -> None:
@@ -173,21 +211,20 @@ class _GoEmitter(Emitter):
         if not self.whitespace:
             self._put(" ")
         spaces = breaks = False
-        for i, ch in enumerate(text):
-            if ch == " ":
-                nxt = text[i + 1] if i + 1 < len(text) else ""
-                if split and not spaces and self.column > self.best_width and nxt != " ":
+        for i, piece in _pieces(text, _PLAIN_SPECIAL):
+            if piece == " ":
+                if split and not spaces and self.column > self.best_width and text[i + 1 : i + 2] != " ":
                     self._indent()
                 else:
-                    self._put(ch)
+                    self._put(piece)
                 spaces = True
-            elif ch in _BREAKS:
-                self._fold_or_write_break(text, i, breaks)
+            elif len(piece) == 1 and piece in _BREAKS:
+                self._fold_or_write_break(piece, breaks)
                 breaks = True
             else:
                 if breaks:
                     self._indent()
-                self._put(ch)
+                self._put(piece)
                 self.indention = False
                 spaces = breaks = False
         self.whitespace = False
@@ -199,54 +236,61 @@ class _GoEmitter(Emitter):
         self.write_indicator("'", True)
         spaces = breaks = False
         last = len(text) - 1
-        for i, ch in enumerate(text):
-            if ch == " ":
-                nxt = text[i + 1] if i < last else ""
+        for i, piece in _pieces(text, _PLAIN_SPECIAL):
+            if piece == " ":
+                nxt = text[i + 1 : i + 2]
                 if split and not spaces and self.column > self.best_width and 0 < i < last and nxt != " ":
                     self._indent()
                 else:
-                    self._put(ch)
+                    self._put(piece)
                 spaces = True
-            elif ch in _BREAKS:
-                self._fold_or_write_break(text, i, breaks)
+            elif len(piece) == 1 and piece in _BREAKS:
+                self._fold_or_write_break(piece, breaks)
                 breaks = True
             else:
                 if breaks:
                     self._indent()
-                self._put("''" if ch == "'" else ch)
+                self._put(piece.replace("'", "''"))
                 self.indention = False
                 spaces = breaks = False
         self.write_indicator("'", False)
 
+    def _escape(self, ch: str) -> None:
+        code = ord(ch)
+        if ch in _ESCAPES:
+            self._put("\\" + _ESCAPES[ch])
+        elif code <= 0xFF:
+            self._put(f"\\x{code:02X}")
+        elif code <= 0xFFFF:
+            self._put(f"\\u{code:04X}")
+        else:
+            self._put(f"\\U{code:08X}")
+
     def write_double_quoted(self, text: str, split: bool = True) -> None:
         self.write_indicator('"', True)
-        spaces = False
-        last = len(text) - 1
         # yaml.v2 tests for a byte order mark at the start of the text, not at each character:
         # text that starts with one is written escaped, every character of it
-        bom = text.startswith("\ufeff")
-        for i, ch in enumerate(text):
-            if bom or not _go_printable(ch) or ch in _BREAKS or ch in '"\\':
-                code = ord(ch)
-                if ch in _ESCAPES:
-                    self._put("\\" + _ESCAPES[ch])
-                elif code <= 0xFF:
-                    self._put(f"\\x{code:02X}")
-                elif code <= 0xFFFF:
-                    self._put(f"\\u{code:04X}")
-                else:
-                    self._put(f"\\U{code:08X}")
-                spaces = False
-            elif ch == " ":
+        if text.startswith("\ufeff"):
+            for ch in text:
+                self._escape(ch)
+            self.write_indicator('"', False)
+            return
+        spaces = False
+        last = len(text) - 1
+        for i, piece in _pieces(text, _QUOTED_SPECIAL):
+            if piece == " ":
                 if split and not spaces and self.column > self.best_width and 0 < i < last:
                     self._indent()
                     if text[i + 1] == " ":
                         self._put("\\")
                 else:
-                    self._put(ch)
+                    self._put(piece)
                 spaces = True
+            elif len(piece) == 1 and _QUOTED_SPECIAL.fullmatch(piece):
+                self._escape(piece)
+                spaces = False
             else:
-                self._put(ch)
+                self._put(piece)
                 spaces = False
         self.write_indicator('"', False)
 
@@ -254,7 +298,7 @@ class _GoEmitter(Emitter):
         hints = ""
         if text[0] == " " or text[0] in _BREAKS:
             hints = str(self.best_indent)
-        if not text or text[-1] not in _BREAKS:
+        if text[-1] not in _BREAKS:
             hints += "-"
         elif len(text) == 1 or text[-2] in _BREAKS:
             hints += "+"
@@ -265,15 +309,15 @@ class _GoEmitter(Emitter):
         self.indention = True
         self.whitespace = True
         breaks = True
-        for ch in text:
-            if ch in _BREAKS:
-                self._put_break(ch)
+        for _, piece in _pieces(text, _BREAK):
+            if len(piece) == 1 and piece in _BREAKS:
+                self._put_break(piece)
                 self.indention = True
                 breaks = True
             else:
                 if breaks:
                     self._indent()
-                self._put(ch)
+                self._put(piece)
                 self.indention = False
                 breaks = False
 
