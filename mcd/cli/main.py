@@ -311,7 +311,7 @@ def cmd_firstboot(args: argparse.Namespace) -> int:
     from mcd.cli.firstboot import firstboot
     from mcd.cli.logsetup import setup_logging
     from mcd.cli.oncefrom import describe
-    from mcd.host.state import ENCAPSULATED_CONFIG
+    from mcd.host.bootfiles import ENCAPSULATED_CONFIG
 
     setup_logging(args.verbose)
     if args.persist_nics:

@@ -24,7 +24,7 @@ AGENT_UA = "machine-config-daemon/"
 AGENT_KEYS = frozenset(
     {ann.STATE, ann.REASON, ann.CURRENT_CONFIG, ann.DESIRED_DRAIN, ann.POST_CONFIG_ACTION,
      ann.CURRENT_IMAGE, ann.DESIRED_IMAGE, "mcd/cordoned-for",
-     ann.LAST_SYNCED_CONTROLLER_CONFIG, ann.LAST_OBSERVED_SERVER_CA,
+     ann.LAST_SYNCED_CONTROLLER_CONFIG, ann.LAST_OBSERVED_SERVER_CA, ann.FINALIZE_FAILURE,
      # copied from node-annotations.json at the first start
      "machineconfiguration.openshift.io/firstPivotConfig"}
 )  # fmt: skip
