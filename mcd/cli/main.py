@@ -176,6 +176,10 @@ def _plan_on_root(args: argparse.Namespace) -> int:
     from mcd.cli.oncefrom import plan_once_from
     from mcd.config.findings import Finding, InputError
 
+    rendering = [o for o in ("--pool", "--role", "--os-image-url") if _flag_given(args, o)]
+    if rendering:
+        message = f"{', '.join(rendering)} renders OLD and NEW from MachineConfigs: not with --root-mount"
+        raise InputError("mcd plan", [Finding((), message)])
     given = [o for o in ("--policy", "--legacy", "--forcefile", "--node-fips") if _flag_given(args, o)]
     if args.new is not None or given:
         what = "OLD" if args.new is not None else ", ".join(given)

@@ -9,6 +9,7 @@ from mcd.render.pool import (
     is_in_pool,
     render_pool,
     rendered_name,
+    source_refs,
 )
 
 __all__ = [
@@ -19,4 +20,5 @@ __all__ = [
     "is_in_pool",
     "render_pool",
     "rendered_name",
+    "source_refs",
 ]

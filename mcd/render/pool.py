@@ -200,6 +200,16 @@ def _kernel_type(ordered: Sequence[_Config]) -> str:
     return kernel_type or "default"
 
 
+def source_refs(configs: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """The pool's `spec.configuration.source` upstream writes beside a rendered config: a
+    reference to each config, in the order they were merged (upstream's merge sorts the list it
+    is given, and the references are made from that list)."""
+    return [
+        {"apiVersion": f"{MC_API_GROUP}/v1", "kind": "MachineConfig", "name": config.name}
+        for config in _ordered(configs)
+    ]
+
+
 def render_pool(
     pool: str, configs: Sequence[Mapping[str, Any]], *, os_image_url: str | None = None
 ) -> dict[str, Any]:

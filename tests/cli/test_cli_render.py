@@ -159,3 +159,9 @@ def test_a_custom_pool_selects_its_roles_and_its_own_configs_win(run: Run, pool_
     assert motd_file["contents"]["source"] == "data:,infra"
     _, only_infra, _ = run("render", str(pool_dir), "--pool", "infra", "-o", "json")
     assert json.loads(only_infra)["spec"]["kernelArguments"] == []
+
+
+def test_plan_on_a_root_does_not_render(run: Run, pool_dir: Path, tmp_path: Path) -> None:
+    code, out, err = run("plan", "--root-mount", str(tmp_path), "--pool", "worker", str(pool_dir))
+    assert (code, out) == (1, "")
+    assert err == "mcd plan: --pool renders OLD and NEW from MachineConfigs: not with --root-mount\n"

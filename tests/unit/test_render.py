@@ -8,7 +8,13 @@ from typing import Any
 
 import pytest
 
-from mcd.render import GENERATED_BY_ANNOTATION, OS_IMAGE_URL_OVERRIDDEN_ANNOTATION, RenderError, render_pool
+from mcd.render import (
+    GENERATED_BY_ANNOTATION,
+    OS_IMAGE_URL_OVERRIDDEN_ANNOTATION,
+    RenderError,
+    render_pool,
+    source_refs,
+)
 
 ROLE = "machineconfiguration.openshift.io/role"
 
@@ -207,3 +213,13 @@ def test_spec2_users_become_one_core_user_with_every_key_once() -> None:
         render_pool("worker", [mc("00-v2", config=spec2(passwd={"users": other}))])
     assert caught.value.path == ("spec", "config", "passwd", "users", 1, "name")
     assert caught.value.message == "unexpected user with name: admin. Only core user is supported"
+
+
+def test_the_pool_s_source_lists_the_configs_in_merge_order() -> None:
+    configs = [mc("00-infra", "infra"), mc("99-worker"), mc("10-worker")]
+    assert [ref["name"] for ref in source_refs(configs)] == ["10-worker", "99-worker", "00-infra"]
+    assert source_refs(configs)[0] == {
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineConfig",
+        "name": "10-worker",
+    }
