@@ -4,9 +4,12 @@ The render controller names a rendered MachineConfig after an MD5 of its spec as
 by the Go YAML library it vendors (ghodss/yaml over gopkg.in/yaml.v2 2.4): JSON objects become
 mappings with sorted keys, lists are block sequences, and each string gets the style that Go
 library picks. Any other spelling of the same data gives another name, so this module writes
-exactly that text: PyYAML's emitter is a port of the same libyaml emitter that yaml.v2 ports,
-so its line folding and quoting agree; what differs is which characters yaml.v2 counts as
-printable and which style it asks for, both reproduced here.
+exactly that text. PyYAML's emitter and yaml.v2 are both ports of libyaml's, so PyYAML's
+event handling (indentation, block sequences, empty lists) is kept; what differs is reproduced
+here: the style yaml.v2 asks for (its own reading of plain words: YAML 1.1 booleans, Go's
+number and date syntax), which characters it counts as printable, and its four scalar writers,
+which fold long lines at other places than PyYAML's. Checked against yaml.v2 itself on random
+text (tests/fixtures/render/ keeps a table of its outputs).
 """
 
 from __future__ import annotations
@@ -19,8 +22,8 @@ from typing import Any
 import yaml
 from yaml.emitter import Emitter, ScalarAnalysis
 
-# yaml.v2 reads these plain words as booleans, nulls, special floats or the merge key, so a
-# string spelled so is written quoted (YAML 1.1 words: "y", "on", "off" ... included)
+# yaml.v2 reads these plain words as booleans, nulls or special floats, so a string spelled so
+# is written quoted (YAML 1.1 words: "y", "on", "off" ... included)
 _RESERVED = frozenset(
     (
         *("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"),
