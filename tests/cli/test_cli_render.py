@@ -165,3 +165,20 @@ def test_plan_on_a_root_does_not_render(run: Run, pool_dir: Path, tmp_path: Path
     code, out, err = run("plan", "--root-mount", str(tmp_path), "--pool", "worker", str(pool_dir))
     assert (code, out) == (1, "")
     assert err == "mcd plan: --pool renders OLD and NEW from MachineConfigs: not with --root-mount\n"
+
+
+# what upstream's own code names these configs (see tests/unit/test_render_names.py)
+EXAMPLE_NAMES = {
+    "worker": "rendered-worker-e36f457de82eda29bea4f4c8750bc8fe",
+    "master": "rendered-master-6f795e979b665b4685c7fb9fb60c568a",
+}
+
+
+@pytest.mark.parametrize("pool", sorted(EXAMPLE_NAMES))
+def test_the_example_pool_renders_to_upstream_s_name(run: Run, pool: str) -> None:
+    examples = Path(__file__).resolve().parents[2] / "examples" / "pool"
+    code, out, _ = run("render", str(examples), "--pool", pool, "-o", "json")
+    assert code == 0
+    assert json.loads(out)["metadata"]["name"] == EXAMPLE_NAMES[pool]
+    usage = (examples.parents[1] / "docs" / "usage.md").read_text()
+    assert EXAMPLE_NAMES["worker"] in usage
