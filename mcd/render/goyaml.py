@@ -386,5 +386,7 @@ def go_yaml(value: object) -> str:
     for event in _events(value):
         emitter.emit(event)
     emitter.emit(yaml.DocumentEndEvent(explicit=False))
+    # yaml.v2 ends its stream without the "..." a last block scalar kept open ("|+") would ask for
+    emitter.open_ended = False
     emitter.emit(yaml.StreamEndEvent())
     return "".join(sink.parts)

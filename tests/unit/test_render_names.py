@@ -19,7 +19,13 @@ from mcd.render.goyaml import go_yaml
 
 TABLES = Path(__file__).resolve().parents[1] / "fixtures" / "render"
 NAMES: list[dict[str, Any]] = json.loads((TABLES / "upstream-names.json").read_text())
-YAML = [json.loads(line) for line in (TABLES / "upstream-yaml.jsonl").read_text().splitlines()]
+# named cases, then random text (indicators, quotes, breaks, tabs, controls, non-ASCII, numbers)
+YAML = [
+    json.loads(line)
+    for table in ("upstream-yaml.jsonl", "upstream-yaml-random.jsonl")
+    for line in (TABLES / table).read_text().split("\n")
+    if line
+]
 
 
 @pytest.mark.parametrize("case", NAMES, ids=[c["case"] for c in NAMES])
