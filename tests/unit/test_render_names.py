@@ -18,7 +18,13 @@ from mcd.render import RenderError, render_pool, rendered_name
 from mcd.render.goyaml import go_yaml
 
 TABLES = Path(__file__).resolve().parents[1] / "fixtures" / "render"
-NAMES: list[dict[str, Any]] = json.loads((TABLES / "upstream-names.json").read_text())
+# named cases, then random pools (files, directories, links, units, users, kernel arguments,
+# spec 2.2 to 3.5, compression, hashes, headers, roles, OS images)
+NAMES: list[dict[str, Any]] = [
+    case
+    for table in ("upstream-names.json", "upstream-names-random.json")
+    for case in json.loads((TABLES / table).read_text())
+]
 # named cases, then random text (indicators, quotes, breaks, tabs, controls, non-ASCII, numbers)
 YAML = [
     json.loads(line)
