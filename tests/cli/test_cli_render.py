@@ -182,3 +182,21 @@ def test_the_example_pool_renders_to_upstream_s_name(run: Run, pool: str) -> Non
     assert json.loads(out)["metadata"]["name"] == EXAMPLE_NAMES[pool]
     usage = (examples.parents[1] / "docs" / "usage.md").read_text()
     assert EXAMPLE_NAMES["worker"] in usage
+
+
+def test_a_cluster_export_renders_what_the_pool_targets(run: Run, tmp_path: Path) -> None:
+    template = mc("00-worker", "worker", config=motd("template"), osImageURL="quay.io/os@sha256:old")
+    template["metadata"]["annotations"] = {
+        "machineconfiguration.openshift.io/generated-by-controller-version": "abc"
+    }
+    user = mc("99-worker-kargs", "worker", kernelArguments=["nosmt"])
+    rendered = render_pool("worker", [template, user], os_image_url="quay.io/os@sha256:cluster")
+    cc = {"kind": "ControllerConfig", "metadata": {"name": "machine-config-controller"},
+          "spec": {"baseOSContainerImage": "quay.io/os@sha256:cluster"}}  # fmt: skip
+    export = {"apiVersion": "v1", "kind": "List", "items": [template, user, rendered, cc]}
+    path = write_yaml(tmp_path / "cluster.yaml", export)
+    code, out, _ = run("render", str(path), "--pool", "worker", "-o", "json")
+    assert code == 0
+    again = json.loads(out)
+    assert again == rendered
+    assert again["spec"]["osImageURL"] == "quay.io/os@sha256:cluster"
