@@ -4,6 +4,7 @@ TestIgnitionMergeCompressed; render_controller_test.go). Pure: no I/O."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -223,3 +224,18 @@ def test_the_pool_s_source_lists_the_configs_in_merge_order() -> None:
         "kind": "MachineConfig",
         "name": "10-worker",
     }
+
+
+def test_the_input_configs_are_left_as_they_were() -> None:
+    gzipped = file(
+        "/etc/f", "data:;base64,H4sIAAAAAAACA8vPSQEA5dRdPwMAAAA=", contents={"compression": "gzip"}
+    )
+    units = [{"name": "u.service", "dropins": [{"name": "1.conf", "contents": "[Unit]\n"}]}] * 2
+    configs = [
+        mc("00-a", ignition=files(gzipped)),
+        mc("01-b", ignition=files(file("/etc/f", "data:,x"))),
+        mc("02-c", config=spec2(systemd={"units": units}, passwd={"users": [{"name": "core"}] * 2})),
+    ]
+    before = copy.deepcopy(configs)
+    render_pool("worker", configs)
+    assert configs == before
