@@ -29,7 +29,9 @@ class EnvDefault:
     expected: str
 
 
-def env_default(name: str, fallback: Any, convert: Callable[[str], Any] = str, expected: str = "text") -> Any:
+def env_default(
+    name: str, fallback: Any, convert: Callable[[str], Any] = str, expected: str = "text"
+) -> Any:
     """The default of a flag: `fallback` without MCD_<name>, else its text, to be converted by
     `resolve` (an argparse string default would be converted at once, with a message that names
     the flag, not the variable)."""

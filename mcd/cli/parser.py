@@ -75,9 +75,8 @@ def _lock_timeout_flag(parser: argparse.ArgumentParser, what: str) -> None:
 def _pool_name(text: str) -> str:
     # a pool is a Kubernetes object: its name is a DNS subdomain, and part of the rendered name
     if not _POOL_NAME.fullmatch(text) or len(text) > 200:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a pool name (lower case letters, digits, '-' and '.')"
-        )
+        message = f"{text!r} is not a pool name (lower case letters, digits, '-' and '.')"
+        raise argparse.ArgumentTypeError(message)
     return text
 
 
@@ -179,9 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
         "MachineConfig, as the machine-config-controller does, named rendered-NAME-<hash> as an OpenShift "
         "cluster would name it. Exit 0, or 1 for bad input (FILE: JSON-PATH: message).",
     )
-    r.add_argument(
-        "paths", nargs="+", metavar="PATH", help="MachineConfig file or directory ('-': standard input)"
-    )
+    r.add_argument("paths", nargs="+", metavar="PATH", help="MachineConfig file or directory ('-': stdin)")
     r.add_argument("--pool", required=True, type=_pool_name, metavar="NAME", help="the pool (e.g. worker)")
     _role_flag(r)
     _os_image_url_flag(r)
@@ -196,99 +193,56 @@ def build_parser() -> argparse.ArgumentParser:
         "config from a file or http(s) URL to the root, with the legacy post-update action (no cluster "
         "needed). Every flag defaults to an MCD_<FLAG> environment variable (--node-name also to NODE_NAME).",
     )
-    s.add_argument(
-        "--once-from",
-        metavar="FILE|URL",
-        default=_env("ONCE_FROM", None),
-        help="MachineConfig or Ignition config to apply once",
-    )
-    s.add_argument(
-        "--root-mount",
-        default=_env("ROOT_MOUNT", "/rootfs"),
-        metavar="DIR",
-        help="host root (default /rootfs)",
-    )
-    s.add_argument(
-        "--skip-reboot",
-        action="store_true",
-        default=_env_bool("SKIP_REBOOT", False),
-        help="once-from: do not reboot even when the change needs it",
-    )
+    s.add_argument("--once-from", metavar="FILE|URL", default=_env("ONCE_FROM", None),
+                   help="MachineConfig or Ignition config to apply once")
+    s.add_argument("--root-mount", default=_env("ROOT_MOUNT", "/rootfs"), metavar="DIR",
+                   help="host root (default /rootfs)")
+    s.add_argument("--skip-reboot", action="store_true", default=_env_bool("SKIP_REBOOT", False),
+                   help="once-from: do not reboot even when the change needs it")
     _lock_timeout_flag(s, "once-from: the whole update; the agents: each update and recovery")
-    s.add_argument(
-        "--node-name",
-        default=_env("NODE_NAME", os.environ.get("NODE_NAME", "")),
-        help="the node this agent manages (env NODE_NAME)",
-    )
-    s.add_argument(
-        "--kubeconfig",
-        default=_env("KUBECONFIG"),
-        metavar="FILE",
-        help="kubeconfig to use (default: $KUBECONFIG as kubectl reads it, else the in-cluster "
-        "service account)",
-    )
-    s.add_argument(
-        "--metrics-url",
-        default=_env("METRICS_URL", "127.0.0.1:8797"),
-        metavar="HOST:PORT",
-        help="where /metrics and /healthz listen (default 127.0.0.1:8797; empty: none)",
-    )
-    s.add_argument(
-        "--kubelet-healthz-enabled",
-        type=_bool_flag,
-        nargs="?",
-        const=True,
-        default=_env_bool("KUBELET_HEALTHZ_ENABLED", True),
-        metavar="BOOL",
-        help="poll the kubelet's health endpoint (default true)",
-    )
-    s.add_argument(
-        "--kubelet-healthz-endpoint",
-        default=_env("KUBELET_HEALTHZ_ENDPOINT", "http://localhost:10248/healthz"),
-        metavar="URL",
-    )
-    s.add_argument(
-        "--builtin-drainer",
-        type=_bool_flag,
-        nargs="?",
-        const=True,
-        default=_env_bool("BUILTIN_DRAINER", False),
-        metavar="BOOL",
-        help="cordon and evict pods itself instead of asking the machine-config-controller",
-    )
-    s.add_argument(
-        "--drain-timeout",
-        type=float,
-        default=env_default("DRAIN_TIMEOUT", 3600.0, to_seconds, "a number of seconds"),
-        metavar="SECONDS",
-        help="give up a drain after this long (default 3600, as upstream)",
-    )
-    s.add_argument(
-        "--resync-interval",
-        type=float,
-        default=env_default("RESYNC_INTERVAL", 600.0, to_seconds, "a number of seconds"),
-        metavar="SECONDS",
-        help="sync the node at least this often (default 600)",
-    )
-    s.add_argument(
-        "--api-unreachable-limit",
-        type=float,
-        default=env_default("API_UNREACHABLE_LIMIT", 300.0, to_seconds, "a number of seconds"),
-        metavar="SECONDS",
-        help="/healthz and the watchdog fail once the API server has not answered this long (default 300)",
-    )
+    s.add_argument("--node-name", default=_env("NODE_NAME", os.environ.get("NODE_NAME", "")),
+                   help="the node this agent manages (env NODE_NAME)")
+    s.add_argument("--kubeconfig", default=_env("KUBECONFIG"), metavar="FILE",
+                   help="kubeconfig to use (default: $KUBECONFIG as kubectl reads it, else the in-cluster "
+                   "service account)")
+    s.add_argument("--kubelet-kubeconfig", metavar="NODE-PATH",
+                   default=_env("KUBELET_KUBECONFIG", "/var/lib/kubelet/kubeconfig"),
+                   help="the kubelet's kubeconfig on the node (under --root-mount): the node and its Events "
+                   "are written with its credentials, as upstream's (default /var/lib/kubelet/kubeconfig; "
+                   "absent or empty: with the reader's)")
+    s.add_argument("--api-endpoint-kubeconfig", metavar="NODE-PATH",
+                   default=_env("API_ENDPOINT_KUBECONFIG", "/etc/kubernetes/kubeconfig"),
+                   help="without --kubeconfig, the in-cluster client talks to this node kubeconfig's server "
+                   "(api-int on OpenShift) instead of the kubernetes Service (default "
+                   "/etc/kubernetes/kubeconfig; absent or empty: the Service)")
+    s.add_argument("--metrics-url", default=_env("METRICS_URL", "127.0.0.1:8797"), metavar="HOST:PORT",
+                   help="where /metrics and /healthz listen (default 127.0.0.1:8797; empty: none)")
+    s.add_argument("--kubelet-healthz-enabled", type=_bool_flag, nargs="?", const=True,
+                   default=_env_bool("KUBELET_HEALTHZ_ENABLED", True), metavar="BOOL",
+                   help="poll the kubelet's health endpoint (default true)")
+    s.add_argument("--kubelet-healthz-endpoint", default=_env("KUBELET_HEALTHZ_ENDPOINT",
+                   "http://localhost:10248/healthz"), metavar="URL")
+    s.add_argument("--builtin-drainer", type=_bool_flag, nargs="?", const=True,
+                   default=_env_bool("BUILTIN_DRAINER", False), metavar="BOOL",
+                   help="cordon and evict pods itself instead of asking the machine-config-controller")
+    s.add_argument("--drain-timeout", type=float,
+                   default=env_default("DRAIN_TIMEOUT", 3600.0, to_seconds, "a number of seconds"),
+                   metavar="SECONDS", help="give up a drain after this long (default 3600, as upstream)")
+    s.add_argument("--resync-interval", type=float,
+                   default=env_default("RESYNC_INTERVAL", 600.0, to_seconds, "a number of seconds"),
+                   metavar="SECONDS", help="sync the node at least this often (default 600)")
+    s.add_argument("--api-unreachable-limit", type=float,
+                   default=env_default("API_UNREACHABLE_LIMIT", 300.0, to_seconds, "a number of seconds"),
+                   metavar="SECONDS",
+                   help="/healthz and the watchdog fail once the API server has not answered this long "
+                   "(default 300)")
     add_watcher_flags(s, _bool_flag)
     _max_file_size_flag(s)
-    s.add_argument(
-        "-v",
-        "--verbose",
-        action="count",
-        default=env_default("VERBOSE", 0, to_count, "a count of -v (0, 1, 2)"),
-        help="more logging (-v, -vv)",
-    )
-    s.add_argument(
-        "--v", type=int, default=0, metavar="LEVEL", help="upstream's klog verbosity (2-3: -v, 4+: -vv)"
-    )
+    s.add_argument("-v", "--verbose", action="count",
+                   default=env_default("VERBOSE", 0, to_count, "a count of -v (0, 1, 2)"),
+                   help="more logging (-v, -vv)")
+    s.add_argument("--v", type=int, default=0, metavar="LEVEL",
+                   help="upstream's klog verbosity (2-3: -v, 4+: -vv)")
     # what upstream's DaemonSet passes: accepted so its manifest runs mcd unchanged, then ignored
     s.add_argument("--payload-version", metavar="VERSION", help="upstream compatibility; ignored")
     s.add_argument("--tls-cipher-suites", metavar="SUITES", help="upstream compatibility; ignored")
@@ -336,12 +290,8 @@ def build_parser() -> argparse.ArgumentParser:
         "the desired one, the state and reason the daemon last reported, the last config drift its monitor "
         "saw and whether a reboot is owed.",
     )
-    st.add_argument(
-        "--root-mount",
-        default=_env("ROOT_MOUNT", "/"),
-        metavar="DIR",
-        help="node root (default /: an admin on the node)",
-    )
+    st.add_argument("--root-mount", default=_env("ROOT_MOUNT", "/"), metavar="DIR",
+                    help="node root (default /: an admin on the node)")
     st.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
 
     x = sub.add_parser(
@@ -366,6 +316,13 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--listen", default="127.0.0.1:0", metavar="HOST:PORT", help="default 127.0.0.1:0")
     k.add_argument("--node", action="append", default=[], metavar="NAME", help="create a Ready worker Node")
     k.add_argument("--audit-log-path", metavar="FILE", help="append one audit.k8s.io/v1 Event per request")
+    k.add_argument("--user", action="append", default=[], metavar="USER=FILE",
+                   help="also write a kubeconfig for USER to FILE: a bearer token, or for system:node:NAME "
+                   "a client certificate (group system:nodes); a ServiceAccount is "
+                   "system:serviceaccount:NS:NAME")
+    k.add_argument("--rbac", action="append", default=[], metavar="PATH",
+                   help="enforce RBAC with the ClusterRoles, Roles and bindings of this YAML file or "
+                   "directory (e.g. manifests/; kubelets also get what the Node authorizer grants)")
 
     m = sub.add_parser(
         "simulate",
@@ -374,9 +331,8 @@ def build_parser() -> argparse.ArgumentParser:
         "to them on OLD, run `mcd start --node-name` as a real process, point the node at NEW and print "
         "every annotation change and Event until it is Done on NEW (exit 0; 1 on timeout).",
     )
-    m.add_argument(
-        "--workdir", metavar="DIR", help="kubeconfig, node root, agent log (default: a temporary directory)"
-    )
+    m.add_argument("--workdir", metavar="DIR",
+                   help="kubeconfig, node root, agent log (default: a temporary directory)")
     m.add_argument("--old", default="examples/old.yaml", metavar="FILE", help="config the node joins on")
     m.add_argument("--new", default="examples/new.yaml", metavar="FILE", help="config it is updated to")
     m.add_argument("--node", default="worker-0", metavar="NAME", help="node name (default worker-0)")

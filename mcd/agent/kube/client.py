@@ -10,13 +10,20 @@ daemon loop retries with backoff anyway.
 Every failure surfaces as `mcd.agent.errors.ApiError` (NotFound, Conflict, Gone); transport errors
 are `ApiError(0, …)`. Every answer also goes to `reach` (`mcd.agent.health.ApiReach`), which
 logs an outage (unreachable, 401, 5xx; a 403 per request) once, with what to check, and its end once.
+
+Two identities, as upstream's daemon has them (`mcd.agent.kube.identity` says where each comes
+from): the reader (the pod's ServiceAccount, or `--kubeconfig`) makes every request but the node
+writes and the Events, which go out with the node writer's credentials (the kubelet's kubeconfig
+when the node has one, else the reader's).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator, Mapping
+import os
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -26,7 +33,16 @@ from kubernetes import config as k8s_config
 
 from mcd import __version__
 from mcd.agent.errors import ApiError, ConflictError, GoneError, NotFoundError
-from mcd.agent.health import ApiReach
+from mcd.agent.health import NODE_WRITER_HINTS, ApiReach
+from mcd.agent.kube.identity import (
+    API_ENDPOINT_KUBECONFIG,
+    KUBELET_KUBECONFIG,
+    Endpoint,
+    api_endpoint,
+    node_writer_kubeconfig,
+)
+from mcd.config.findings import InputError
+from mcd.host.root import HostRoot
 
 LOG = logging.getLogger(__name__)
 
@@ -40,6 +56,8 @@ MERGE_PATCH = "application/merge-patch+json"
 
 # (connect, read) seconds for one request; a watch reads for its own timeout plus this margin
 REQUEST_TIMEOUT = (5.0, 30.0)
+# the pod's ServiceAccount credentials (the kubelet mounts them here)
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 WATCH_MARGIN = 15.0
 
 Obj = dict[str, Any]
@@ -50,31 +68,96 @@ def _path(*parts: str) -> str:
 
 
 class KubeClient:
-    """Plain-JSON requests to one API server with the credentials of a kubeconfig or the pod."""
+    """Plain-JSON requests to one API server, as two identities: the reader and the node writer."""
 
-    def __init__(self, configuration: Any) -> None:
-        configuration.retries = False
-        self._api = k8s.ApiClient(configuration)
-        self._api.user_agent = USER_AGENT
+    def __init__(self, configuration: Any, writer: Any = None, writer_source: str = "") -> None:
+        """`configuration`: the reader's; `writer`: the node writer's (None: the reader writes too),
+        loaded from `writer_source`."""
+        self._api = _api_client(configuration)
         self.host = str(configuration.host)
         self.reach = ApiReach(self.host)
+        self.writer_source = writer_source
+        # the kubelet rotates its client certificate (a new file behind the same symlink): on a
+        # 401 the writer's credentials are read again, once per refusal
+        self._reload_writer: Callable[[], tuple[Any, Path] | None] | None = None
+        if writer is None:
+            self._writer, self.writer_reach = self._api, self.reach
+        else:
+            self._writer = _api_client(writer)
+            self.writer_reach = ApiReach(str(writer.host), hints=NODE_WRITER_HINTS)
 
     @classmethod
-    def from_kubeconfig(cls, path: str | None) -> KubeClient:
-        """A client from `path`, or from the pod's service account when `path` is empty."""
-        configuration = k8s.Configuration()
-        try:
-            if path:
-                k8s_config.load_kube_config(config_file=path, client_configuration=configuration)  # type: ignore[no-untyped-call]
+    def connect(
+        cls,
+        kubeconfig: str,
+        root: HostRoot,
+        *,
+        kubelet_kubeconfig: str = KUBELET_KUBECONFIG,
+        api_endpoint_kubeconfig: str = API_ENDPOINT_KUBECONFIG,
+        service_account_dir: str = SERVICE_ACCOUNT_DIR,
+    ) -> KubeClient:
+        """The agent's client, as upstream's daemon builds its two.
+
+        The reader: `kubeconfig` (a path on this machine), else the pod's ServiceAccount talking to
+        the server of the node's `api_endpoint_kubeconfig` (a node path; empty or absent: the
+        `kubernetes` Service's address). The node writer: the node's `kubelet_kubeconfig` (a node
+        path; empty or absent: the reader writes). Missing files are logged once at INFO; a file
+        that is there but unusable raises InputError (naming it and the bad value).
+        """
+        endpoint = None
+        if not kubeconfig:
+            endpoint = api_endpoint(root, api_endpoint_kubeconfig)
+            if endpoint is not None:
+                LOG.info(
+                    "overriding the API server address with %s (from %s)",
+                    endpoint.server,
+                    endpoint.source,
+                )
+            elif api_endpoint_kubeconfig:
+                LOG.info(
+                    "no %s under %s: the in-cluster client uses the kubernetes Service's address",
+                    api_endpoint_kubeconfig, root.prefix,
+                )  # fmt: skip
+        reader = _reader_configuration(kubeconfig, endpoint, service_account_dir)
+        found = _writer_configuration(root, kubelet_kubeconfig)
+        if found is None:
+            who = f"--kubeconfig {kubeconfig}" if kubeconfig else "the service account"
+            if kubelet_kubeconfig:
+                LOG.info(
+                    "no kubelet kubeconfig %s under %s: the node and its Events are written with %s's "
+                    "credentials (which then need patch on nodes: manifests/without-kubelet-kubeconfig/)",
+                    kubelet_kubeconfig, root.prefix, who,
+                )  # fmt: skip
             else:
-                k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-        except (k8s_config.ConfigException, OSError, ValueError, TypeError) as exc:
-            where = path or "the in-cluster service account"
-            raise ApiError(0, f"cannot load API credentials from {where}: {exc}") from None
-        return cls(configuration)
+                LOG.info(
+                    "no node writer kubeconfig: the node and its Events are written with %s's credentials",
+                    who,
+                )
+            return cls(reader)
+        writer, file = found
+        LOG.info("node writer: the node and its Events are written with the credentials of %s", file)
+        client = cls(reader, writer, str(file))
+        client._reload_writer = lambda: _writer_configuration(root, kubelet_kubeconfig)
+        return client
+
+    def _writer_refused(self) -> None:
+        """Read the node writer's kubeconfig again (its certificate may have been rotated); the
+        next write, after the caller's backoff, uses what it names now."""
+        if self._reload_writer is None:
+            return
+        try:
+            found = self._reload_writer()
+        except (InputError, ApiError) as exc:
+            LOG.warning("cannot read the node writer's credentials again: %s", exc)
+            return
+        if found is not None:
+            # the old pool is left to the garbage collector: another thread may be using it
+            self._writer = _api_client(found[0])
 
     def close(self) -> None:
-        self._api.close()  # type: ignore[no-untyped-call]
+        if self._writer is not self._api:
+            self._writer.close()
+        self._api.close()
 
     # -- transport
 
@@ -87,18 +170,21 @@ class KubeClient:
         body: Any = None,
         content_type: str = "application/json",
         timeout: tuple[float, float] = REQUEST_TIMEOUT,
+        writer: bool = False,
     ) -> Any:
-        """The urllib3 response of one request, unread; ApiError for transport errors."""
+        """The urllib3 response of one request (as the node writer with `writer`), unread;
+        ApiError for transport errors."""
+        api, reach = (self._writer, self.writer_reach) if writer else (self._api, self.reach)
         headers = {"Accept": "application/json"}
         if body is not None:
             headers["Content-Type"] = content_type
         params = [(k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in (query or {}).items()]
-        _, url, headers, _, _ = self._api.param_serialize(
+        _, url, headers, _, _ = api.param_serialize(
             method, path, query_params=params, header_params=headers, auth_settings=["BearerToken"]
         )
         data = None if body is None else json.dumps(body, separators=(",", ":"))
         try:
-            return self._api.rest_client.pool_manager.request(
+            return api.rest_client.pool_manager.request(
                 method,
                 url,
                 body=data,
@@ -108,24 +194,27 @@ class KubeClient:
                 retries=False,
             )
         except (urllib3.exceptions.HTTPError, OSError) as exc:
-            self.reach.answered(0, f"{method} {path}", str(exc))
+            reach.answered(0, f"{method} {path}", str(exc))
             raise ApiError(0, f"{method} {path}: {exc}") from None
 
-    def _request(self, method: str, path: str, **kwargs: Any) -> Obj:
-        resp = self._send(method, path, **kwargs)
+    def _request(self, method: str, path: str, *, writer: bool = False, **kwargs: Any) -> Obj:
+        resp = self._send(method, path, writer=writer, **kwargs)
+        reach = self.writer_reach if writer else self.reach
         key = f"{method} {path}"
         try:
             data = resp.data
         except (urllib3.exceptions.HTTPError, OSError) as exc:
-            self.reach.answered(0, key, str(exc))
+            reach.answered(0, key, str(exc))
             raise ApiError(0, f"{method} {path}: {exc}") from None
         finally:
             resp.release_conn()
         if not 200 <= resp.status < 300:
             err = _api_error(method, path, resp.status, data, resp.headers.get("Retry-After"))
-            self.reach.answered(resp.status, key, str(err))
+            reach.answered(resp.status, key, str(err))
+            if writer and resp.status == 401:
+                self._writer_refused()
             raise err
-        self.reach.answered(resp.status, key, "")
+        reach.answered(resp.status, key, "")
         try:
             obj = json.loads(data) if data else {}
         except ValueError as exc:
@@ -206,7 +295,7 @@ class KubeClient:
     def patch_node(self, name: str, patch: Mapping[str, Any], *, status: bool = False) -> Obj:
         """A JSON merge patch of the node (a resourceVersion in it is a precondition: 409 if stale)."""
         path = f"/api/v1/nodes/{_path(name)}" + ("/status" if status else "")
-        return self._request("PATCH", path, body=patch, content_type=MERGE_PATCH)
+        return self._request("PATCH", path, body=patch, content_type=MERGE_PATCH, writer=True)
 
     # -- configs
 
@@ -254,12 +343,12 @@ class KubeClient:
     # -- events
 
     def create_event(self, namespace: str, event: Mapping[str, Any]) -> None:
-        self._request("POST", f"/api/v1/namespaces/{_path(namespace)}/events", body=event)
+        self._request("POST", f"/api/v1/namespaces/{_path(namespace)}/events", body=event, writer=True)
 
     def patch_event(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
         """A repeated Event: its count and lastTimestamp (client-go's recorder patches them too)."""
         path = f"/api/v1/namespaces/{_path(namespace)}/events/{_path(name)}"
-        self._request("PATCH", path, body=patch, content_type=MERGE_PATCH)
+        self._request("PATCH", path, body=patch, content_type=MERGE_PATCH, writer=True)
 
     # -- drain
 
@@ -285,6 +374,50 @@ class KubeClient:
     def list_pdbs(self) -> list[Obj]:
         obj = self._request("GET", "/apis/policy/v1/poddisruptionbudgets")
         return list(obj.get("items") or [])
+
+
+def _api_client(configuration: Any) -> Any:
+    configuration.retries = False
+    api = k8s.ApiClient(configuration)
+    api.user_agent = USER_AGENT
+    return api
+
+
+def _writer_configuration(root: HostRoot, kubelet_kubeconfig: str) -> tuple[Any, Path] | None:
+    """The node writer's configuration from the node's kubelet kubeconfig, with its file; None
+    when there is none."""
+    found = node_writer_kubeconfig(root, kubelet_kubeconfig)
+    if found is None:
+        return None
+    doc, file = found
+    configuration = k8s.Configuration()
+    try:
+        k8s_config.load_kube_config_from_dict(doc, client_configuration=configuration)  # type: ignore[no-untyped-call]
+    except (k8s_config.ConfigException, OSError, ValueError, TypeError) as exc:
+        raise ApiError(0, f"cannot load the node writer's credentials from {file}: {exc}") from None
+    return configuration, file
+
+
+def _reader_configuration(kubeconfig: str, endpoint: Endpoint | None, service_account_dir: str) -> Any:
+    """The reader's configuration: `kubeconfig`, else the pod's service account (its server
+    `endpoint` when given: upstream overrides KUBERNETES_SERVICE_HOST/PORT the same way)."""
+    configuration = k8s.Configuration()
+    try:
+        if kubeconfig:
+            k8s_config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)  # type: ignore[no-untyped-call]
+        else:
+            environ = dict(os.environ)
+            if endpoint is not None:
+                environ.update(KUBERNETES_SERVICE_HOST=endpoint.host, KUBERNETES_SERVICE_PORT=endpoint.port)
+            k8s_config.incluster_config.InClusterConfigLoader(  # type: ignore[no-untyped-call]
+                token_filename=f"{service_account_dir}/token",
+                cert_filename=f"{service_account_dir}/ca.crt",
+                environ=environ,
+            ).load_and_set(configuration)
+    except (k8s_config.ConfigException, OSError, ValueError, TypeError) as exc:
+        where = kubeconfig or "the in-cluster service account"
+        raise ApiError(0, f"cannot load API credentials from {where}: {exc}") from None
+    return configuration
 
 
 def _lines(resp: Any) -> Iterator[bytes]:
