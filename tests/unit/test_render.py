@@ -16,6 +16,7 @@ from mcd.render import (
     render_pool,
     source_refs,
 )
+from mcd.render.merge import merge, normalize
 
 ROLE = "machineconfiguration.openshift.io/role"
 
@@ -239,3 +240,60 @@ def test_the_input_configs_are_left_as_they_were() -> None:
     before = copy.deepcopy(configs)
     render_pool("worker", configs)
     assert configs == before
+
+
+# Ignition's merge rules, one by one (config/merge in coreos/ignition, on the spec 3.5 types)
+def ign(**sections: Any) -> dict[str, Any]:
+    return normalize({"ignition": {"version": "3.5.0"}, **sections})
+
+
+def test_a_later_directory_replaces_an_earlier_file_of_its_path() -> None:
+    parent = ign(storage={"files": [{"path": "/etc/d", "mode": 420}, {"path": "/etc/keep"}]})
+    child = ign(storage={"directories": [{"path": "/etc/d", "mode": 493}]})
+    assert merge(parent, child)["storage"] == {
+        "directories": [{"path": "/etc/d", "mode": 493}],
+        "files": [{"path": "/etc/keep"}],
+    }
+
+
+def test_fields_a_later_entry_leaves_unset_are_kept() -> None:
+    hashed = {"source": "data:,a", "verification": {"hash": "sha512-x"}}
+    parent = ign(storage={"files": [{"path": "/f", "mode": 384, "contents": hashed}]})
+    child = ign(storage={"files": [{"path": "/f", "contents": {"source": "data:,b"}}]})
+    (merged,) = merge(parent, child)["storage"]["files"]
+    kept = {"source": "data:,b", "verification": {"hash": "sha512-x"}}
+    assert merged == {"path": "/f", "contents": kept, "mode": 384}
+
+
+def test_appends_are_concatenated_and_a_header_without_value_removes_one() -> None:
+    headers = [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]
+    one = [{"source": "data:,1"}]
+    parent = ign(storage={"files": [{"path": "/f", "append": one, "contents": {"httpHeaders": headers}}]})
+    child = ign(
+        storage={"files": [{"path": "/f", "append": one, "contents": {"httpHeaders": [{"name": "A"}]}}]}
+    )
+    (merged,) = merge(parent, child)["storage"]["files"]
+    assert merged["append"] == one + one
+    assert merged["contents"]["httpHeaders"] == [{"name": "B", "value": "2"}]
+
+
+def test_kernel_arguments_move_between_should_and_should_not_exist() -> None:
+    parent = ign(kernelArguments={"shouldExist": ["a", "b"], "shouldNotExist": ["c"]})
+    child = ign(kernelArguments={"shouldExist": ["c"], "shouldNotExist": ["a"]})
+    assert merge(parent, child)["kernelArguments"] == {"shouldExist": ["b", "c"], "shouldNotExist": ["a"]}
+
+
+def test_units_and_dropins_merge_by_name_and_keys_by_value() -> None:
+    unit = {"name": "u.service", "enabled": True, "dropins": [{"name": "1.conf", "contents": "x"}]}
+    dropins = [{"name": "2.conf", "contents": "y"}, {"name": "1.conf", "contents": "z"}]
+    parent = ign(
+        systemd={"units": [unit]}, passwd={"users": [{"name": "core", "sshAuthorizedKeys": ["k1", "k2"]}]}
+    )
+    child = ign(
+        systemd={"units": [{"name": "u.service", "dropins": dropins}]},
+        passwd={"users": [{"name": "core", "sshAuthorizedKeys": ["k2", "k3"]}]},
+    )
+    merged = merge(parent, child)
+    merged_dropins = [{"contents": "z", "name": "1.conf"}, {"contents": "y", "name": "2.conf"}]
+    assert merged["systemd"]["units"] == [{"dropins": merged_dropins, "enabled": True, "name": "u.service"}]
+    assert merged["passwd"]["users"][0]["sshAuthorizedKeys"] == ["k1", "k2", "k3"]
