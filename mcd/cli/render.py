@@ -3,10 +3,12 @@ merged into its rendered MachineConfig (`mcd.render`); also what `mcd plan --poo
 
 A directory gives its `*.yaml`, `*.yml` and `*.json` files (not its subdirectories), in name
 order; a file may hold several YAML documents or a `List`. The pool's configs are the
-MachineConfigs labelled `machineconfiguration.openshift.io/role: <pool>` (or one of the
-`--role` values: a custom pool selects `worker` and its own role), as the selectors of
-upstream's pools pick them; other objects are ignored, except a ControllerConfig, whose
-`spec.baseOSContainerImage` is the cluster's OS image (`--os-image-url` wins over it).
+MachineConfigs its selector picks: the `--role` labels when given (a custom pool selects
+`worker` and its own role), else the `machineConfigSelector` of a MachineConfigPool of that
+name among the inputs, else the label `machineconfiguration.openshift.io/role: <pool>` (what
+the selectors of upstream's `master` and `worker` pools pick). Other objects are ignored,
+except a ControllerConfig, whose `spec.baseOSContainerImage` is the cluster's OS image
+(`--os-image-url` wins over it).
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from typing import Any
 
 from mcd.config.findings import Finding, InputError, JsonPath
 from mcd.config.load import load_objects
-from mcd.render import ROLE_LABEL, RenderError, is_in_pool, render_pool
+from mcd.render import ROLE_LABEL, RenderError, is_in_pool, labels_of, render_pool
+from mcd.render.selector import SelectorError, check_selector, selects
 
 SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -56,19 +59,15 @@ def read_objects(args: Sequence[str], read: Callable[[str], bytes]) -> list[Loca
 
 
 def render_objects(
-    objects: Sequence[Located], pool: str, roles: Sequence[str], os_image_url: str | None, what: str
+    objects: Sequence[Located], pool: str, roles: Sequence[str] | None, os_image_url: str | None, what: str
 ) -> dict[str, Any]:
-    """The rendered MachineConfig of `pool` from the `objects` labelled for one of `roles`;
-    InputError (file and JSON path) for input that cannot be rendered. `what` names the input
-    in the message when the pool has no config."""
-    selected = [
-        o
-        for o in objects
-        if o.obj.get("kind") == "MachineConfig" and any(is_in_pool(o.obj, r) for r in roles)
-    ]
+    """The rendered MachineConfig of `pool` from the `objects` its selector picks (see the module
+    docstring); InputError (file and JSON path) for input that cannot be rendered. `what` names
+    the input in the message when the pool has no config."""
+    picks, which = _selection(objects, pool, roles)
+    selected = [o for o in objects if o.obj.get("kind") == "MachineConfig" and picks(o.obj)]
     if not selected:
-        message = f"no MachineConfig labelled {ROLE_LABEL}: {' or '.join(roles)}"
-        raise InputError(what, [Finding((), message)])
+        raise InputError(what, [Finding((), f"no MachineConfig {which}")])
     _refuse_duplicate_names(selected)
     if os_image_url is None:
         os_image_url = _controllerconfig_image(objects)
@@ -79,6 +78,41 @@ def render_objects(
             raise InputError(what, [Finding((), str(exc))]) from None
         where = selected[exc.index]
         raise InputError(where.source, [Finding((*where.path, *exc.path), exc.message)]) from None
+
+
+def _selection(
+    objects: Sequence[Located], pool: str, roles: Sequence[str] | None
+) -> tuple[Callable[[Mapping[str, Any]], bool], str]:
+    """What picks the pool's configs, and its description: the `--role` labels when given, else
+    the `machineConfigSelector` of the MachineConfigPool of that name among the inputs, else the
+    pool's own role label."""
+    pool_object = None if roles is not None else _pool_object(objects, pool)
+    if pool_object is not None:
+        spec = pool_object.obj.get("spec")
+        where = (*pool_object.path, "spec", "machineConfigSelector")
+        try:
+            selector = check_selector(
+                spec.get("machineConfigSelector") if isinstance(spec, Mapping) else None
+            )
+        except SelectorError as exc:
+            raise InputError(pool_object.source, [Finding((*where, *exc.path), str(exc))]) from None
+        return (lambda obj: selects(selector, labels_of(obj))), f"selected by MachineConfigPool {pool!r}"
+    wanted = list(roles or [pool])
+    return (
+        lambda obj: any(is_in_pool(obj, r) for r in wanted)
+    ), f"labelled {ROLE_LABEL}: {' or '.join(wanted)}"
+
+
+def _pool_object(objects: Sequence[Located], pool: str) -> Located | None:
+    for o in objects:
+        meta = o.obj.get("metadata")
+        if (
+            o.obj.get("kind") == "MachineConfigPool"
+            and isinstance(meta, Mapping)
+            and meta.get("name") == pool
+        ):
+            return o
+    return None
 
 
 def _refuse_duplicate_names(selected: Sequence[Located]) -> None:
@@ -109,8 +143,7 @@ def _controllerconfig_image(objects: Sequence[Located]) -> str | None:
 def rendered_from(paths: Sequence[str], args: Any, read: Callable[[str], bytes]) -> dict[str, Any]:
     """The rendered MachineConfig of the pool `args` names (`--pool`, `--role`, `--os-image-url`)
     from the files and directories `paths`."""
-    roles = args.role or [args.pool]
-    return render_objects(read_objects(paths, read), args.pool, roles, args.os_image_url, " ".join(paths))
+    return render_objects(read_objects(paths, read), args.pool, args.role, args.os_image_url, " ".join(paths))
 
 
 def cmd_render(args: Any, read: Callable[[str], bytes], dump: Callable[[Any, str, Any], None]) -> int:

@@ -59,7 +59,8 @@ class RenderError(ValueError):
         super().__init__(f"{where}{at}{message}")
 
 
-def _labels(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+def labels_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An object's labels ({} when it has none)."""
     meta = obj.get("metadata")
     labels = meta.get("labels") if isinstance(meta, Mapping) else None
     return labels if isinstance(labels, Mapping) else {}
@@ -68,7 +69,7 @@ def _labels(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 def is_in_pool(obj: Mapping[str, Any], pool: str) -> bool:
     """Whether a MachineConfig is selected by a pool's selector as upstream's default pools
     select (``machineconfiguration.openshift.io/role: <pool>``)."""
-    return _labels(obj).get(ROLE_LABEL) == pool
+    return labels_of(obj).get(ROLE_LABEL) == pool
 
 
 class _Config(NamedTuple):
@@ -93,7 +94,7 @@ def _checked(index: int, obj: object) -> _Config:
     except InputError as exc:
         first = exc.findings[0]
         raise RenderError(index, name, first.path, first.message) from None
-    if not _labels(obj):
+    if not labels_of(obj):
         raise RenderError(index, name, ("metadata", "labels"), "cannot find label in MachineConfig")
     if mc.kernel_type not in VALID_KERNEL_TYPES:
         raise RenderError(index, name, ("spec", "kernelType"), f"kernelType={mc.kernel_type} is invalid")

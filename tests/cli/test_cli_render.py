@@ -12,6 +12,7 @@ import yaml
 from clirun import Run
 
 from mcd.render import render_pool
+from mcd.render.selector import SELECTING_ALL
 
 ROLE = "machineconfiguration.openshift.io/role"
 
@@ -200,3 +201,25 @@ def test_a_cluster_export_renders_what_the_pool_targets(run: Run, tmp_path: Path
     again = json.loads(out)
     assert again == rendered
     assert again["spec"]["osImageURL"] == "quay.io/os@sha256:cluster"
+
+
+def test_a_machineconfigpool_among_the_inputs_selects_its_configs(run: Run, pool_dir: Path) -> None:
+    write_yaml(pool_dir / "00-infra.yaml", mc("00-aaa-infra", "infra", config=motd("infra")))
+    selector = {"matchExpressions": [{"key": ROLE, "operator": "In", "values": ["worker", "infra"]}]}
+    infra: dict[str, Any] = {
+        "kind": "MachineConfigPool",
+        "metadata": {"name": "infra"},
+        "spec": {"machineConfigSelector": selector},
+    }
+    (pool_dir / "infra-pool.json").write_text(json.dumps(infra))
+    _, by_pool, _ = run("render", str(pool_dir), "--pool", "infra", "-o", "json")
+    _, by_roles, _ = run(
+        "render", str(pool_dir), "--pool", "infra", "--role", "worker", "--role", "infra", "-o", "json"
+    )
+    assert json.loads(by_pool) == json.loads(by_roles)
+    infra["spec"]["machineConfigSelector"] = {}
+    (pool_dir / "infra-pool.json").write_text(json.dumps(infra))
+    code, _, err = run("render", str(pool_dir), "--pool", "infra")
+    assert code == 1
+    where = f"{pool_dir / 'infra-pool.json'}: spec.machineConfigSelector"
+    assert err == f"{where}: {SELECTING_ALL}\n"
