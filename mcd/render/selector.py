@@ -56,13 +56,17 @@ def check_selector(selector: object) -> Mapping[str, Any]:
 
 
 def selects(selector: Mapping[str, Any], labels: Mapping[str, Any]) -> bool:
-    """Whether a (checked) selector selects an object with these labels."""
+    """Whether a selector selects an object with these labels; an empty selector selects every
+    label set (check_selector refuses it where that is wrong), an unknown operator none (the
+    pool controller also matches node selectors it has not checked)."""
     for key, value in (selector.get("matchLabels") or {}).items():
         if labels.get(key) != value:
             return False
     for expr in selector.get("matchExpressions") or []:
-        key, operator, values = expr["key"], expr["operator"], expr.get("values") or []
+        key, operator, values = expr.get("key", ""), expr.get("operator"), expr.get("values") or []
         present = key in labels
+        if operator not in _OPERATORS:
+            return False
         if operator == "In" and not (present and labels[key] in values):
             return False
         if operator == "NotIn" and present and labels[key] in values:
@@ -72,3 +76,15 @@ def selects(selector: Mapping[str, Any], labels: Mapping[str, Any]) -> bool:
         if operator == "DoesNotExist" and present:
             return False
     return True
+
+
+def selector_text(selector: Mapping[str, Any]) -> str:
+    """`key=value,key in (a,b),!key …`, sorted by key as labels.Selector's String() prints it."""
+    parts: list[tuple[str, str]] = [(k, f"{k}={v}") for k, v in (selector.get("matchLabels") or {}).items()]
+    for expr in selector.get("matchExpressions") or []:
+        key, op = str(expr.get("key", "")), expr.get("operator", "")
+        values = ",".join(sorted(str(v) for v in expr.get("values") or []))
+        text = {"In": f"{key} in ({values})", "NotIn": f"{key} notin ({values})", "Exists": key,
+                "DoesNotExist": f"!{key}"}.get(op, f"{key} {op}")  # fmt: skip
+        parts.append((key, text))
+    return ",".join(t for _, t in sorted(parts))
