@@ -23,9 +23,10 @@ from mcd.agent.errors import ApiError, ConflictError
 from mcd.agent.kube.client import KubeClient
 from mcd.controller import rollout
 from mcd.controller.events import RENDER_CONTROLLER, PoolEvents
-from mcd.controller.renderstub import RenderError, render_pool, source_refs
-from mcd.controller.selectors import matches, selector_text
 from mcd.controller.status import pool_status, render_degraded
+from mcd.render import RenderError, render_pool, source_refs
+from mcd.render.selector import selector_text
+from mcd.render.selector import selects as matches
 
 LOG = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mcd.controller.selectors import matches
+from mcd.render.selector import selects as matches
 
 PREFIX = "machineconfiguration.openshift.io/"
 CURRENT_CONFIG = PREFIX + "currentConfig"

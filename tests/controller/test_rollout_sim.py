@@ -271,3 +271,22 @@ def test_a_drain_that_fails_holds_neither_other_drains_nor_the_pools(sim: ApiSer
     assert [e.split(":")[0] for e in drains.errors] == ["node worker-0"]
     assert rollout.is_updated(sim.get("Node", "worker-1"), target(sim))  # its drain went through
     assert pools.errors == []
+
+
+def test_a_config_that_cannot_be_rendered_keeps_the_target_and_says_why(
+    sim: ApiServer, api: KubeClient
+) -> None:
+    sim.put(mc("00-worker"))
+    sim.put(pool())
+    add_nodes(sim, 1, BOOT)
+    PoolSync(api).sync()
+    kept = target(sim)
+    sim.put(mc("50-bad", kernelType="rt"))
+    PoolSync(api).sync()
+    conditions = {c["type"]: c for c in sim.get("MachineConfigPool", "worker")["status"]["conditions"]}
+    assert conditions["RenderDegraded"]["status"] == "True"
+    assert conditions["RenderDegraded"]["message"] == (
+        "Failed to render configuration for pool worker: "
+        "MachineConfig '50-bad': spec.kernelType: kernelType=rt is invalid"
+    )
+    assert target(sim) == kept

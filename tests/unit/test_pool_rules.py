@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from mcd.controller import rollout
-from mcd.controller.selectors import matches, selector_text
 from mcd.controller.status import pool_status, set_condition
+from mcd.render.selector import selector_text
+from mcd.render.selector import selects as matches
 
 Obj = dict[str, Any]
 READY = [{"type": "Ready", "status": "True"}]
