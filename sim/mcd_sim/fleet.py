@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
-from mcd.config.findings import Finding, InputError
 from mcd.host.atomicfs import atomic_write
 from mcd.host.runner import Spawned, spawn
 from mcd_sim import auditreplay, nodephase, timeline
@@ -203,11 +202,8 @@ class Fleet:
         self.pool = options.pool
         # read first: a missing or bad file stops the run before anything is made
         self.old_obj, self.new_obj = load_object(options.old), load_object(options.new)
-        self.before, self.after = changes(options.pool, self.old_obj, self.new_obj, options.admin)
-        if self.after.rendered is None and options.controller == "stand-in":
-            raise InputError(
-                "--pool", [Finding((), "the stand-in does not render: use --controller pool-controller")]
-            )
+        where = (str(options.old), str(options.new))
+        self.before, self.after = changes(options.pool, self.old_obj, self.new_obj, options.admin, where)
         self.temporary = options.workdir is None
         self.workdir = options.workdir or Path(tempfile.mkdtemp(prefix="mcd-simulate-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -270,8 +266,8 @@ class Fleet:
         if controller.over_http:
             self._pool(None)  # it renders OLD's MachineConfig and names the result
         else:
-            self.sim.put(self.old_obj)
-            self._pool(self.old_obj["metadata"]["name"])
+            self.sim.put(self.before.rendered)
+            self._pool(self.before.rendered["metadata"]["name"])
         controller.start()
         self.say(f"== cluster {self.sim.url}, {controller.description}; KUBECONFIG={kubeconfig}")
         self._wait(lambda: bool(_target(self.sim, self.pool)), deadline, f"the pool {self.pool} rendered")
@@ -317,6 +313,9 @@ class Fleet:
             lambda: _target(self.sim, self.pool) != was, deadline, f"the pool {self.pool} rendered again"
         )
         config = _target(self.sim, self.pool)
+        if config != change.rendered["metadata"]["name"]:
+            expected = change.rendered["metadata"]["name"]
+            raise SimulateError(f"the pool controller rendered {config}, mcd.render renders {expected}")
         self.say(f"== pool {self.pool} -> {config}")
         joined = _joined(self.sim, self.names, config)
         self._wait(lambda: pool_updated(self.sim, self.pool, config) and joined(),

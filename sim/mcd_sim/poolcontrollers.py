@@ -27,7 +27,7 @@ LEASE_NAMESPACE = "openshift-machine-config-operator"
 @dataclass(frozen=True)
 class Change:
     sources: tuple[Obj, ...]  # the pool's MachineConfigs
-    rendered: Obj | None = None  # the rendered config they make, when known (the stand-in's input)
+    rendered: Obj  # the rendered config they make (mcd.render): the stand-in's input
 
 
 class PoolController(Protocol):
@@ -79,7 +79,6 @@ class StandInController:
         self.inner.stop()
 
     def roll(self, change: Change) -> None:
-        assert change.rendered is not None, "the stand-in does not render"
         set_sources(self.sim, self.pool, change.sources)
         self.sim.put(change.rendered)
         name = change.rendered["metadata"]["name"]

@@ -15,6 +15,7 @@ from typing import Any
 
 from mcd.config.findings import Finding, InputError
 from mcd.config.load import load_objects
+from mcd.render import RenderError, render_pool
 from mcd_sim.poolcontrollers import ROLE_LABEL, Change
 
 Obj = dict[str, Any]
@@ -53,13 +54,25 @@ def admin_configs(pool: str, paths: Sequence[str]) -> list[Obj]:
     return found
 
 
-def changes(pool: str, old: Obj, new: Obj, admin: Sequence[str]) -> tuple[Change, Change]:
-    """(before, after); after's rendered config is known only without the admin's configs."""
+def _rendered(pool: str, sources: Sequence[Obj], what: str) -> Change:
+    try:
+        # what the pool controller renders (mcd.render): the stand-in is given it, the real
+        # controller's own rendering is checked against its name
+        return Change(tuple(sources), render_pool(pool, sources))
+    except RenderError as exc:
+        raise InputError(what, [Finding((), str(exc))]) from None
+
+
+def changes(
+    pool: str, old: Obj, new: Obj, admin: Sequence[str], where: tuple[str, str] = ("OLD", "NEW")
+) -> tuple[Change, Change]:
+    """(before, after), each with the rendered config it makes; `where` names OLD's and NEW's
+    files in errors."""
     base = as_source(old, pool, f"00-{pool}")
-    before = Change((base,), old)
+    before = _rendered(pool, [base], where[0])
     if not admin:
-        return before, Change((as_source(new, pool, f"00-{pool}"),), new)
+        return before, _rendered(pool, [as_source(new, pool, f"00-{pool}")], where[1])
     mine = admin_configs(pool, admin)
     names = {m["metadata"]["name"] for m in mine}
-    kept = tuple(s for s in before.sources if s["metadata"]["name"] not in names)
-    return before, Change((*kept, *mine), None)
+    kept = [s for s in before.sources if s["metadata"]["name"] not in names]
+    return before, _rendered(pool, [*kept, *mine], " ".join(admin))
