@@ -74,16 +74,22 @@ def _service_action(label: str) -> ServiceAction:
     return ServiceAction(verb, service.removesuffix(".service"), skipped=bool(note))
 
 
-def parse_machineconfig(obj: Mapping[str, Any], what: str) -> MachineConfig:
-    """A MachineConfig object from the API as the executor's type; McdError naming it when invalid."""
+def parse_machineconfig(
+    obj: Mapping[str, Any], what: str, *, text: bytes | None = None, like: MachineConfig | None = None
+) -> MachineConfig:
+    """A MachineConfig object from the API as the executor's type; McdError naming it when invalid.
+
+    `text`: the JSON text `obj` was decoded from (the update records it as it is); `like`: a
+    config parsed before whose files and units alike are taken over instead of parsed again.
+    """
     try:
-        mc = machineconfig_from_object(obj, what)
+        mc = machineconfig_from_object(obj, what, like=like)
     except InputError as exc:
         raise McdError("; ".join(exc.lines())) from None
     if mc.config is None:
         errors = "; ".join(f.render(what) for f in mc.located_findings() if f.severity == "error")
         raise McdError(f"invalid MachineConfig {what}: {errors}")
-    return mc
+    return mc if text is None else replace(mc, raw_text=(mc.raw, text))
 
 
 class NodeApplier:

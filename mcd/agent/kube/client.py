@@ -112,6 +112,10 @@ class KubeClient:
             raise ApiError(0, f"{method} {path}: {exc}") from None
 
     def _request(self, method: str, path: str, **kwargs: Any) -> Obj:
+        return self._request_text(method, path, **kwargs)[0]
+
+    def _request_text(self, method: str, path: str, **kwargs: Any) -> tuple[Obj, bytes]:
+        """The answer as a dict and as the JSON text it was decoded from."""
         resp = self._send(method, path, **kwargs)
         key = f"{method} {path}"
         try:
@@ -132,7 +136,7 @@ class KubeClient:
             raise ApiError(0, f"{method} {path}: unreadable answer: {exc}") from None
         if not isinstance(obj, dict):
             raise ApiError(0, f"{method} {path}: answer is not a JSON object")
-        return obj
+        return obj, data
 
     # -- nodes
 
@@ -210,8 +214,10 @@ class KubeClient:
 
     # -- configs
 
-    def get_machineconfig(self, name: str) -> Obj:
-        return self._request("GET", f"{MC_PATH}/{_path(name)}")
+    def get_machineconfig_json(self, name: str) -> tuple[Obj, bytes | None]:
+        """The MachineConfig and its JSON text as served: the update records that text as it is
+        (encoding a rendered config again costs about as much as decoding it)."""
+        return self._request_text("GET", f"{MC_PATH}/{_path(name)}")
 
     def get_machineconfiguration(self, name: str = "cluster") -> Obj | None:
         """The operator's MachineConfiguration (None when absent: defaults apply)."""
