@@ -14,15 +14,17 @@ logs an outage (unreachable, 401, 5xx; a 403 per request) once, with what to che
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
 import logging
+import sys
+import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import urllib3
-from kubernetes import client as k8s
-from kubernetes import config as k8s_config
 
 from mcd import __version__
 from mcd.agent.errors import ApiError, ConflictError, GoneError, NotFoundError
@@ -44,6 +46,52 @@ WATCH_MARGIN = 15.0
 
 Obj = dict[str, Any]
 
+# Importing any part of `kubernetes` runs the package's `__init__`, which imports all of it: the
+# dynamic client, streams (websocket), informers, the YAML utilities, the kubeconfig loader
+# (requests, oauthlib) and through it the pydantic ApiClient. The daemon needs the
+# configuration, the in-cluster loader and the REST layer (about 20 MB less resident memory,
+# in-cluster). These packages are registered without running their `__init__`; the first use
+# of a name only it defines runs it then, so a full `import kubernetes` elsewhere still works.
+_BARE_PACKAGES = ("kubernetes", "kubernetes.config", "kubernetes.utils")
+_COMPLETING = threading.Lock()
+
+
+def _register_bare(name: str) -> None:
+    if name in sys.modules:
+        return
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None:
+        return  # not installed: the imports below say so
+    module = importlib.util.module_from_spec(spec)
+    loader = spec.loader
+
+    def complete(attr: str) -> object:
+        with _COMPLETING:
+            if module.__dict__.get("__getattr__") is complete:
+                del module.__dict__["__getattr__"]
+                loader.exec_module(module)
+        try:
+            return module.__dict__[attr]
+        except KeyError:
+            raise AttributeError(f"module {name!r} has no attribute {attr!r}") from None
+
+    module.__dict__["__getattr__"] = complete
+    sys.modules[name] = module
+    parent, _, child = name.rpartition(".")
+    if parent:
+        setattr(sys.modules[parent], child, module)  # as the import system does for a submodule
+
+
+for _name in _BARE_PACKAGES:
+    _register_bare(_name)
+
+# names from the modules themselves, never `from kubernetes.config import incluster_config`:
+# that asks the bare package for the name, which completes it
+from kubernetes.client.configuration import Configuration  # noqa: E402 (after the registration)
+from kubernetes.client.rest import RESTClientObject  # noqa: E402
+from kubernetes.config.config_exception import ConfigException  # noqa: E402
+from kubernetes.config.incluster_config import load_incluster_config  # noqa: E402
+
 
 def _path(*parts: str) -> str:
     return "/".join(quote(p, safe="") for p in parts)
@@ -54,27 +102,30 @@ class KubeClient:
 
     def __init__(self, configuration: Any) -> None:
         configuration.retries = False
-        self._api = k8s.ApiClient(configuration)
-        self._api.user_agent = USER_AGENT
+        self._configuration = configuration
+        # the official REST layer: its connection pool carries the configuration's TLS settings
+        self._rest = RESTClientObject(configuration)
         self.host = str(configuration.host)
         self.reach = ApiReach(self.host)
 
     @classmethod
     def from_kubeconfig(cls, path: str | None) -> KubeClient:
         """A client from `path`, or from the pod's service account when `path` is empty."""
-        configuration = k8s.Configuration()
+        configuration = Configuration()
         try:
             if path:
-                k8s_config.load_kube_config(config_file=path, client_configuration=configuration)  # type: ignore[no-untyped-call]
+                # imported only here: the kubeconfig loader brings requests, oauthlib, the ApiClient
+                kube_config = importlib.import_module("kubernetes.config.kube_config")
+                kube_config.load_kube_config(config_file=path, client_configuration=configuration)
             else:
-                k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-        except (k8s_config.ConfigException, OSError, ValueError, TypeError) as exc:
+                load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        except (ConfigException, OSError, ValueError, TypeError) as exc:
             where = path or "the in-cluster service account"
             raise ApiError(0, f"cannot load API credentials from {where}: {exc}") from None
         return cls(configuration)
 
     def close(self) -> None:
-        self._api.close()  # type: ignore[no-untyped-call]
+        self._rest.close()
 
     # -- transport
 
@@ -89,16 +140,19 @@ class KubeClient:
         timeout: tuple[float, float] = REQUEST_TIMEOUT,
     ) -> Any:
         """The urllib3 response of one request, unread; ApiError for transport errors."""
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
         if body is not None:
             headers["Content-Type"] = content_type
+        # the bearer token as the configuration gives it now (a rotated service account token
+        # or an exec plugin's is refreshed by its hook), as the ApiClient would add it
+        auth = self._configuration.auth_settings().get("BearerToken")
+        if auth and auth.get("value"):
+            headers[auth["key"]] = auth["value"]
         params = [(k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in (query or {}).items()]
-        _, url, headers, _, _ = self._api.param_serialize(
-            method, path, query_params=params, header_params=headers, auth_settings=["BearerToken"]
-        )
+        url = self.host + path + ("?" + urlencode(params, quote_via=quote) if params else "")
         data = None if body is None else json.dumps(body, separators=(",", ":"))
         try:
-            return self._api.rest_client.pool_manager.request(
+            return self._rest.pool_manager.request(
                 method,
                 url,
                 body=data,
