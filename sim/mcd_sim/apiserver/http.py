@@ -183,9 +183,9 @@ class Handler(BaseHTTPRequestHandler):
     def _authenticate(self, path: str) -> None:
         if path in UNAUTHENTICATED_PATHS:
             return
-        given = self.headers.get("Authorization", "")
-        expected = f"Bearer {self.server.token}"
-        if not hmac.compare_digest(given.encode(), expected.encode()):
+        # the scheme in any case, as kube-apiserver (the in-cluster loader sends "bearer <token>")
+        scheme, _, given = self.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(given.encode(), self.server.token.encode()):
             raise errors.unauthorized()
 
     def _apply_faults(self, target: Target) -> None:
