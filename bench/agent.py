@@ -9,6 +9,8 @@ NodeDisruptionPolicy `Special`: crio reload, no drain). The server is `mcd_sim.a
   api_requests_per_update  requests the agent sent per update, by verb and kind, from the
                            desiredConfig patch to state=Done (watch streams and Events apart)
   done_ms_p50 / p99        desiredConfig patch -> the API server stores state=Done
+  cpu_ms_per_update        the agent's CPU time (user and system) per update, all its threads:
+                           what an update costs the node, whatever else the machine runs
   idle_rss_mb              the agent's resident memory after the updates, idle
   credentials              how the agent found the API server: "in-cluster" (as in the
                            DaemonSet: a service account token and CA mounted where the pod has
@@ -234,6 +236,7 @@ def main() -> int:
                 agent.wait_log("is in config rendered-worker-0: Done", timeout=120)
                 times: list[float] = []
                 marks: list[tuple[float, float]] = []
+                cpu_start = _cpu_seconds(agent.proc.pid)
                 for i in range(1, args.updates + 1):
                     name = f"rendered-worker-{i}"
                     sim.put(_with_mirrors(base, name, i))
@@ -243,8 +246,9 @@ def main() -> int:
                     end = time.monotonic()
                     times.append((end - start) * 1000)
                     marks.append((time.time() - (end - start), time.time()))
-                time.sleep(1.0)  # let the last Events go out before the idle window
                 pid = agent.proc.pid
+                cpu_updates = _cpu_seconds(pid) - cpu_start
+                time.sleep(1.0)  # let the last Events go out before the idle window
                 cpu0, t0 = _cpu_seconds(pid), time.monotonic()
                 time.sleep(args.idle_seconds)
                 cpu1, t1 = _cpu_seconds(pid), time.monotonic()
@@ -262,6 +266,7 @@ def main() -> int:
         "done_ms_p50": round(_pct(times, 0.5), 1),
         "done_ms_p99": round(_pct(times, 0.99), 1),
         "done_ms_max": round(max(times), 1),
+        "cpu_ms_per_update": round(1000 * cpu_updates / args.updates, 1),
         "idle_rss_mb": round(rss, 1),
         "credentials": "in-cluster" if in_cluster else "kubeconfig",
         "idle_cpu_percent": round(100 * (cpu1 - cpu0) / (t1 - t0), 2),
