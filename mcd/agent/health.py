@@ -15,6 +15,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 LOG = logging.getLogger(__name__)
 
@@ -33,11 +34,34 @@ def _kind(status: int) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class Hints:
+    """What an outage message tells the operator to check, per identity."""
+
+    credentials: str  # on a 401
+    rbac: str  # on a 403
+
+
+SERVICE_ACCOUNT_HINTS = Hints(
+    "the token (a revoked or expired service account token, or the kubeconfig's user)",
+    "the agent's RBAC (its service account's ClusterRole and binding, manifests/)",
+)
+NODE_WRITER_HINTS = Hints(
+    "the node writer's credentials (the kubelet's kubeconfig and its client certificate: expired, "
+    "or rotated by the kubelet, when the agent reads it again)",
+    "the node's own authorization (the Node authorizer and the system:node role let a kubelet write "
+    "its own Node and Events)",
+)
+
+
 class ApiReach:
     """The API server's reachability as this process sees it; every method is thread-safe."""
 
-    def __init__(self, url: str, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, url: str, clock: Callable[[], float] = time.monotonic, *, hints: Hints = SERVICE_ACCOUNT_HINTS
+    ) -> None:
         self.url = url
+        self.hints = hints
         self._clock = clock
         self._lock = threading.Lock()
         # the process start counts as reached: the limit runs from there
@@ -62,9 +86,8 @@ class ApiReach:
                 self._forbidden.add(what)
             if first:
                 LOG.warning(
-                    "the API server at %s forbids %s (403): %s; check the agent's RBAC (its service "
-                    "account's ClusterRole and binding, manifests/) - retrying with backoff",
-                    self.url, what, message,
+                    "the API server at %s forbids %s (403): %s; check %s - retrying with backoff",
+                    self.url, what, message, self.hints.rbac,
                 )  # fmt: skip
         else:
             self._failed(kind, status, message)
@@ -105,9 +128,8 @@ class ApiReach:
         if kind == _UNAUTHORIZED:
             LOG.error(
                 "the API server at %s rejects the agent's credentials (401 Unauthorized): %s; check "
-                "the token (a revoked or expired service account token, or the kubeconfig's user) - "
-                "retrying with backoff",
-                self.url, message,
+                "%s - retrying with backoff",
+                self.url, message, self.hints.credentials,
             )  # fmt: skip
         elif status == 0:
             LOG.warning(

@@ -20,7 +20,8 @@ from mcd.agent.errors import HostCommandError, McdError
 from mcd.config.findings import InputError
 from mcd.config.ignition import IgnitionConfig
 from mcd.config.machineconfig import MachineConfig, machineconfig_from_object
-from mcd.host import atomicfs, ondisk, state, unitdirs
+from mcd.host import atomicfs, bootfiles, ondisk, state, unitdirs
+from mcd.host.facts import node_is_el
 from mcd.host.reboot import RebootError
 from mcd.host.root import HostRoot
 from mcd.host.rootlock import DEFAULT_TIMEOUT as DEFAULT_LOCK_TIMEOUT
@@ -30,6 +31,7 @@ from mcd.host.systemd import OfflineSystemctl
 from mcd.host.unitlinks import UnitLinks
 from mcd.planner import kargs as kargs_mod
 from mcd.planner.plan import Facts, Plan, plan
+from mcd.planner.rpmostree_args import extensions_not_installed
 from mcd.update.transaction import (
     Host,
     Unreconcilable,
@@ -185,6 +187,49 @@ class NodeApplier:
             return
         os.replace(src, self.root.join(NODE_ANNOTATIONS_BAK))
         atomicfs.fsync_dir(src.parent)
+
+    # -- what the first boot left, and what the last shutdown logged
+
+    def retire_encapsulated_config(self) -> bool:
+        """The encapsulated config left by a firstboot that did not finish, renamed `.bak` (True)."""
+        try:
+            return bootfiles.retire_encapsulated_config(self.root)
+        except bootfiles.BootFileError as exc:
+            raise McdError(str(exc)) from None
+
+    def remove_ignition_preset(self) -> bool:
+        """Ignition's `20-ignition.preset` removed (True when there was one)."""
+        try:
+            return bootfiles.remove_ignition_preset(self.root)
+        except bootfiles.BootFileError as exc:
+            raise McdError(str(exc)) from None
+
+    def finalize_failure(self) -> str | None:
+        """What ostree-finalize-staged.service failed with in the previous boot ("" when it did
+        not); None off CoreOS, where there is nothing to finalize. HostCommandError when the
+        journal cannot be read."""
+        rpm = self.host().rpmostree
+        if rpm is None:
+            return None
+        try:
+            return rpm.previous_deployment_error() or ""
+        except RpmOstreeError as exc:
+            raise HostCommandError(str(exc)) from None
+
+    def missing_extensions(self, mc: MachineConfig) -> str | None:
+        """Upstream's verdict when the booted deployment lacks a package of `mc`'s extensions
+        (RHCOS/SCOS only, as upstream); None when all are there."""
+        host = self.host()
+        if not mc.extensions or host.rpmostree is None or not node_is_el(host):
+            return None
+        try:
+            booted = host.rpmostree.status().booted
+        except RpmOstreeError as exc:
+            raise HostCommandError(str(exc)) from None
+        # a layered package is listed under `packages`; one the base image already provides
+        # stays requested but inactive (not listed there): installed either way
+        installed = (*booted.packages, *booted.requested_packages)
+        return extensions_not_installed(mc.extensions, installed)
 
     # -- checks
 

@@ -2,7 +2,8 @@
 any number of times (level-triggered, as upstream's `syncNode`).
 
 The first sync after the process starts takes upstream's boot path (`checkStateOnFirstRun`):
-the bootstrap annotations, the on-disk config winning over the annotation, the on-disk check,
+the first boot's leftovers, the bootstrap annotations and the previous boot's finalization
+failure (`mcd.agent.boot`), the on-disk config winning over the annotation, the on-disk check,
 then Done or the pending update. Later syncs wait for a drain in progress, decide with
 `prepUpdateFromCluster`'s rules, check the disk (preflight) and update. Errors are raised to
 the loop, which reports them through `mcd.agent.errors.classify`.
@@ -22,6 +23,7 @@ from functools import partial
 from typing import Any, Protocol
 
 from mcd import policy
+from mcd.agent.boot import BootChecks
 from mcd.agent.drain import Drainer
 from mcd.agent.errors import McdError, NotFoundError, UnreconcilableError
 from mcd.agent.kube import annotations as ann
@@ -90,6 +92,7 @@ class Syncer:
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="prefetch")
         # the boot path's recovery and `rpm-ostree cleanup -r` are done (for this process)
         self._recovered = False
+        self.boot = BootChecks(applier, writer, events)
 
     @property
     def name(self) -> str:
@@ -133,11 +136,15 @@ class Syncer:
     # -- boot path
 
     def _first_run(self, node: NodeView) -> Result:
+        self.boot.retire_leftovers()
         if not self._recovered:
             # once per process: a failing boot check is retried without finishing (or cleaning
             # up) again what the first try already finished
             self.applier.recover()
-        node = self._load_bootstrap_annotations(node)
+        node = self.boot.load_annotations(node)
+        if ann.DESIRED_CONFIG not in node.annotations:
+            raise McdError(f"{ann.DESIRED_CONFIG} annotation not found on node '{self.name}'")
+        self.boot.sync_finalize_failure()
         if not self._recovered:
             self.applier.cleanup_rollback()
             self._recovered = True
@@ -162,8 +169,14 @@ class Syncer:
         checked = self._check_disk(current, images.current, "OnDiskStateValidationFailed")
         if current == desired and images.current == images.desired:
             if self.applier.reboot_pending():
-                # the config is on disk but the boot it needs has not happened (failed or skipped)
-                return self._update(current, desired, images, checked=checked)
+                # as upstream: the config on disk passed the check, so the node is in it, even
+                # though the reboot it asked for has not happened in this boot (it stays owed
+                # to the next update; the OS image check above catches an OS change not booted)
+                LOG.warning(
+                    "node %s: the reboot into %s has not happened yet; its config is on disk",
+                    self.name,
+                    current,
+                )
             self._done(current)
             return Result.IDLE
         self.events.normal(
@@ -178,23 +191,6 @@ class Syncer:
             return False
         return self._watch.arm(on_disk)
 
-    def _load_bootstrap_annotations(self, node: NodeView) -> NodeView:
-        """Upstream's loadNodeAnnotations: a node without currentConfig gets the bootstrap ones."""
-        if node.current_config:
-            return node
-        boot = self.applier.bootstrap_annotations()
-        if boot is None:
-            disk = self.applier.disk_config()
-            if disk is None:
-                raise McdError(f"node {self.name} has no currentConfig annotation and no config on disk")
-            boot = {"currentConfig": disk.name, "desiredConfig": disk.name, "state": NodeState.DONE.value}
-        changes: dict[str, str | None] = {}
-        for key, value in boot.items():
-            full = key if "/" in key else ann.PREFIX + key
-            changes[full] = value
-        LOG.info("setting initial annotations of node %s from the bootstrap config", self.name)
-        return self.writer.set_annotations(changes)
-
     def _check_disk(self, config: str, image: str, event_reason: str) -> MachineConfig:
         """The config `config` (running the layered `image`, if any), verified on disk (the probe
         need not read its files again)."""
@@ -207,6 +203,7 @@ class Syncer:
                 self._watch.unverify(only)
             # upstream names the on-cluster-layering image the node should run, when there is one
             reason = f"unexpected on-disk state validating against {mc.ocl_image or config}: {error}"
+            reason = self.boot.with_root_cause(reason)
             self.events.warning(event_reason, reason)
             raise McdError(reason)
         return mc
@@ -388,6 +385,7 @@ class Syncer:
                 f"node {self.name} is in config {config} but runs image {image or '(none)'}, "
                 f"not its desiredImage {node.desired_image}"
             )
+        self.boot.verify_extensions(self._disk_or_cluster(config))
         if self._arm():
             LOG.warning("node %s drifted from %s while it was updated: not Done", self.name, config)
             return

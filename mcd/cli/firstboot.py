@@ -13,7 +13,7 @@ from dataclasses import replace
 from mcd.config.findings import Finding, InputError
 from mcd.config.load import load_machineconfig
 from mcd.config.machineconfig import MachineConfig, empty_machineconfig
-from mcd.host import atomicfs, rootlock
+from mcd.host import atomicfs, bootfiles, rootlock
 from mcd.host.facts import node_fips
 from mcd.planner import kargs as kargs_mod
 from mcd.planner.diff import diff
@@ -47,9 +47,8 @@ def _firstboot(host: Host, mc_file: str, *, default_path: bool, skip_reboot: boo
     # before the config file goes: a run killed in between finds the file and does it again
     _remove_revert_service(host)
     if default_path:
-        bak = host.root.join(mc_file + ".bak")
-        atomicfs.copy_preserving(path, bak)
-        atomicfs.remove(path)
+        # kept as `.bak` (one rename), as upstream: what the node was installed with stays readable
+        bootfiles.retire_encapsulated_config(host.root, mc_file)
     if not skip_reboot and request_reboot(host, f"Completing firstboot provisioning to {new.name}"):
         outcome = replace(outcome, rebooted=True)
     return outcome

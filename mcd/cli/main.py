@@ -264,10 +264,14 @@ def _start_agent(args: argparse.Namespace) -> int:
         config_grace_seconds=args.config_grace,
         api_unreachable_seconds=args.api_unreachable_limit,
     )
-    client = KubeClient.from_kubeconfig(settings.kubeconfig or None)
-    applier = NodeApplier(
-        HostRoot(Path(settings.root_mount)), SubprocessRunner(), lock_timeout=args.lock_timeout
+    root = HostRoot(Path(settings.root_mount))
+    client = KubeClient.connect(
+        settings.kubeconfig,
+        root,
+        kubelet_kubeconfig=args.kubelet_kubeconfig,
+        api_endpoint_kubeconfig=args.api_endpoint_kubeconfig,
     )
+    applier = NodeApplier(root, SubprocessRunner(), lock_timeout=args.lock_timeout)
     result = Daemon(settings, client, applier).run()
     client.close()
     if result is Result.SIMULATED_REBOOT:
@@ -291,7 +295,7 @@ def cmd_firstboot(args: argparse.Namespace) -> int:
     from mcd.cli.firstboot import firstboot
     from mcd.cli.logsetup import setup_logging
     from mcd.cli.oncefrom import describe
-    from mcd.host.state import ENCAPSULATED_CONFIG
+    from mcd.host.bootfiles import ENCAPSULATED_CONFIG
 
     setup_logging(args.verbose)
     if args.persist_nics:
@@ -375,12 +379,14 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
 
 def cmd_sim_cluster(args: argparse.Namespace) -> int:
     try:
-        from mcd_sim.cluster import SimClusterOptions, parse_listen, serve
+        from mcd_sim.cluster import SimClusterOptions, parse_listen, parse_user, serve
     except ImportError as exc:
         raise _simulator_missing("sim-cluster", exc) from None
     listen = parse_listen(args.listen)  # ValueError: main prints "mcd: <why>", exit 1
     audit = Path(args.audit_log_path) if args.audit_log_path else None
-    return serve(SimClusterOptions(Path(args.kubeconfig), listen, tuple(args.node), audit))
+    users = tuple(parse_user(u) for u in args.user)
+    rbac = tuple(Path(p) for p in args.rbac)
+    return serve(SimClusterOptions(Path(args.kubeconfig), listen, tuple(args.node), audit, users, rbac))
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:

@@ -24,7 +24,7 @@ from mcd.config.findings import Finding, InputError
 from mcd.config.ignition import DEFAULT_PARSE, ParseOptions
 from mcd.config.load import load_machineconfig
 from mcd.config.machineconfig import MachineConfig
-from mcd.host import atomicfs, rootlock, state
+from mcd.host import atomicfs, bootfiles, rootlock, state
 from mcd.host.root import HostRoot
 from mcd.planner.plan import Plan
 from mcd.update.transaction import Host, Outcome, load_mc, plan_on_host, recover, update
@@ -81,7 +81,7 @@ def run_once_from(
         if bare_ignition:
             # upstream drops the encapsulated config after an Ignition once-from only: a
             # MachineConfig applied once leaves it for firstboot
-            atomicfs.remove(host.root.join(state.ENCAPSULATED_CONFIG))
+            atomicfs.remove(host.root.join(bootfiles.ENCAPSULATED_CONFIG))
     return outcome
 
 

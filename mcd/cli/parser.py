@@ -152,6 +152,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--kubeconfig", default=_env("KUBECONFIG"), metavar="FILE",
                    help="kubeconfig to use (default: $KUBECONFIG as kubectl reads it, else the in-cluster "
                    "service account)")
+    s.add_argument("--kubelet-kubeconfig", metavar="NODE-PATH",
+                   default=_env("KUBELET_KUBECONFIG", "/var/lib/kubelet/kubeconfig"),
+                   help="the kubelet's kubeconfig on the node (under --root-mount): the node and its Events "
+                   "are written with its credentials, as upstream's (default /var/lib/kubelet/kubeconfig; "
+                   "absent or empty: with the reader's)")
+    s.add_argument("--api-endpoint-kubeconfig", metavar="NODE-PATH",
+                   default=_env("API_ENDPOINT_KUBECONFIG", "/etc/kubernetes/kubeconfig"),
+                   help="without --kubeconfig, the in-cluster client talks to this node kubeconfig's server "
+                   "(api-int on OpenShift) instead of the kubernetes Service (default "
+                   "/etc/kubernetes/kubeconfig; absent or empty: the Service)")
     s.add_argument("--metrics-url", default=_env("METRICS_URL", "127.0.0.1:8797"), metavar="HOST:PORT",
                    help="where /metrics and /healthz listen (default 127.0.0.1:8797; empty: none)")
     s.add_argument("--kubelet-healthz-enabled", type=_bool_flag, nargs="?", const=True,
@@ -253,6 +263,13 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--listen", default="127.0.0.1:0", metavar="HOST:PORT", help="default 127.0.0.1:0")
     k.add_argument("--node", action="append", default=[], metavar="NAME", help="create a Ready worker Node")
     k.add_argument("--audit-log-path", metavar="FILE", help="append one audit.k8s.io/v1 Event per request")
+    k.add_argument("--user", action="append", default=[], metavar="USER=FILE",
+                   help="also write a kubeconfig for USER to FILE: a bearer token, or for system:node:NAME "
+                   "a client certificate (group system:nodes); a ServiceAccount is "
+                   "system:serviceaccount:NS:NAME")
+    k.add_argument("--rbac", action="append", default=[], metavar="PATH",
+                   help="enforce RBAC with the ClusterRoles, Roles and bindings of this YAML file or "
+                   "directory (e.g. manifests/; kubelets also get what the Node authorizer grants)")
 
     m = sub.add_parser(
         "simulate",

@@ -49,6 +49,20 @@ SUPPORTED_EXTENSIONS: Mapping[str, tuple[str, ...]] = MappingProxyType(
 )
 
 
+# The package sets extensions had in earlier releases: a node that booted an older OS image
+# before this agent was updated holds one of these, which upstream's boot check accepts too.
+LEGACY_EXTENSION_PACKAGES: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {"ipsec": ("NetworkManager-libreswan", "libreswan")}  # <= 4.x had only the libreswan packages
+)
+
+
+def extension_package_sets(extension: str) -> list[tuple[str, ...]]:
+    """Every package set that makes `extension` installed: the current one, then the legacy one."""
+    return [
+        table[extension] for table in (SUPPORTED_EXTENSIONS, LEGACY_EXTENSION_PACKAGES) if extension in table
+    ]
+
+
 class ExtensionError(ValueError):
     """A MachineConfig names extensions that are not supported."""
 

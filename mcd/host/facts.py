@@ -120,7 +120,7 @@ def probe(
         owed_reboot=owed.reason if (owed := state.pending_reboot(host.root)) is not None else None,
         tuning_file=tuning_file,
         cmdline=cmdline or "",
-        el=host.coreos and is_el(_os_release(host)),
+        el=node_is_el(host),
     )
 
 
@@ -153,6 +153,11 @@ def _text(host: Host, path: str) -> str | None:
     except (OSError, PathEscapeError):
         return None
     return None if data is None else data.decode("utf-8", errors="replace")
+
+
+def node_is_el(host: Host) -> bool:
+    """An Enterprise Linux CoreOS (RHCOS, SCOS): where upstream manages kernels and extensions."""
+    return host.coreos and is_el(_os_release(host))
 
 
 def _os_release(host: Host) -> str:

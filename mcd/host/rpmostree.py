@@ -73,6 +73,8 @@ class Deployment:
     requested_local_packages: tuple[str, ...] = ()
     requested_local_fileoverride_packages: tuple[str, ...] = ()
     requested_base_local_replacements: tuple[str, ...] = ()
+    # the layered packages the deployment holds (of those requested, the ones not already in the base)
+    packages: tuple[str, ...] = ()
 
     @property
     def base_commit(self) -> str:
@@ -150,6 +152,7 @@ def _deployment(index: int, doc: Any) -> Deployment:
         requested_local_packages=_strings(index, doc, "requested-local-packages"),
         requested_local_fileoverride_packages=_strings(index, doc, "requested-local-fileoverride-packages"),
         requested_base_local_replacements=_strings(index, doc, "requested-base-local-replacements"),
+        packages=_strings(index, doc, "packages"),
     )
 
 
@@ -174,6 +177,14 @@ def parse_status(json_text: str) -> Status:
     if not any(d.booted for d in status.deployments):
         raise RpmOstreeError("not currently booted in a deployment")
     return status
+
+
+FINALIZE_UNIT = "ostree-finalize-staged.service"
+
+
+def first_error_line(journal_text: str) -> str | None:
+    """The first line of a journal excerpt that starts with `error:` (None when there is none)."""
+    return next((line for line in journal_text.splitlines() if line.startswith("error:")), None)
 
 
 # --- ostree container image references --------------------------------------------------------
@@ -395,6 +406,25 @@ class RpmOstree:
         missing = missing_extension_packages(status.staged.requested_packages, expected)
         if missing:
             raise RpmOstreeError(missing_extensions_error(missing))
+
+    def previous_deployment_error(self) -> str | None:
+        """The error ostree-finalize-staged.service logged in the previous boot, or None.
+
+        Upstream's rpm-ostree client reads the unit's journal of the previous boot and takes its
+        first line starting with `error:` (ostree's messages say nothing more structured). A root
+        that is not a running system has its journal read from its own directory.
+        RpmOstreeError when journalctl fails (no previous boot in the journal, no journal).
+        """
+        argv = ["journalctl", "-b", "-1", "-o", "cat", "_UID=0", "-u", FINALIZE_UNIT]
+        if self._root is not None and not self._root.runs_systemd:
+            argv[1:1] = ["--directory", str(self._root.join("/var/log/journal"))]
+        try:
+            out = self._runner.run(argv).stdout
+        except CommandError as e:
+            raise RpmOstreeError(
+                f"error querying for previous finalization via journalctl: {e}", e.result
+            ) from e
+        return first_error_line(out)
 
     def cleanup_rollback(self) -> None:
         """Remove the rollback deployment (`cleanup -r`), as upstream at the agent's first sync."""

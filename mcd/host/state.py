@@ -32,7 +32,6 @@ PENDING_CONFIG = f"{STATE_DIR}/pendingconfig"
 REBOOT_PENDING = f"{STATE_DIR}/reboot-pending"
 BOOT_ID = "/proc/sys/kernel/random/boot_id"
 FORCEFILE = "/run/machine-config-daemon-force"
-ENCAPSULATED_CONFIG = "/etc/ignition-machine-config-encapsulated.json"
 
 
 class StateError(RuntimeError):

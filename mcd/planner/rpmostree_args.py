@@ -17,6 +17,7 @@ from mcd.config.ostables import (
     REALTIME_KERNEL_PACKAGES,
     SUPPORTED_EXTENSIONS,
     canonical_kernel_type,
+    extension_package_sets,
     extension_packages,
     go_list,
 )
@@ -121,6 +122,32 @@ NO_STAGED_DEPLOYMENT = "no staged deployment found after applying extensions"
 def missing_extensions_error(missing: Sequence[str]) -> str:
     """Upstream's error when the staged deployment does not request every extension package."""
     return f"the following extension packages are missing from the staged deployment: {go_list(missing)}"
+
+
+def extensions_not_installed(extensions: Sequence[str], installed: Sequence[str]) -> str | None:
+    """Upstream's verdict on the extensions of the config a node booted into, or None when each
+    has one of its package sets (current or legacy) wholly among the `installed` packages.
+
+    The text is upstream's (`verifyExtensionPackages`), with each set's missing packages as Go
+    prints a list of lists.
+    """
+    have = set(installed)
+    for ext in extensions:
+        sets = extension_package_sets(ext)
+        if not sets:
+            return f'extension "{ext}" has no valid package sets defined'
+        missing = [[p for p in package_set if p not in have] for package_set in sets]
+        if any(not m for m in missing):
+            continue
+        per_set = "[" + " ".join(go_list(m) for m in missing) + "]"
+        return (
+            f'extension "{ext}" verification failed: no valid package set is fully installed. '
+            f"Tried {len(sets)} package set(s), missing packages per set: {per_set}"
+        )
+    return None
+
+
+EXTENSIONS_VERIFICATION_FAILED = "extension package verification failed"
 
 
 # GOARCH and Debian spellings of the machines upstream runs on

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import base64
 import signal
 import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
+import yaml
+
+from mcd.host.atomicfs import atomic_write
 from mcd_sim.apiserver import ApiServer
+from mcd_sim.apiserver.authn import user_named
 
 
 @dataclass(frozen=True)
@@ -18,6 +24,49 @@ class SimClusterOptions:
     listen: tuple[str, int]
     nodes: tuple[str, ...]
     audit_log_path: Path | None
+    # (user name, kubeconfig to write for it)
+    users: tuple[tuple[str, Path], ...] = ()
+    # YAML files or directories of ClusterRoles, Roles and bindings: RBAC enforced when any
+    rbac: tuple[Path, ...] = ()
+
+
+def parse_user(text: str) -> tuple[str, Path]:
+    """`USER=FILE`; raises ValueError with a readable message."""
+    name, sep, path = text.partition("=")
+    if not sep or not name or not path:
+        raise ValueError(f"--user {text!r}: expected USER=FILE, e.g. system:node:worker-0=kubelet.kubeconfig")
+    return name, Path(path)
+
+
+def load_rbac(paths: tuple[Path, ...]) -> list[dict[str, Any]]:
+    """The objects of the YAML files (a directory: its *.yaml files, not its subdirectories)."""
+    out: list[dict[str, Any]] = []
+    for path in paths:
+        files = sorted(path.glob("*.yaml")) if path.is_dir() else [path]
+        for file in files:
+            try:
+                docs = list(yaml.safe_load_all(file.read_text()))
+            except (OSError, yaml.YAMLError) as exc:
+                raise ValueError(f"--rbac {file}: cannot read: {exc}") from None
+            out.extend(d for d in docs if isinstance(d, dict))
+    return out
+
+
+def _write_user_kubeconfig(server: ApiServer, name: str, path: Path) -> None:
+    """A kubeconfig for user `name`: a kubelet (`system:node:…`) gets a client certificate, as
+    kubelets authenticate; anyone else a bearer token."""
+    user = user_named(name)
+    body: dict[str, Any]
+    if user.name.startswith("system:node:") and server.cert is not None:
+        cert, key = server.issue_client_cert(user)
+        body = {
+            "client-certificate-data": base64.b64encode(cert).decode(),
+            "client-key-data": base64.b64encode(key).decode(),
+        }
+    else:
+        body = {"token": server.add_token(user)}
+    data = yaml.safe_dump(server.kubeconfig(user=body), sort_keys=False).encode()
+    atomic_write(path, data, 0o600)
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -38,6 +87,8 @@ def serve(
     server = ApiServer(options.listen, audit_log_path=options.audit_log_path)
     for name in options.nodes:
         server.add_node(name)
+    if options.rbac:
+        server.enforce_rbac(load_rbac(options.rbac))
     previous: dict[signal.Signals, object] = {}
     in_main = threading.current_thread() is threading.main_thread()
 
@@ -53,6 +104,8 @@ def serve(
         except OSError as exc:
             raise ValueError(f"--listen {host}:{port}: cannot listen: {exc.strerror or exc}") from None
         with server:
+            for name, path in options.users:
+                _write_user_kubeconfig(server, name, path)
             server.write_kubeconfig(options.kubeconfig)
             # the token stays in the kubeconfig (mode 0600); never printed or logged
             sys.stderr.write(f"mcd sim-cluster: serving {server.url}; kubeconfig {options.kubeconfig}\n")

@@ -19,6 +19,7 @@ from mcd.agent.report.metrics import Metrics
 from mcd.agent.report.node import NodeWriter
 from mcd.agent.sync import Syncer
 from mcd.host.root import HostRoot
+from mcd.host.runner import Runner
 
 NODE = "worker-0"
 
@@ -75,12 +76,18 @@ class MemoryApi:
         return out
 
 
-def syncer(root: Path, api: MemoryApi, runner: RecordingRunner | None = None, **hooks: Any) -> Syncer:
+def syncer(
+    root: Path,
+    api: MemoryApi,
+    runner: Runner | None = None,
+    events: EventRecorder | None = None,
+    **hooks: Any,
+) -> Syncer:
     writer = NodeWriter(api, NODE)
     return Syncer(
         api=api,
         writer=writer,
-        events=EventRecorder(None, NODE),
+        events=events or EventRecorder(None, NODE),
         metrics=Metrics(),
         applier=NodeApplier(HostRoot(root), runner or RecordingRunner()),
         drainer=mock.MagicMock(),

@@ -11,8 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
 from harness import NODE
 from mcd_sim.apiserver import ApiServer
+from mcd_sim.apiserver.authn import User, node, service_account
 from mcd_sim.apiserver.store import WatchEvent
 from mcd_sim.controller import ControllerStandIn
 
@@ -20,11 +22,14 @@ from mcd.agent.kube import annotations as ann
 
 Obj = dict[str, Any]
 AGENT_UA = "machine-config-daemon/"
+SA_USER = service_account("openshift-machine-config-operator", "machine-config-daemon")
+KUBELET_PEM = "/var/lib/kubelet/pki/kubelet-client-2026-01-01-00-00-00.pem"
+KUBELET_CURRENT = "/var/lib/kubelet/pki/kubelet-client-current.pem"
 # the node keys only the agent writes (the controller writes lastAppliedDrain and the cordon)
 AGENT_KEYS = frozenset(
     {ann.STATE, ann.REASON, ann.CURRENT_CONFIG, ann.DESIRED_DRAIN, ann.POST_CONFIG_ACTION,
      ann.CURRENT_IMAGE, ann.DESIRED_IMAGE, "mcd/cordoned-for",
-     ann.LAST_SYNCED_CONTROLLER_CONFIG, ann.LAST_OBSERVED_SERVER_CA,
+     ann.LAST_SYNCED_CONTROLLER_CONFIG, ann.LAST_OBSERVED_SERVER_CA, ann.FINALIZE_FAILURE,
      # copied from node-annotations.json at the first start
      "machineconfiguration.openshift.io/firstPivotConfig"}
 )  # fmt: skip
@@ -78,6 +83,26 @@ class Cluster:
 
     def write_kubeconfig(self, path: Path) -> Path:
         return self.sim.write_kubeconfig(path)
+
+    def write_user_kubeconfig(self, path: Path, user: User = SA_USER) -> Path:
+        """A kubeconfig with a bearer token of `user` (the agent's ServiceAccount by default)."""
+        doc = self.sim.kubeconfig(user={"token": self.sim.add_token(user)})
+        path.write_text(yaml.safe_dump(doc))
+        return path
+
+    def install_kubelet_identity(self, root: Path, name: str = NODE) -> Path:
+        """The kubelet's kubeconfig on the node at `root`, as OpenShift lays it out: a client
+        certificate of system:node:NAME (cert and key in one file) behind the kubelet's
+        `kubelet-client-current.pem` symlink, which is absolute (a host path)."""
+        cert, key = self.sim.issue_client_cert(node(name))
+        pem = root / KUBELET_PEM.lstrip("/")
+        pem.parent.mkdir(parents=True, exist_ok=True)
+        pem.write_bytes(cert + key)
+        (root / KUBELET_CURRENT.lstrip("/")).symlink_to(KUBELET_PEM)
+        user = {"client-certificate": KUBELET_CURRENT, "client-key": KUBELET_CURRENT}
+        path = root / "var/lib/kubelet/kubeconfig"
+        path.write_text(yaml.safe_dump(self.sim.kubeconfig(context="local", user=user)))
+        return path
 
     def answer_drains(self) -> None:
         """Run the machine-config-controller stand-in (drain handshake, cordon, evictions)."""

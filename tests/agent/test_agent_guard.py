@@ -130,7 +130,7 @@ def test_the_event_poster_survives_an_unexpected_error() -> None:
 
 def _daemon(tmp_path: Path, **settings: Any) -> Daemon:
     root = make_sandbox_root(tmp_path / "root")
-    client = KubeClient.from_kubeconfig(str(_kubeconfig(tmp_path)))
+    client = KubeClient.connect(str(_kubeconfig(tmp_path)), HostRoot(root))
     applier = NodeApplier(HostRoot(root), RecordingRunner())
     return Daemon(
         AgentSettings(

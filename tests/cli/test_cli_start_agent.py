@@ -24,6 +24,8 @@ def test_every_agent_flag_has_an_environment_variable(
         "MCD_DRAIN_TIMEOUT": "90",
         "MCD_RESYNC_INTERVAL": "30",
         "MCD_VERBOSE": "2",
+        "MCD_KUBELET_KUBECONFIG": "/etc/kubernetes/kubelet.conf",
+        "MCD_API_ENDPOINT_KUBECONFIG": "",
     }
     for k, v in env.items():
         monkeypatch.setenv(k, v)
@@ -32,6 +34,7 @@ def test_every_agent_flag_has_an_environment_variable(
         "worker-9", "/k", str(tmp_path), "127.0.0.1:9999",
     )  # fmt: skip
     assert args.kubelet_healthz_enabled is False and args.builtin_drainer is True
+    assert (args.kubelet_kubeconfig, args.api_endpoint_kubeconfig) == ("/etc/kubernetes/kubelet.conf", "")
     assert (args.kubelet_healthz_endpoint, args.drain_timeout, args.resync_interval, args.verbose) == (
         "http://127.0.0.1:1/healthz", 90.0, 30.0, 2,
     )  # fmt: skip
@@ -39,10 +42,7 @@ def test_every_agent_flag_has_an_environment_variable(
     monkeypatch.delenv("MCD_NODE_NAME")
     monkeypatch.setenv("NODE_NAME", "from-pod")
     assert parse(["start"]).node_name == "from-pod"
-    assert (
-        parse(["start", "--node-name", "x", "--builtin-drainer=false"]).builtin_drainer
-        is False
-    )
+    assert parse(["start", "--node-name", "x", "--builtin-drainer=false"]).builtin_drainer is False
 
 
 def test_start_without_a_node_name_is_a_clear_error(

@@ -10,6 +10,7 @@ import pytest
 from recording import RecordingRunner
 
 from mcd.config.ostables import DEFAULT_KERNEL_PACKAGES, REALTIME_KERNEL_PACKAGES
+from mcd.host.root import HostRoot
 from mcd.host.rpmostree import (
     CLIENT_ID,
     Deployment,
@@ -338,6 +339,34 @@ def test_verify_extensions_with_nothing_expected_runs_nothing() -> None:
     assert runner.commands == []
 
 
+FINALIZE_QUERY = ("-b", "-1", "-o", "cat", "_UID=0", "-u", "ostree-finalize-staged.service")
+
+
+def test_the_previous_boots_finalization_error_is_the_units_first_error_line(tmp_path: Path) -> None:
+    journal = "Finalizing staged deployment\nerror: Installing kernel: No space left\nerror: later\n"
+    runner = RecordingRunner().expect(["journalctl"], stdout=journal)
+    assert RpmOstree(runner, root=HostRoot("/")).previous_deployment_error() == (
+        "error: Installing kernel: No space left"
+    )
+    # a root that is not a running system: its own journal directory
+    assert RpmOstree(runner, root=HostRoot(tmp_path)).previous_deployment_error() is not None
+    assert runner.commands == [
+        ("journalctl", *FINALIZE_QUERY),
+        ("journalctl", "--directory", f"{tmp_path}/var/log/journal", *FINALIZE_QUERY),
+    ]
+
+
+def test_no_error_line_is_no_finalization_error() -> None:
+    runner = RecordingRunner().expect(["journalctl"], stdout="Finalizing staged deployment\n a error: b\n")
+    assert RpmOstree(runner, root=HostRoot("/")).previous_deployment_error() is None
+
+
+def test_an_unreadable_journal_is_upstreams_error() -> None:
+    runner = RecordingRunner().expect(["journalctl"], returncode=1, stderr="No such boot ID in journal")
+    with pytest.raises(RpmOstreeError, match=r"^error querying for previous finalization via journalctl: "):
+        RpmOstree(runner, root=HostRoot("/")).previous_deployment_error()
+
+
 def test_cleanups() -> None:
     runner = RecordingRunner().expect(["rpm-ostree", "cleanup"])
     rpmostree = client(runner)
@@ -594,6 +623,15 @@ def test_standin_cleanup_rollback_after_a_reboot(standin: RpmOstree) -> None:
     assert len(status.deployments) == 2
     run(standin, ["rpm-ostree", "cleanup", "-r"])  # the stand-in's rollback cleanup
     assert len(standin.status().deployments) == 1
+
+
+@pytest.mark.allow_commands
+def test_standin_reboot_whose_finalization_failed_boots_the_same_deployment(standin: RpmOstree) -> None:
+    booted = standin.status().booted
+    standin.rebase(NEW_IMAGE)
+    run_standin("standin-reboot", "--finalize-fails")
+    status = standin.status()
+    assert status.deployments == (booted,)
 
 
 @pytest.mark.allow_commands

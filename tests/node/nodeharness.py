@@ -670,6 +670,9 @@ def first_boot(cluster: Cluster, node: Node, config: dict[str, Any]) -> None:
     """The node joins on `config`: rendered config in the API, installer's step, first boot, Done."""
     name = config["metadata"]["name"]
     cluster.create(config)
+    # the controller names the pool's config on a joining node (the agent's fallback without
+    # node-annotations.json sets currentConfig only, as upstream's)
+    cluster.set_desired_config(name)
     summary = node.install(config, cluster.kubeconfig)
     assert summary["config"] == name and summary["reboot"] == {"required": True, "done": False}, summary
     node.boot()

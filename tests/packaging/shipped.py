@@ -16,13 +16,23 @@ SERVICE_ACCOUNT = "machine-config-daemon"
 Obj = dict[str, Any]
 
 
+# applied apart, only where nodes have no kubelet kubeconfig (`kubectl apply -f manifests/`
+# does not descend into it)
+WITHOUT_KUBELET_KUBECONFIG = MANIFESTS / "without-kubelet-kubeconfig"
+
+
 def manifest_files() -> list[Path]:
     return sorted(MANIFESTS.glob("*.yaml"))
 
 
-def objects() -> list[Obj]:
+def optional_files() -> list[Path]:
+    return sorted(WITHOUT_KUBELET_KUBECONFIG.glob("*.yaml"))
+
+
+def objects(*, without_kubelet_kubeconfig: bool = False) -> list[Obj]:
+    """The shipped objects (and the optional ones for nodes without a kubelet kubeconfig)."""
     out: list[Obj] = []
-    for path in manifest_files():
+    for path in manifest_files() + (optional_files() if without_kubelet_kubeconfig else []):
         out.extend(doc for doc in yaml.safe_load_all(path.read_text()) if doc is not None)
     return out
 

@@ -25,7 +25,16 @@ from typing import Any
 
 import kubernetes.client
 import pytest
-from shipped import NAMESPACE, REPO, SERVICE_ACCOUNT, agent_container, manifest_files, objects, one
+from shipped import (
+    NAMESPACE,
+    REPO,
+    SERVICE_ACCOUNT,
+    agent_container,
+    manifest_files,
+    objects,
+    one,
+    optional_files,
+)
 
 Obj = dict[str, Any]
 
@@ -163,7 +172,7 @@ def _schema_errors(value: Any, type_name: str, path: str) -> Iterator[str]:
         yield from _schema_errors(item, model.openapi_types[by_key[key]], f"{path}.{key}")
 
 
-@pytest.mark.parametrize("path", manifest_files(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", manifest_files() + optional_files(), ids=lambda p: p.name)
 def test_every_object_matches_the_api_schema(path: Path) -> None:
     import yaml
 

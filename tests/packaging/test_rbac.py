@@ -1,13 +1,18 @@
-"""The shipped RBAC against what the agent asks of the API server, both ways.
+"""The shipped RBAC against what the agent asks of the API server, both ways, per identity.
 
 The agent runs with the shipped DaemonSet's own arguments (its root and metrics address
-pointed at the test's) against the stand-in API server with its audit log on, through its
-repertoire: the first start, a drift report and its recovery, a node write that conflicts and
-is read again, an update that needs a drain (the built-in drainer: the pods on the node and the
-budgets listed, a budget that blocks, evictions once it allows, the evicted pod awaited), the
-simulated reboot and the boot path, Events throughout. Every request in the audit log
-must be allowed by the manifests' roles for the agent's ServiceAccount, and every verb those
-roles grant must have been used, but for the few listed in NOT_SEEN_HERE with the reason.
+pointed at the test's) against the stand-in API server with its audit log on and RBAC enforced
+from the manifests' roles, as upstream's daemon runs: reading with its ServiceAccount's token,
+writing its Node and posting Events with the kubelet's kubeconfig on the node (a client
+certificate of system:node:NAME). It goes through its repertoire: the first start, a drift
+report and its recovery, a node write that conflicts and is read again, an update that needs a
+drain (the built-in drainer: the pods on the node and the budgets listed, a budget that blocks,
+evictions once it allows, the evicted pod awaited), the simulated reboot and the boot path,
+Events throughout. No request may be refused; each must come from the identity that upstream
+makes it with; every request of the ServiceAccount must be allowed by the manifests' roles, and
+every verb those roles grant must have been used, but for the few listed in NOT_SEEN_HERE with
+the reason. A second run without the kubelet's kubeconfig has the ServiceAccount write, with the
+optional grant of manifests/without-kubelet-kubeconfig/.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from typing import Any
 import pytest
 from harness import NODE, Agent, config_a, done_on, in_state, make_root
 from shipped import NAMESPACE, SERVICE_ACCOUNT, agent_container, expand, objects
-from simcluster import AGENT_UA, Cluster
+from simcluster import AGENT_UA, SA_USER, Cluster
 
 pytestmark = pytest.mark.allow_commands
 
@@ -39,7 +44,15 @@ NOT_SEEN_HERE = {
     ("default", "", "events", "create"):
         "OSUpdateStaged, posted in `default` only after an OS update on a CoreOS root "
         "(tests/unit/test_os_events.py); the agent here runs on a sandbox root",
+    (NAMESPACE, "", "events", "create"):
+        "upstream's grant: the kubelet's identity posts the Events on a node that has its kubeconfig; "
+        "the account posts them itself on one that has not (the run without it)",
+    (NAMESPACE, "", "events", "patch"):
+        "as for create: a repeated Event is patched by whoever posts the Events",
 }  # fmt: skip
+# what the node writer (the kubelet's identity) sends: its Node's annotations and cordon, Events
+NODE_WRITES = {("patch", "", "nodes"), ("create", "", "events"), ("patch", "", "events")}
+NODE_USER = f"system:node:{NODE}"
 
 
 @dataclass(frozen=True)
@@ -53,6 +66,8 @@ class Grant:
 
 @dataclass(frozen=True)
 class Call:
+    user: str
+    code: int
     verb: str
     group: str
     resource: str  # with "/subresource"
@@ -61,9 +76,9 @@ class Call:
     uri: str
 
 
-def _grants() -> list[Grant]:
+def _grants(*, without_kubelet_kubeconfig: bool = False) -> list[Grant]:
     """What the manifests' bindings give the agent's ServiceAccount."""
-    objs = objects()
+    objs = objects(without_kubelet_kubeconfig=without_kubelet_kubeconfig)
     roles = {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]): o for o in objs
              if o["kind"] in ("ClusterRole", "Role")}  # fmt: skip
     out: list[Grant] = []
@@ -104,7 +119,8 @@ def _calls(audit: Path) -> Iterator[Call]:
         assert ref, f"a non-resource request, which no rule here grants: {e['verb']} {e['requestURI']}"
         resource = ref["resource"] + (f"/{ref['subresource']}" if ref.get("subresource") else "")
         ns, name = ref.get("namespace", ""), ref.get("name", "")
-        yield Call(e["verb"], ref.get("apiGroup", ""), resource, ns, name, e["requestURI"])
+        user, code = e["user"]["username"], e["responseStatus"]["code"]
+        yield Call(user, code, e["verb"], ref.get("apiGroup", ""), resource, ns, name, e["requestURI"])
 
 
 def _agent_args(root: Path) -> list[str]:
@@ -132,6 +148,7 @@ def _run_the_repertoire(cluster: Cluster, tmp_path: Path) -> None:
     b = dict(a, metadata={"name": "rendered-worker-b"})
     b["spec"] = dict(b["spec"], kernelArguments=["nosmt"])  # a reboot, hence a drain
     root = make_root(tmp_path, a)
+    cluster.install_kubelet_identity(root)
     cluster.add_mc(a)
     cluster.add_mc(b)
     keys = {"current": "machineconfiguration.openshift.io/currentConfig",
@@ -140,7 +157,7 @@ def _run_the_repertoire(cluster: Cluster, tmp_path: Path) -> None:
     cluster.add_node(NODE, {keys["current"]: "rendered-worker-a", keys["desired"]: "rendered-worker-a",
                             keys["state"]: "Done"})  # fmt: skip
     _pods(cluster)
-    kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
+    kubeconfig = cluster.write_user_kubeconfig(tmp_path / "kubeconfig")
     agent = Agent(root, kubeconfig, tmp_path / "agent.log", *_agent_args(root)).start()
     try:
         agent.wait_log("is in config rendered-worker-a: Done")
@@ -165,8 +182,13 @@ def _run_the_repertoire(cluster: Cluster, tmp_path: Path) -> None:
         agent.stop()
 
 
+def _refused(calls: list[Call]) -> list[str]:
+    return sorted({f"{c.user} {c.verb} {c.uri}: {c.code}" for c in calls if c.code in (401, 403)})
+
+
 def test_the_shipped_roles_grant_exactly_what_the_agent_asks(tmp_path: Path) -> None:
     cluster = Cluster(tmp_path)
+    cluster.sim.enforce_rbac(objects())
     try:
         _run_the_repertoire(cluster, tmp_path)
         reasons = set(cluster.event_reasons())
@@ -176,14 +198,53 @@ def test_the_shipped_roles_grant_exactly_what_the_agent_asks(tmp_path: Path) -> 
     seen = {"DrainBlockedByPodDisruptionBudget", "Drain", "Reboot", "ConfigDriftDetected", "NodeDone"}
     assert seen <= reasons
 
-    grants = _grants()
     calls = list(_calls(cluster.audit_path))
-    denied = sorted({f"{c.verb} {c.uri}" for c in calls if not any(_allows(g, c) for g in grants)})
+    assert _refused(calls) == [], "requests the API server refused"
+    # each request from the identity upstream makes it with
+    wrong = sorted({f"{c.user} {c.verb} {c.uri}" for c in calls
+                    if (c.user == NODE_USER) != ((c.verb, c.group, c.resource) in NODE_WRITES)
+                    or c.user not in (NODE_USER, SA_USER.name)})  # fmt: skip
+    assert wrong == [], "requests made with the wrong identity"
+    assert {c.name for c in calls if c.user == NODE_USER and c.resource == "nodes"} == {NODE}
+
+    grants = _grants()
+    mine = [c for c in calls if c.user == SA_USER.name]
+    denied = sorted({f"{c.verb} {c.uri}" for c in mine if not any(_allows(g, c) for g in grants)})
     assert denied == [], "requests the shipped roles do not allow"
     unused = sorted(
-        {(g.scope, g.group, g.resource, g.verb) for g in grants if not any(_allows(g, c) for c in calls)}
+        {(g.scope, g.group, g.resource, g.verb) for g in grants if not any(_allows(g, c) for c in mine)}
         - set(NOT_SEEN_HERE)
     )
     assert unused == [], "granted but never requested"
     # the exceptions are still granted (an exception for a rule that is gone is stale)
     assert set(NOT_SEEN_HERE) <= {(g.scope, g.group, g.resource, g.verb) for g in grants}
+
+
+def test_without_a_kubelet_kubeconfig_the_account_writes_with_the_optional_grant(tmp_path: Path) -> None:
+    """The fallback: no /var/lib/kubelet/kubeconfig on the node, so the ServiceAccount writes the
+    node and posts the Events; the shipped roles plus without-kubelet-kubeconfig/ allow it."""
+    cluster = Cluster(tmp_path)
+    cluster.sim.enforce_rbac(objects(without_kubelet_kubeconfig=True))
+    try:
+        root = make_root(tmp_path, config_a())
+        cluster.add_mc(config_a())
+        prefix = "machineconfiguration.openshift.io"
+        cluster.add_node(NODE, {f"{prefix}/currentConfig": "rendered-worker-a",
+                                f"{prefix}/desiredConfig": "rendered-worker-a"})  # fmt: skip
+        kubeconfig = cluster.write_user_kubeconfig(tmp_path / "kubeconfig")
+        agent = Agent(root, kubeconfig, tmp_path / "agent.log", *_agent_args(root)).start()
+        try:
+            cluster.wait_node(NODE, done_on("rendered-worker-a"))
+            cluster.wait_event("ConfigDriftMonitorStarted")
+        finally:
+            agent.stop()
+    finally:
+        cluster.stop()
+    calls = list(_calls(cluster.audit_path))
+    assert _refused(calls) == []
+    assert {c.user for c in calls} == {SA_USER.name}
+    writes = {(c.verb, c.group, c.resource) for c in calls} & NODE_WRITES
+    assert {("patch", "", "nodes"), ("create", "", "events")} <= writes
+    grants = _grants(without_kubelet_kubeconfig=True)
+    assert [c.uri for c in calls if not any(_allows(g, c) for g in grants)] == []
+    assert "no kubelet kubeconfig /var/lib/kubelet/kubeconfig" in agent.log

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import ssl
@@ -88,3 +89,50 @@ def test_address_in_use_is_an_input_error(tmp_path: Path, capsys: pytest.Capture
         capsys.readouterr().err == f"mcd: --listen 127.0.0.1:{port}: cannot listen: Address already in use\n"
     )
     assert not (tmp_path / "k").exists()
+
+
+def test_sim_cluster_serves_several_identities_under_the_manifests_rbac(tmp_path: Path) -> None:
+    """`--user` writes a kubeconfig per identity (a kubelet's with a client certificate) and
+    `--rbac manifests/` enforces the shipped roles: the agent's account reads Nodes but may not
+    write them; the node's own identity may write its Node."""
+    import threading
+
+    from mcd_sim.cluster import SimClusterOptions, serve
+
+    from mcd.agent.errors import ApiError
+    from mcd.agent.kube.client import KubeClient
+    from mcd.host.root import HostRoot
+
+    sa = "system:serviceaccount:openshift-machine-config-operator:machine-config-daemon"
+    options = SimClusterOptions(
+        tmp_path / "admin", ("127.0.0.1", 0), ("worker-0",), tmp_path / "audit.log",
+        users=((sa, tmp_path / "sa"), ("system:node:worker-0", tmp_path / "kubelet")),
+        rbac=(Path(__file__).resolve().parents[2] / "manifests",),
+    )  # fmt: skip
+    ready, stop = threading.Event(), threading.Event()
+    thread = threading.Thread(target=serve, args=(options,), kwargs={"ready": ready, "stop": stop})
+    thread.start()
+    patch = {"metadata": {"annotations": {"a": "b"}}}
+    try:
+        assert ready.wait(30)
+        kubelet = yaml.safe_load((tmp_path / "kubelet").read_text())["users"][0]["user"]
+        assert set(kubelet) == {"client-certificate-data", "client-key-data"}
+        # no node root: each client reads and writes with its one kubeconfig
+        reader = KubeClient.connect(str(tmp_path / "sa"), HostRoot(tmp_path), kubelet_kubeconfig="")
+        writer = KubeClient.connect(str(tmp_path / "kubelet"), HostRoot(tmp_path), kubelet_kubeconfig="")
+        try:
+            reader.get_node("worker-0")
+            with pytest.raises(ApiError) as refused:
+                reader.patch_node("worker-0", patch)
+            assert refused.value.status == 403
+            writer.patch_node("worker-0", patch)
+        finally:
+            reader.close()
+            writer.close()
+    finally:
+        stop.set()
+        thread.join(30)
+    audit = (tmp_path / "audit.log").read_text().splitlines()
+    users = [json.loads(line)["user"]["username"] for line in audit]
+    assert users == [sa, sa, "system:node:worker-0"]
+    assert (tmp_path / "sa").stat().st_mode & 0o777 == 0o600

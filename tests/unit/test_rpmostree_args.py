@@ -15,6 +15,7 @@ from mcd.planner.rpmostree_args import (
     KernelTypeError,
     cleanup_pending_command,
     extensions_command,
+    extensions_not_installed,
     kernel_override_reset_command,
     kernel_swap_revert_command,
     kernel_switch_command,
@@ -206,3 +207,32 @@ def test_rebase_commands() -> None:
 
 def test_cleanup_commands() -> None:
     assert cleanup_pending_command() == ["rpm-ostree", "cleanup", "-p"]
+
+
+# --- the extensions of the booted deployment (upstream's verifyExtensionPackages) ---------------
+
+
+def test_every_extension_with_one_whole_package_set_passes() -> None:
+    installed = ["usbguard", "krb5-workstation", "libkadm5", "vim"]
+    assert extensions_not_installed(["usbguard", "kerberos"], installed) is None
+
+
+def test_a_legacy_package_set_passes_too() -> None:
+    # ipsec before 4.x: only the libreswan packages, no openvswitch ipsec
+    legacy = ["NetworkManager-libreswan", "libreswan"]
+    assert extensions_not_installed(["ipsec"], legacy) is None
+
+
+def test_the_first_extension_without_a_set_is_named_with_each_sets_missing_packages() -> None:
+    error = extensions_not_installed(["usbguard", "ipsec"], ["usbguard", "libreswan"])
+    assert error == (
+        'extension "ipsec" verification failed: no valid package set is fully installed. Tried 2 '
+        "package set(s), missing packages per set: "
+        "[[NetworkManager-libreswan openvswitch3.5-ipsec] [NetworkManager-libreswan]]"
+    )
+
+
+def test_an_extension_with_no_package_set_is_upstreams_error() -> None:
+    assert extensions_not_installed(["nope"], []) == (
+        'extension "nope" has no valid package sets defined'
+    )

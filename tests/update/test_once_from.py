@@ -622,6 +622,21 @@ def test_firstboot_stages_the_image_and_kargs(
 
 
 @commands
+def test_firstboot_renames_the_encapsulated_config_bak(
+    coreos_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Upstream's one rename: the `.bak` is the very file the MCS wrote, never a copy of it."""
+    path = coreos_root / ENCAPSULATED.lstrip("/")
+    path.write_text(json.dumps(encapsulated()))
+    inode = path.stat().st_ino
+    argv = ["--root-mount", str(coreos_root), "--skip-reboot"]
+    code, _, err = cli(capsys, "firstboot-complete-machineconfig", *argv)
+    assert code == 0, err
+    assert not path.exists()
+    assert Path(f"{path}.bak").stat().st_ino == inode
+
+
+@commands
 def test_firstboot_on_a_node_already_in_the_config_only_deletes_the_file(
     coreos_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -24,6 +24,8 @@ DESIRED_DRAIN = PREFIX + "desiredDrain"
 LAST_APPLIED_DRAIN = PREFIX + "lastAppliedDrain"
 CONTROL_PLANE_TOPOLOGY = PREFIX + "controlPlaneTopology"
 FIRST_PIVOT_CONFIG = PREFIX + "firstPivotConfig"
+# the previous boot's ostree-finalize-staged.service error ("" once a later boot finalized)
+FINALIZE_FAILURE = PREFIX + "ostree-finalize-staged-failure"
 # the certificate writer's: the ControllerConfig resourceVersion last written to disk, and the
 # service-ca-rotate value last acted on
 LAST_SYNCED_CONTROLLER_CONFIG = PREFIX + "lastSyncedControllerConfigResourceVersion"

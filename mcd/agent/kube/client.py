@@ -10,17 +10,21 @@ daemon loop retries with backoff anyway.
 Every failure surfaces as `mcd.agent.errors.ApiError` (NotFound, Conflict, Gone); transport errors
 are `ApiError(0, …)`. Every answer also goes to `reach` (`mcd.agent.health.ApiReach`), which
 logs an outage (unreachable, 401, 5xx; a 403 per request) once, with what to check, and its end once.
+
+Two identities, as upstream's daemon has them (`mcd.agent.kube.identity` says where each comes
+from): the reader (the pod's ServiceAccount, or `--kubeconfig`) makes every request but the node
+writes and the Events, which go out with the node writer's credentials (the kubelet's kubeconfig
+when the node has one, else the reader's).
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import json
 import logging
-import sys
-import threading
-from collections.abc import Iterator, Mapping
+import os
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -28,7 +32,17 @@ import urllib3
 
 from mcd import __version__
 from mcd.agent.errors import ApiError, ConflictError, GoneError, NotFoundError
-from mcd.agent.health import ApiReach
+from mcd.agent.health import NODE_WRITER_HINTS, ApiReach
+from mcd.agent.kube.bare import register_bare
+from mcd.agent.kube.identity import (
+    API_ENDPOINT_KUBECONFIG,
+    KUBELET_KUBECONFIG,
+    Endpoint,
+    api_endpoint,
+    node_writer_kubeconfig,
+)
+from mcd.config.findings import InputError
+from mcd.host.root import HostRoot
 
 LOG = logging.getLogger(__name__)
 
@@ -42,6 +56,8 @@ MERGE_PATCH = "application/merge-patch+json"
 
 # (connect, read) seconds for one request; a watch reads for its own timeout plus this margin
 REQUEST_TIMEOUT = (5.0, 30.0)
+# the pod's ServiceAccount credentials (the kubelet mounts them here)
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 WATCH_MARGIN = 15.0
 
 Obj = dict[str, Any]
@@ -49,48 +65,18 @@ Obj = dict[str, Any]
 # Importing any part of `kubernetes` runs the package's `__init__`, which imports all of it: the
 # dynamic client, streams (websocket), informers, the YAML utilities, the kubeconfig loader
 # (requests, oauthlib) and through it the pydantic ApiClient. The daemon needs the
-# configuration, the in-cluster loader and the REST layer (about 20 MB less resident memory,
-# in-cluster). These packages are registered without running their `__init__`; the first use
-# of a name only it defines runs it then, so a full `import kubernetes` elsewhere still works.
-_BARE_PACKAGES = ("kubernetes", "kubernetes.config", "kubernetes.utils")
-_COMPLETING = threading.Lock()
-
-
-def _register_bare(name: str) -> None:
-    if name in sys.modules:
-        return
-    spec = importlib.util.find_spec(name)
-    if spec is None or spec.loader is None:
-        return  # not installed: the imports below say so
-    module = importlib.util.module_from_spec(spec)
-    loader = spec.loader
-
-    def complete(attr: str) -> object:
-        with _COMPLETING:
-            if module.__dict__.get("__getattr__") is complete:
-                del module.__dict__["__getattr__"]
-                loader.exec_module(module)
-        try:
-            return module.__dict__[attr]
-        except KeyError:
-            raise AttributeError(f"module {name!r} has no attribute {attr!r}") from None
-
-    module.__dict__["__getattr__"] = complete
-    sys.modules[name] = module
-    parent, _, child = name.rpartition(".")
-    if parent:
-        setattr(sys.modules[parent], child, module)  # as the import system does for a submodule
-
-
-for _name in _BARE_PACKAGES:
-    _register_bare(_name)
+# configuration, the in-cluster loader and the REST layer: these packages are registered bare
+# (`mcd.agent.kube.bare`; about 18 MB less resident memory), the kubeconfig loader is imported
+# when a kubeconfig is read.
+for _package in ("kubernetes", "kubernetes.config", "kubernetes.utils"):
+    register_bare(_package)
 
 # names from the modules themselves, never `from kubernetes.config import incluster_config`:
 # that asks the bare package for the name, which completes it
 from kubernetes.client.configuration import Configuration  # noqa: E402 (after the registration)
 from kubernetes.client.rest import RESTClientObject  # noqa: E402
 from kubernetes.config.config_exception import ConfigException  # noqa: E402
-from kubernetes.config.incluster_config import load_incluster_config  # noqa: E402
+from kubernetes.config.incluster_config import InClusterConfigLoader  # noqa: E402
 
 
 def _path(*parts: str) -> str:
@@ -98,34 +84,96 @@ def _path(*parts: str) -> str:
 
 
 class KubeClient:
-    """Plain-JSON requests to one API server with the credentials of a kubeconfig or the pod."""
+    """Plain-JSON requests to one API server, as two identities: the reader and the node writer."""
 
-    def __init__(self, configuration: Any) -> None:
-        configuration.retries = False
-        self._configuration = configuration
-        # the official REST layer: its connection pool carries the configuration's TLS settings
-        self._rest = RESTClientObject(configuration)
+    def __init__(self, configuration: Any, writer: Any = None, writer_source: str = "") -> None:
+        """`configuration`: the reader's; `writer`: the node writer's (None: the reader writes too),
+        loaded from `writer_source`."""
+        self._api = _Session(configuration)
         self.host = str(configuration.host)
         self.reach = ApiReach(self.host)
+        self.writer_source = writer_source
+        # the kubelet rotates its client certificate (a new file behind the same symlink): on a
+        # 401 the writer's credentials are read again, once per refusal
+        self._reload_writer: Callable[[], tuple[Any, Path] | None] | None = None
+        if writer is None:
+            self._writer, self.writer_reach = self._api, self.reach
+        else:
+            self._writer = _Session(writer)
+            self.writer_reach = ApiReach(str(writer.host), hints=NODE_WRITER_HINTS)
 
     @classmethod
-    def from_kubeconfig(cls, path: str | None) -> KubeClient:
-        """A client from `path`, or from the pod's service account when `path` is empty."""
-        configuration = Configuration()
-        try:
-            if path:
-                # imported only here: the kubeconfig loader brings requests, oauthlib, the ApiClient
-                kube_config = importlib.import_module("kubernetes.config.kube_config")
-                kube_config.load_kube_config(config_file=path, client_configuration=configuration)
+    def connect(
+        cls,
+        kubeconfig: str,
+        root: HostRoot,
+        *,
+        kubelet_kubeconfig: str = KUBELET_KUBECONFIG,
+        api_endpoint_kubeconfig: str = API_ENDPOINT_KUBECONFIG,
+        service_account_dir: str = SERVICE_ACCOUNT_DIR,
+    ) -> KubeClient:
+        """The agent's client, as upstream's daemon builds its two.
+
+        The reader: `kubeconfig` (a path on this machine), else the pod's ServiceAccount talking to
+        the server of the node's `api_endpoint_kubeconfig` (a node path; empty or absent: the
+        `kubernetes` Service's address). The node writer: the node's `kubelet_kubeconfig` (a node
+        path; empty or absent: the reader writes). Missing files are logged once at INFO; a file
+        that is there but unusable raises InputError (naming it and the bad value).
+        """
+        endpoint = None
+        if not kubeconfig:
+            endpoint = api_endpoint(root, api_endpoint_kubeconfig)
+            if endpoint is not None:
+                LOG.info(
+                    "overriding the API server address with %s (from %s)",
+                    endpoint.server,
+                    endpoint.source,
+                )
+            elif api_endpoint_kubeconfig:
+                LOG.info(
+                    "no %s under %s: the in-cluster client uses the kubernetes Service's address",
+                    api_endpoint_kubeconfig, root.prefix,
+                )  # fmt: skip
+        reader = _reader_configuration(kubeconfig, endpoint, service_account_dir)
+        found = _writer_configuration(root, kubelet_kubeconfig)
+        if found is None:
+            who = f"--kubeconfig {kubeconfig}" if kubeconfig else "the service account"
+            if kubelet_kubeconfig:
+                LOG.info(
+                    "no kubelet kubeconfig %s under %s: the node and its Events are written with %s's "
+                    "credentials (which then need patch on nodes: manifests/without-kubelet-kubeconfig/)",
+                    kubelet_kubeconfig, root.prefix, who,
+                )  # fmt: skip
             else:
-                load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-        except (ConfigException, OSError, ValueError, TypeError) as exc:
-            where = path or "the in-cluster service account"
-            raise ApiError(0, f"cannot load API credentials from {where}: {exc}") from None
-        return cls(configuration)
+                LOG.info(
+                    "no node writer kubeconfig: the node and its Events are written with %s's credentials",
+                    who,
+                )
+            return cls(reader)
+        writer, file = found
+        LOG.info("node writer: the node and its Events are written with the credentials of %s", file)
+        client = cls(reader, writer, str(file))
+        client._reload_writer = lambda: _writer_configuration(root, kubelet_kubeconfig)
+        return client
+
+    def _writer_refused(self) -> None:
+        """Read the node writer's kubeconfig again (its certificate may have been rotated); the
+        next write, after the caller's backoff, uses what it names now."""
+        if self._reload_writer is None:
+            return
+        try:
+            found = self._reload_writer()
+        except (InputError, ApiError) as exc:
+            LOG.warning("cannot read the node writer's credentials again: %s", exc)
+            return
+        if found is not None:
+            # the old pool is left to the garbage collector: another thread may be using it
+            self._writer = _Session(found[0])
 
     def close(self) -> None:
-        self._rest.close()
+        if self._writer is not self._api:
+            self._writer.close()
+        self._api.close()
 
     # -- transport
 
@@ -138,21 +186,24 @@ class KubeClient:
         body: Any = None,
         content_type: str = "application/json",
         timeout: tuple[float, float] = REQUEST_TIMEOUT,
+        writer: bool = False,
     ) -> Any:
-        """The urllib3 response of one request, unread; ApiError for transport errors."""
+        """The urllib3 response of one request (as the node writer with `writer`), unread;
+        ApiError for transport errors."""
+        api, reach = (self._writer, self.writer_reach) if writer else (self._api, self.reach)
         headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
         if body is not None:
             headers["Content-Type"] = content_type
         # the bearer token as the configuration gives it now (a rotated service account token
-        # or an exec plugin's is refreshed by its hook), as the ApiClient would add it
-        auth = self._configuration.auth_settings().get("BearerToken")
+        # or an exec plugin's is refreshed by its hook), as the package's ApiClient adds it
+        auth = api.configuration.auth_settings().get("BearerToken")
         if auth and auth.get("value"):
             headers[auth["key"]] = auth["value"]
         params = [(k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in (query or {}).items()]
-        url = self.host + path + ("?" + urlencode(params, quote_via=quote) if params else "")
+        url = api.host + path + ("?" + urlencode(params, quote_via=quote) if params else "")
         data = None if body is None else json.dumps(body, separators=(",", ":"))
         try:
-            return self._rest.pool_manager.request(
+            return api.pool_manager.request(
                 method,
                 url,
                 body=data,
@@ -162,28 +213,33 @@ class KubeClient:
                 retries=False,
             )
         except (urllib3.exceptions.HTTPError, OSError) as exc:
-            self.reach.answered(0, f"{method} {path}", str(exc))
+            reach.answered(0, f"{method} {path}", str(exc))
             raise ApiError(0, f"{method} {path}: {exc}") from None
 
-    def _request(self, method: str, path: str, **kwargs: Any) -> Obj:
-        return self._request_text(method, path, **kwargs)[0]
+    def _request(self, method: str, path: str, *, writer: bool = False, **kwargs: Any) -> Obj:
+        return self._request_text(method, path, writer=writer, **kwargs)[0]
 
-    def _request_text(self, method: str, path: str, **kwargs: Any) -> tuple[Obj, bytes]:
+    def _request_text(
+        self, method: str, path: str, *, writer: bool = False, **kwargs: Any
+    ) -> tuple[Obj, bytes]:
         """The answer as a dict and as the JSON text it was decoded from."""
-        resp = self._send(method, path, **kwargs)
+        resp = self._send(method, path, writer=writer, **kwargs)
+        reach = self.writer_reach if writer else self.reach
         key = f"{method} {path}"
         try:
             data = resp.data
         except (urllib3.exceptions.HTTPError, OSError) as exc:
-            self.reach.answered(0, key, str(exc))
+            reach.answered(0, key, str(exc))
             raise ApiError(0, f"{method} {path}: {exc}") from None
         finally:
             resp.release_conn()
         if not 200 <= resp.status < 300:
             err = _api_error(method, path, resp.status, data, resp.headers.get("Retry-After"))
-            self.reach.answered(resp.status, key, str(err))
+            reach.answered(resp.status, key, str(err))
+            if writer and resp.status == 401:
+                self._writer_refused()
             raise err
-        self.reach.answered(resp.status, key, "")
+        reach.answered(resp.status, key, "")
         try:
             obj = json.loads(data) if data else {}
         except ValueError as exc:
@@ -264,7 +320,7 @@ class KubeClient:
     def patch_node(self, name: str, patch: Mapping[str, Any], *, status: bool = False) -> Obj:
         """A JSON merge patch of the node (a resourceVersion in it is a precondition: 409 if stale)."""
         path = f"/api/v1/nodes/{_path(name)}" + ("/status" if status else "")
-        return self._request("PATCH", path, body=patch, content_type=MERGE_PATCH)
+        return self._request("PATCH", path, body=patch, content_type=MERGE_PATCH, writer=True)
 
     # -- configs
 
@@ -314,12 +370,12 @@ class KubeClient:
     # -- events
 
     def create_event(self, namespace: str, event: Mapping[str, Any]) -> None:
-        self._request("POST", f"/api/v1/namespaces/{_path(namespace)}/events", body=event)
+        self._request("POST", f"/api/v1/namespaces/{_path(namespace)}/events", body=event, writer=True)
 
     def patch_event(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
         """A repeated Event: its count and lastTimestamp (client-go's recorder patches them too)."""
         path = f"/api/v1/namespaces/{_path(namespace)}/events/{_path(name)}"
-        self._request("PATCH", path, body=patch, content_type=MERGE_PATCH)
+        self._request("PATCH", path, body=patch, content_type=MERGE_PATCH, writer=True)
 
     # -- drain
 
@@ -345,6 +401,64 @@ class KubeClient:
     def list_pdbs(self) -> list[Obj]:
         obj = self._request("GET", "/apis/policy/v1/poddisruptionbudgets")
         return list(obj.get("items") or [])
+
+
+class _Session:
+    """One identity's configuration and the official REST layer's connection pool, which carries
+    the configuration's TLS settings (CA, client certificate, server name, proxy)."""
+
+    def __init__(self, configuration: Any) -> None:
+        configuration.retries = False  # see the module docstring
+        self.configuration = configuration
+        self.host = str(configuration.host)
+        self._rest = RESTClientObject(configuration)
+        self.pool_manager = self._rest.pool_manager
+
+    def close(self) -> None:
+        self._rest.close()
+
+
+def _kube_config() -> Any:
+    """The package's kubeconfig loader, imported on first use: it brings requests, oauthlib and
+    the pydantic ApiClient, which the in-cluster client does without."""
+    return importlib.import_module("kubernetes.config.kube_config")
+
+
+def _writer_configuration(root: HostRoot, kubelet_kubeconfig: str) -> tuple[Any, Path] | None:
+    """The node writer's configuration from the node's kubelet kubeconfig, with its file; None
+    when there is none."""
+    found = node_writer_kubeconfig(root, kubelet_kubeconfig)
+    if found is None:
+        return None
+    doc, file = found
+    configuration = Configuration()
+    try:
+        _kube_config().load_kube_config_from_dict(doc, client_configuration=configuration)
+    except (ConfigException, OSError, ValueError, TypeError) as exc:
+        raise ApiError(0, f"cannot load the node writer's credentials from {file}: {exc}") from None
+    return configuration, file
+
+
+def _reader_configuration(kubeconfig: str, endpoint: Endpoint | None, service_account_dir: str) -> Any:
+    """The reader's configuration: `kubeconfig`, else the pod's service account (its server
+    `endpoint` when given: upstream overrides KUBERNETES_SERVICE_HOST/PORT the same way)."""
+    configuration = Configuration()
+    try:
+        if kubeconfig:
+            _kube_config().load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+        else:
+            environ = dict(os.environ)
+            if endpoint is not None:
+                environ.update(KUBERNETES_SERVICE_HOST=endpoint.host, KUBERNETES_SERVICE_PORT=endpoint.port)
+            InClusterConfigLoader(  # type: ignore[no-untyped-call]
+                token_filename=f"{service_account_dir}/token",
+                cert_filename=f"{service_account_dir}/ca.crt",
+                environ=environ,
+            ).load_and_set(configuration)
+    except (ConfigException, OSError, ValueError, TypeError) as exc:
+        where = kubeconfig or "the in-cluster service account"
+        raise ApiError(0, f"cannot load API credentials from {where}: {exc}") from None
+    return configuration
 
 
 def _lines(resp: Any) -> Iterator[bytes]:

@@ -115,6 +115,15 @@ def unauthorized() -> ApiError:
     return ApiError(401, "Unauthorized", "Unauthorized")
 
 
+def forbidden(message: str, plural: str, group: str, name: str) -> ApiError:
+    details: dict[str, Any] = {"kind": plural}
+    if name:
+        details["name"] = name
+    if group:
+        details["group"] = group
+    return ApiError(403, "Forbidden", message, details)
+
+
 def path_not_found() -> ApiError:
     return ApiError(404, "NotFound", "the server could not find the requested resource")
 

@@ -1,10 +1,10 @@
-"""The HTTP transport: a threading HTTP/1.1 server, bearer-token check, fault rules, audit
-records, and watches written as chunked streams of JSON lines."""
+"""The HTTP transport: a threading HTTP/1.1 server, authentication (bearer tokens, client
+certificates) and, when switched on, RBAC; fault rules, audit records, and watches written as
+chunked streams of JSON lines."""
 
 from __future__ import annotations
 
 import contextlib
-import hmac
 import json
 import logging
 import queue
@@ -21,13 +21,13 @@ from urllib.parse import parse_qsl, urlsplit
 from mcd_sim.apiserver import errors
 from mcd_sim.apiserver.app import WRITE_VERBS, App, Request, Response, Target, WatchStream
 from mcd_sim.apiserver.audit import AuditLog
+from mcd_sim.apiserver.authn import ANONYMOUS, Authenticator, User
 from mcd_sim.apiserver.errors import ApiError
 from mcd_sim.apiserver.faults import Faults, RequestFacts, status_error
+from mcd_sim.apiserver.rbac import Access, Ask, forbidden_message
 
 LOG = logging.getLogger(__name__)
 
-USERNAME = "system:admin"
-GROUPS = ["system:masters", "system:authenticated"]
 UNAUTHENTICATED_PATHS = ("/healthz", "/readyz", "/livez")
 
 
@@ -45,13 +45,13 @@ class SimHTTPServer(ThreadingHTTPServer):
         self,
         address: tuple[str, int],
         app: App,
-        token: str,
+        access: Access,
         faults: Faults,
         audit: AuditLog | None,
         *,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
-        self.app, self.token, self.faults, self.audit = app, token, faults, audit
+        self.app, self.access, self.faults, self.audit = app, access, faults, audit
         self.ssl_context = ssl_context
         self.stopping = threading.Event()
         self._conn_lock = threading.Lock()
@@ -120,7 +120,7 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: SimHTTPServer
     server_version = "mcd-sim-apiserver"
-    _user = "system:anonymous"
+    _user: User = ANONYMOUS
     sys_version = ""
 
     def setup(self) -> None:
@@ -145,10 +145,10 @@ class Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length) if length else b""
         target = srv.app.target(self.command, url.path, query)
         code = 500
-        self._user = "system:anonymous"
+        self._user = ANONYMOUS
         try:
-            self._authenticate(url.path)
-            self._user = USERNAME
+            self._user = self._authenticate(url.path)
+            self._authorize(target)
             self._apply_faults(target)
             result = srv.app.handle(
                 Request(self.command, url.path, query, {k.lower(): v for k, v in self.headers.items()}, body),
@@ -180,13 +180,34 @@ class Handler(BaseHTTPRequestHandler):
         finally:
             self._audit(target, code, received, body)
 
-    def _authenticate(self, path: str) -> None:
+    def _authenticate(self, path: str) -> User:
+        """The request's user: a client certificate first, then a bearer token (kube-apiserver's
+        order); 401 when neither names one."""
         if path in UNAUTHENTICATED_PATHS:
-            return
-        # the scheme in any case, as kube-apiserver (the in-cluster loader sends "bearer <token>")
-        scheme, _, given = self.headers.get("Authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(given.encode(), self.server.token.encode()):
+            return ANONYMOUS
+        peer = self.connection.getpeercert() if isinstance(self.connection, ssl.SSLSocket) else None
+        user = Authenticator.by_certificate(peer) or self.server.access.authn.by_header(
+            self.headers.get("Authorization", "")
+        )
+        if user is None:
             raise errors.unauthorized()
+        return user
+
+    def _authorize(self, target: Target) -> None:
+        authorizer = self.server.access.authorizer
+        if authorizer is None or self._user is ANONYMOUS:
+            return
+        if target.rt is None:
+            if authorizer.allows_path(self._user):
+                return
+            raise errors.forbidden(
+                f'forbidden: User "{self._user.name}" cannot {target.verb} path', "", "", ""
+            )
+        resource = target.rt.plural + (f"/{target.subresource}" if target.subresource else "")
+        ask = Ask(target.verb, target.rt.group, resource, target.namespace, target.name)
+        if not authorizer.allows(self._user, ask):
+            message = forbidden_message(self._user, ask)
+            raise errors.forbidden(message, target.rt.plural, target.rt.group, target.name)
 
     def _apply_faults(self, target: Target) -> None:
         facts = RequestFacts(
@@ -324,8 +345,8 @@ class Handler(BaseHTTPRequestHandler):
         audit.record(
             verb=target.verb,
             request_uri=self.path,
-            username=self._user,
-            groups=GROUPS if self._user == USERNAME else ["system:unauthenticated"],
+            username=self._user.name,
+            groups=list(self._user.groups),
             source_ip=str(self.client_address[0]),
             user_agent=self.headers.get("User-Agent", ""),
             object_ref=target.object_ref(),

@@ -7,7 +7,6 @@ import base64
 import contextlib
 import hashlib
 import queue
-import secrets
 import threading
 import time
 import uuid
@@ -20,13 +19,15 @@ from mcd.host.atomicfs import atomic_write
 from mcd_sim.apiserver import errors
 from mcd_sim.apiserver.app import App
 from mcd_sim.apiserver.audit import AuditLog
+from mcd_sim.apiserver.authn import ADMIN, Authenticator, User
 from mcd_sim.apiserver.faults import Faults
 from mcd_sim.apiserver.http import SimHTTPServer
 from mcd_sim.apiserver.lifecycle import Lifecycle
 from mcd_sim.apiserver.patch import merge_patch
+from mcd_sim.apiserver.rbac import Access, Authorizer
 from mcd_sim.apiserver.resources import RESOURCES, ResourceType
 from mcd_sim.apiserver.store import Obj, Store, rfc3339
-from mcd_sim.apiserver.tls import make_serving_cert
+from mcd_sim.apiserver.tls import make_client_ca, make_serving_cert
 
 NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "openshift-machine-config-operator")
 WORKER_ROLE = "node-role.kubernetes.io/worker"
@@ -131,8 +132,10 @@ class ApiServer:
     """A Kubernetes API server on loopback for the objects mcd uses.
 
     Objects live in `store` across `stop()`/`start()`/`restart()` (the same port is kept once
-    bound). Requests need `Authorization: Bearer <token>`; the token is random per instance
-    unless given.
+    bound). Requests need `Authorization: Bearer <token>` (the admin's `token` is random per
+    instance unless given; `add_token` issues one for another user) or, over TLS, a client
+    certificate from `issue_client_cert`. Every authenticated user may do anything until
+    `enforce_rbac` switches RBAC on.
     """
 
     def __init__(
@@ -146,7 +149,9 @@ class ApiServer:
         tls: bool = True,
     ) -> None:
         self.listen = listen
-        self.token = token or secrets.token_urlsafe(32)
+        self.authn = Authenticator()
+        self.token = self.authn.add_token(ADMIN, token)
+        self.access = Access(self.authn)
         self.store = Store(history=history)
         self.lifecycle = Lifecycle(self.store)
         self.app = App(self.store, self.lifecycle, bookmark_interval=bookmark_interval)
@@ -155,7 +160,10 @@ class ApiServer:
         self.audit = AuditLog(audit_log_path) if audit_log_path is not None else None
         # one certificate for the server's life: a kubeconfig written before a restart stays valid
         self.cert = make_serving_cert(listen[0]) if tls else None
-        self._ssl = self.cert.server_context() if self.cert else None
+        self.client_ca = make_client_ca() if tls else None
+        self._ssl = (
+            self.cert.server_context(self.client_ca.cert_pem) if self.cert and self.client_ca else None
+        )
         self._http: SimHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -173,7 +181,7 @@ class ApiServer:
             if self._http is not None:
                 return self
             self._http = SimHTTPServer(
-                self.listen, self.app, self.token, self.faults, self.audit, ssl_context=self._ssl
+                self.listen, self.app, self.access, self.faults, self.audit, ssl_context=self._ssl
             )
             host, port = self._http.server_address[:2]
             self.listen = (str(host), int(port))  # a restart binds the same port again
@@ -218,8 +226,7 @@ class ApiServer:
     def __enter__(self) -> ApiServer:
         return self.start()
 
-    def __exit__(
-        self, *_exc: object) -> None:
+    def __exit__(self, *_exc: object) -> None:
         self.stop()
 
     @property
@@ -231,9 +238,28 @@ class ApiServer:
         host, port = self.listen
         return f"{'https' if self.cert else 'http'}://{host}:{port}"
 
+    # --- identities ----------------------------------------------------------------------
+
+    def add_token(self, user: User) -> str:
+        """A new bearer token that authenticates as `user`."""
+        return self.authn.add_token(user)
+
+    def issue_client_cert(self, user: User) -> tuple[bytes, bytes]:
+        """A client certificate and key (PEM) that authenticate as `user` (TLS servers only)."""
+        if self.client_ca is None:
+            raise RuntimeError("client certificates need a TLS server")
+        groups = tuple(g for g in user.groups if g != "system:authenticated")
+        return self.client_ca.issue(user.name, groups)
+
+    def enforce_rbac(self, objects: list[Obj] | None) -> None:
+        """Authorize every request by these ClusterRoles, Roles and bindings (and the Node
+        authorizer's grant to kubelets); None switches authorization off again."""
+        self.access.authorizer = None if objects is None else Authorizer(objects)
+
     # --- client configuration ------------------------------------------------------------
 
-    def kubeconfig(self, *, context: str = "sim") -> Obj:
+    def kubeconfig(self, *, context: str = "sim", user: Obj | None = None) -> Obj:
+        """A kubeconfig for this server; `user` is the users[] entry's body (default: the admin's token)."""
         cluster: Obj = {"server": self.url}
         if self.cert is not None:
             cluster["certificate-authority-data"] = base64.b64encode(self.cert.cert_pem).decode()
@@ -241,8 +267,8 @@ class ApiServer:
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [{"name": context, "cluster": cluster}],
-            "users": [{"name": "sim-admin", "user": {"token": self.token}}],
-            "contexts": [{"name": context, "context": {"cluster": context, "user": "sim-admin"}}],
+            "users": [{"name": "sim-user", "user": user if user is not None else {"token": self.token}}],
+            "contexts": [{"name": context, "context": {"cluster": context, "user": "sim-user"}}],
             "current-context": context,
             "preferences": {},
         }
