@@ -22,6 +22,8 @@ from mcd.host.atomicfs import (
     remove,
     remove_tree,
 )
+from mcd.host.root import HostRoot
+from mcd.host.status import STATUS_RECORD, read_status, record_state
 
 
 def mode_of(path: Path) -> int:
@@ -619,3 +621,19 @@ def test_a_file_version_changes_with_every_replacement_and_is_none_when_absent(t
     assert atomicfs.version_of(path) == first
     atomicfs.atomic_write(path, b"Same size")  # a new inode, whatever the clock's resolution
     assert atomicfs.version_of(path) not in (None, first)
+
+
+def test_a_record_nothing_depends_on_is_replaced_atomically_without_fsync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`mcd status`'s state record: written twice per update, between desiredConfig and Done."""
+    record_dir = tmp_path / STATUS_RECORD.lstrip("/").rpartition("/")[0]
+    record_dir.mkdir(parents=True)
+    synced: list[int] = []
+    monkeypatch.setattr(os, "fsync", synced.append)
+    root = HostRoot(tmp_path)
+    record_state(root, "Working", "", "rendered-worker-2")
+    record_state(root, "Done", "", "rendered-worker-2")
+    assert synced == []
+    assert read_status(root).state == "Done"
+    assert [p.name for p in record_dir.iterdir()] == ["mcd-status.json"]  # no temp file left
