@@ -281,6 +281,7 @@ class Daemon:
         """Sync until stopped; SIMULATED_REBOOT when the caller must restart the process."""
         if threading.current_thread() is threading.main_thread():
             self.install_signal_handlers()
+        _limit_malloc_arenas()
         self.start_threads()
         # what is loaded by now (modules, the API client, the threads) lives as long as the
         # process: kept out of every later collection, which then looks at a sync's objects only
@@ -452,6 +453,24 @@ def _libc_trim() -> Callable[[int], int] | None:
 
 
 _TRIM = _libc_trim()
+
+
+def _limit_malloc_arenas(arenas: int = 2) -> None:
+    """Have glibc share `arenas` malloc arenas among all threads (before they start).
+
+    By default each thread that allocates under contention gets an arena of its own (up to
+    eight per core); the agent's dozen threads then hold the freed pages of a decoded config in
+    several arenas at once. Two keep the idle memory a few megabytes lower for no measurable
+    time. Not glibc: nothing to do.
+    """
+    try:
+        mallopt: Callable[[int, int], int] = ctypes.CDLL("libc.so.6").mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt(_M_ARENA_MAX, arenas)
+
+
+_M_ARENA_MAX = -8  # glibc's malloc.h
 
 
 def _release_memory() -> None:

@@ -332,10 +332,11 @@ class NodeApplier:
             raise McdError(str(exc)) from exc
         finally:
             self._host = None
-        # `new` is what was just recorded as currentconfig: no need to read and parse it back
+        # `new` is what was just recorded as currentconfig: no need to read and parse it back;
+        # without its JSON text, which was for the record (megabytes held for nothing)
         key = atomicfs.version_of(self.root.join(state.CURRENT_CONFIG))
         if key is not None:
-            self._disk_cache = (key, new)
+            self._disk_cache = (key, replace(new, raw_text=None))
         return Applied(outcome.plan, outcome.reboot, tuple(_service_action(a) for a in outcome.actions_run))
 
     def reboot(self, reason: str) -> bool:

@@ -314,6 +314,8 @@ class Syncer:
                 if self.mcn.last is applying:  # the drain (if any) went through: the apply failed
                     self.mcn.report(mcn.apply_failed(str(exc)))
                 raise
+        with self._mcs_lock:
+            self._mcs = {}  # applied: the config on disk now (`disk_config`), kept there once
         self.mcn.report(mcn.applied(os_change, p.diff.passwd))
         if os_change:
             self.metrics.pivot_errors.set(0)
