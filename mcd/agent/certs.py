@@ -20,17 +20,30 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 from mcd.agent.errors import ApiError, Backoff
 from mcd.agent.kube import annotations as ann
 from mcd.agent.kube.objectwatch import follow
+from mcd.agent.report.events import NAMESPACE as MCO_NAMESPACE
 from mcd.agent.report.events import EventRecorder
 from mcd.agent.report.node import NodeWriter
-from mcd.host.certs import write_certificates
+from mcd.host.certs import write_bundle, write_certificates
 from mcd.host.root import HostRoot
-from mcd.planner.certs import CONTROLLER_CONFIG, ROTATE_TRUE, BadControllerConfig, needs_write, parse
+from mcd.planner.certs import (
+    CONTROLLER_CONFIG,
+    KUBECONFIG_DATA,
+    KUBECONFIG_DATA_KEY,
+    ROTATE_TRUE,
+    BadControllerConfig,
+    CaMerge,
+    configmap_bytes,
+    merge_server_ca,
+    needs_write,
+    parse,
+)
+from mcd.planner.managed_paths import KUBECONFIG
 
 LOG = logging.getLogger(__name__)
 
@@ -51,6 +64,8 @@ WRITE_FAILED = "CertificateWriteFailed"
 class ControllerConfigApi(Protocol):
     def list_controllerconfig(self, name: str) -> tuple[Obj | None, str]: ...
 
+    def get_configmap(self, namespace: str, name: str) -> Obj: ...
+
     def watch_controllerconfig(
         self, name: str, resource_version: str, timeout_seconds: int
     ) -> Iterator[tuple[str, Obj]]: ...
@@ -70,8 +85,11 @@ class CertificateWriter:
         stop: threading.Event,
         *,
         watch_timeout_seconds: int = 300,
+        restart_kubelet: Callable[[bytes], None] | None = None,
     ) -> None:
         self.api = api
+        # stops the kubelet, gives its kubeconfig this CA and starts it (a CA rotation)
+        self.restart_kubelet = restart_kubelet
         self.writer = writer
         self.events = events
         self.root = root
@@ -174,22 +192,42 @@ class CertificateWriter:
             raise _NoNode
         if not needs_write(node.annotations.get(ann.LAST_SYNCED_CONTROLLER_CONFIG), certs):
             return
+        observed = node.annotations.get(ann.LAST_OBSERVED_SERVER_CA, "")
+        merge = self._merge_rotated_ca() if certs.rotating and observed != ROTATE_TRUE else None
         written = write_certificates(self.root, certs)
+        if merge is not None and merge.kubeconfig is not None:
+            LOG.info("Writing new Data to %s", KUBECONFIG)
+            if write_bundle(self.root, KUBECONFIG, merge.kubeconfig):
+                written.files.append(KUBECONFIG)
         if written:
             files, removed = ", ".join(written.files), ", ".join(written.removed)
             LOG.info("certificate writer: wrote %s; removed %s", files or "nothing", removed or "nothing")
         changes: dict[str, str | None] = {ann.LAST_SYNCED_CONTROLLER_CONFIG: certs.resource_version}
-        observed = node.annotations.get(ann.LAST_OBSERVED_SERVER_CA, "")
-        if certs.rotating:
-            # upstream merges the new CAs of ConfigMap kubeconfig-data into /etc/kubernetes/kubeconfig
-            # here and may restart the kubelet; mcd does not, so it does not claim to have observed it
-            if observed != ROTATE_TRUE and self._told.get("rotation") != certs.resource_version:
-                self._told["rotation"] = certs.resource_version
-                LOG.warning(
-                    "ControllerConfig %s flags a kube-apiserver CA rotation: the kubeconfig's CA is not "
-                    "updated by mcd (see docs/upstream-differences.md)", CONTROLLER_CONFIG,
-                )  # fmt: skip
-        elif observed != certs.rotate:
+        if observed != certs.rotate:
             changes[ann.LAST_OBSERVED_SERVER_CA] = certs.rotate
         self.writer.set_annotations(changes)
         LOG.info("Certificate was synced from controllerconfig resourceVersion %s", certs.resource_version)
+        if merge is not None and merge.restart_kubelet and self.restart_kubelet is not None:
+            self.restart_kubelet(merge.ca)
+
+    def _merge_rotated_ca(self) -> CaMerge | None:
+        """Upstream's merge of ConfigMap kubeconfig-data into /etc/kubernetes/kubeconfig at a CA
+        rotation; None when the ConfigMap cannot be read or holds no bundle (upstream goes on
+        without it, and records the rotation as observed all the same)."""
+        try:
+            cm = self.api.get_configmap(MCO_NAMESPACE, KUBECONFIG_DATA)
+        except ApiError as exc:
+            LOG.error("Error retrieving kubeconfig-data. %s", exc)
+            return None
+        bundle = configmap_bytes(cm, KUBECONFIG_DATA_KEY)
+        if bundle is None:
+            LOG.error("kubeconfig-data ConfigMap not populated yet. %s not found in %s/%s",
+                      KUBECONFIG_DATA_KEY, MCO_NAMESPACE, KUBECONFIG_DATA)  # fmt: skip
+            return None
+        # a missing or unreadable kubeconfig fails the sync (retried), as upstream
+        merge = merge_server_ca(bundle, self.root.join(KUBECONFIG).read_bytes())
+        for cn in merge.added:
+            LOG.info("Cert not found in kubeconfig. This means we need to write to disk. Subject is: %s", cn)
+        if merge.added:
+            LOG.info("Need to restart kubelet" if merge.restart_kubelet else "Skipping kubelet restart")
+        return merge

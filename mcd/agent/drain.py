@@ -203,22 +203,24 @@ class HandshakeDrainer(_Base):
         self.events.normal("Drain", "Draining node to update config.")
         self.writer.set_annotations({ann.DESIRED_DRAIN: value})
         if self._wait(lambda n: n.last_applied_drain == value, self.drain_timeout) is None:
-            self.events.warning("FailedToDrain", f"failed to drain node {self.node}")
-            raise McdError(
+            failed = (
                 f"failed to drain node: {self.node} after {duration_text(self.drain_timeout)}. "
                 "Please see machine-config-controller logs for more information"
             )
+            self.events.warning("FailedToDrain", failed)  # upstream's Event says what the error says
+            raise McdError(failed)
 
     def uncordon(self, config: str) -> None:
         value = ann.drain_value(ann.UNCORDON, config)
         if self.writer.node().last_applied_drain != value:
             self.writer.set_annotations({ann.DESIRED_DRAIN: value})
             if self._wait(lambda n: n.last_applied_drain == value, self.uncordon_timeout) is None:
-                self.events.warning("FailedToUncordon", f"failed to uncordon node {self.node}")
-                raise McdError(
+                failed = (
                     f"failed to uncordon node: {self.node} after {duration_text(self.uncordon_timeout)}. "
                     "Please see machine-config-controller logs for more information"
                 )
+                self.events.warning("FailedToUncordon", failed)
+                raise McdError(failed)
         self.events.normal("Uncordon", f"Update completed for config {config} and node has been uncordoned")
 
 
@@ -288,8 +290,9 @@ class BuiltinDrainer(_Base):
     def _sleep_until(self, deadline: float, doing: str, step: float | None = None) -> None:
         left = deadline - time.monotonic()
         if left <= 0:
-            self.events.warning("FailedToDrain", f"failed to drain node {self.node}: {doing}")
-            raise McdError(f"failed to drain node: {self.node} after {self.timeout:.0f} seconds: {doing}")
+            failed = f"failed to drain node: {self.node} after {duration_text(self.timeout)}: {doing}"
+            self.events.warning("FailedToDrain", failed)
+            raise McdError(failed)
         if self.stop.wait(min(step or self.retry_seconds, left)):
             raise StoppingError("daemon stopping")
 

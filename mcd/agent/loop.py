@@ -45,7 +45,9 @@ from mcd.agent.state import AgentMachine, AgentState
 from mcd.agent.sync import Result, Syncer
 from mcd.agent.watch.wiring import watchers_for
 from mcd.agent.workqueue import WorkQueue
+from mcd.host.certs import restart_kubelet_with_ca
 from mcd.host.runner import longest_timeout
+from mcd.host.systemd import make_manager
 
 LOG = logging.getLogger(__name__)
 
@@ -133,10 +135,9 @@ class Daemon:
         # upstream's ControllerConfig worker, beside the node sync (a thread of its own)
         self.certs = CertificateWriter(
             client, self.writer, self.events, applier.root, self.stop,
-            watch_timeout_seconds=settings.watch_timeout_seconds,
+            watch_timeout_seconds=settings.watch_timeout_seconds, restart_kubelet=self._restart_kubelet,
         )  # fmt: skip
         self._in_sync = False
-        self._sigterm_in_sync = False
         self._retry_delay = 0.0
         self._last_loop = time.monotonic()
         self._server: MetricsServer | None = None
@@ -147,6 +148,10 @@ class Daemon:
         self._watcher_backoff = Backoff()
         # when the memory of the last sync is to be handed back (None: nothing to hand back)
         self._release_at: float | None = None
+
+    def _restart_kubelet(self, ca: bytes) -> None:
+        """For a CA rotation, on the certificate writer's thread: a systemd connection of its own."""
+        restart_kubelet_with_ca(self.applier.root, make_manager(self.applier.root, self.applier.runner), ca)
 
     # -- state hooks
 
@@ -235,10 +240,12 @@ class Daemon:
 
     def _on_signal(self, signum: int) -> None:
         """SIGTERM or SIGINT, on the guard's signal thread (never in signal context)."""
-        LOG.info("got signal %d: stopping", signum)
-        if self._in_sync:
-            self._sigterm_in_sync = True
-            LOG.warning("got SIGTERM during a sync: stopping once it is finished")
+        if self.syncer.protection.on:
+            # upstream's words; the update goes on to its end (or to a wait it may abandon)
+            LOG.info("Got SIGTERM, but actively updating")
+            self.events.warning("GotSigtermDuringUpdate", "Got SIGTERM but actively updating")
+        else:
+            LOG.info("got signal %d: stopping", signum)
         self.stop.set()
         self.wake()
 
@@ -252,7 +259,7 @@ class Daemon:
         if self.settings.metrics_url:
             self._server = MetricsServer(self.metrics, self.settings.metrics_url, self.healthy)
             self._server.start()
-        self._set_host_os()
+        self._set_host_metrics()
         guard.spawn("watch", self._watch, self.stop)
         guard.spawn("certs", self.certs.run, self.stop)
         if self.settings.kubelet_healthz_enabled:
@@ -267,7 +274,7 @@ class Daemon:
         if interval is not None:
             guard.spawn("watchdog", lambda: self._watchdog(interval), self.stop)
 
-    def _set_host_os(self) -> None:
+    def _set_host_metrics(self) -> None:
         text = ""
         for path in ("/etc/os-release", "/usr/lib/os-release"):
             try:
@@ -276,6 +283,14 @@ class Daemon:
             except (OSError, ValueError):
                 continue
         self.metrics.set_host_os(*host_os(text))
+        # upstream counts them once, when the daemon starts; a metric never stops the agent
+        try:
+            count = self.applier.unsupported_packages()
+        except Exception as exc:
+            LOG.warning("could not count the unsupported packages: %s", exc)
+            count = None
+        if count is not None:
+            self.metrics.unsupported_packages.labels(node=self.settings.node_name).set(count)
 
     def run(self) -> Result:
         """Sync until stopped; SIMULATED_REBOOT when the caller must restart the process."""
@@ -413,14 +428,10 @@ class Daemon:
         finally:
             self._in_sync = False
             self.sync_clock.end()
-            if self._sigterm_in_sync:
-                self._sigterm_in_sync = False
-                self.events.warning("GotSigtermDuringUpdate", "Got SIGTERM, but actively updating")
 
     def _report(self, state: NodeState, reason: str) -> None:
         try:
             self.writer.set_state(state, reason)
-            self.metrics.set_update(self.writer.node().desired_config, reason)
         except Exception as exc:  # the API may be what failed; the retry reports again
             LOG.warning("could not report state %s on node %s: %s", state.value, self.settings.node_name, exc)
 

@@ -25,13 +25,14 @@ from mcd.host.facts import node_is_el
 from mcd.host.reboot import RebootError
 from mcd.host.root import HostRoot
 from mcd.host.rootlock import DEFAULT_TIMEOUT as DEFAULT_LOCK_TIMEOUT
-from mcd.host.rpmostree import RpmOstreeError
+from mcd.host.rpmostree import RpmOstreeError, unsupported_packages
 from mcd.host.runner import Runner
 from mcd.host.systemd import OfflineSystemctl
 from mcd.host.unitlinks import UnitLinks
 from mcd.planner import kargs as kargs_mod
 from mcd.planner.plan import Facts, Plan, plan
 from mcd.planner.rpmostree_args import extensions_not_installed
+from mcd.update.perform import ActionError, event_name
 from mcd.update.transaction import (
     Host,
     Unreconcilable,
@@ -55,7 +56,7 @@ class ServiceAction:
     """A rebootless post-config action: `verb` is reload, restart or daemon-reload."""
 
     verb: str
-    service: str  # without `.service`, as upstream's events name it; "" for daemon-reload
+    service: str  # as upstream's events name it (crio.service as crio; daemon-reload itself)
     skipped: bool  # not run: the root is not a running system
 
 
@@ -73,7 +74,26 @@ def _service_action(label: str) -> ServiceAction:
     " (skipped: …)" when not run) as a value."""
     what, _, note = label.partition(" (")
     verb, _, service = what.partition(" ")
-    return ServiceAction(verb, service.removesuffix(".service"), skipped=bool(note))
+    return ServiceAction(verb, event_name(verb, service) if service else verb, skipped=bool(note))
+
+
+class ApplyError(McdError):
+    """The update failed (rolled back, or not); `event`: the Warning Event upstream posts for
+    the post-config action that failed, as (reason, message), if that is what failed."""
+
+    def __init__(self, message: str, event: tuple[str, str] | None) -> None:
+        super().__init__(message)
+        self.event = event
+
+
+def _action_event(exc: BaseException) -> tuple[str, str] | None:
+    """The Event of the failed action behind `exc` (its chain of causes), if any."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ActionError):
+            return seen.event
+        seen = seen.__cause__
+    return None
 
 
 def parse_machineconfig(
@@ -274,6 +294,26 @@ class NodeApplier:
         except RpmOstreeError as exc:
             raise HostCommandError(str(exc)) from None
 
+    def unsupported_packages(self) -> int | None:
+        """Upstream's count for mcd_local_unsupported_packages, taken once at start: 0 without
+        rpm-ostree or when its status fails; None (the gauge left unset, as upstream) when the
+        status cannot be parsed or nothing is booted."""
+        rpm = self.host().rpmostree
+        if rpm is None:
+            return 0
+        try:
+            status = rpm.status()
+        except FileNotFoundError:
+            return 0
+        except RpmOstreeError as exc:
+            LOG.error("Failed to run rpm-ostree status: %s", exc)
+            return 0 if exc.result is not None else None
+        found = unsupported_packages(status.booted)
+        LOG.info("Found %d unsupported local package change(s) in the booted deployment", len(found))
+        for name in found:
+            LOG.info("Unsupported package %s", name)
+        return len(found)
+
     # -- the update
 
     def facts(
@@ -329,7 +369,7 @@ class NodeApplier:
         except Unreconcilable as exc:
             raise McdError(exc.plan.reason) from exc
         except UpdateError as exc:
-            raise McdError(str(exc)) from exc
+            raise ApplyError(str(exc), _action_event(exc)) from exc
         finally:
             self._host = None
         # `new` is what was just recorded as currentconfig: no need to read and parse it back;

@@ -25,14 +25,14 @@ from typing import Any, Protocol
 from mcd import policy
 from mcd.agent.boot import BootChecks
 from mcd.agent.drain import Drainer
-from mcd.agent.errors import McdError, NotFoundError, UnreconcilableError
+from mcd.agent.errors import McdError, NotFoundError, StoppingError, UnreconcilableError
 from mcd.agent.kube import annotations as ann
 from mcd.agent.kube import machineconfignode as mcn
 from mcd.agent.kube.annotations import NodeState, NodeView, decide_update
-from mcd.agent.node_apply import Applied, NodeApplier, parse_machineconfig
-from mcd.agent.report.events import EventRecorder
+from mcd.agent.node_apply import Applied, ApplyError, NodeApplier, parse_machineconfig
+from mcd.agent.report.events import EventRecorder, SigtermProtection
 from mcd.agent.report.mcn import MachineConfigNodeReporter
-from mcd.agent.report.metrics import Metrics
+from mcd.agent.report.metrics import Metrics, update_label
 from mcd.agent.report.node import NodeWriter
 from mcd.config.machineconfig import OCL_IMAGE_ANNOTATION, ORIGINAL_OS_IMAGE_ANNOTATION, MachineConfig
 from mcd.planner import steps
@@ -92,6 +92,7 @@ class Syncer:
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="prefetch")
         # the boot path's recovery and `rpm-ostree cleanup -r` are done (for this process)
         self._recovered = False
+        self.protection = SigtermProtection(events)
         self.boot = BootChecks(applier, writer, events)
 
     @property
@@ -279,59 +280,64 @@ class Syncer:
             node = self.writer.node()
             facts = self.applier.facts(old, new, node.topology, checked=checked)
             p = self.applier.plan(old, new, facts, policies, overrides)
-        if not p.reconcilable:
-            self.mcn.report(mcn.not_prepared(old.name, new.name, p.reason))
-            self.events.warning("FailedToReconcile", f"Reconciling node {self.name} failed: {p.reason}")
-            raise UnreconcilableError(p.reason)
-        LOG.info("updating node %s from %s to %s", self.name, old.name, new.name)
+        # Working, and SIGTERM protection to the update's end, come before the reconcile check
+        # as in upstream's update(); a Degraded/Unreconcilable node keeps its state and reason
         if ann.transition(node.state, NodeState.WORKING) is NodeState.WORKING:
             self.writer.set_state(NodeState.WORKING)
-        # else the node stays Degraded/Unreconcilable, its reason kept, as upstream writes nothing
-        self.mcn.report(mcn.prepared(p.actions, p.drain))
-        # upstream's pivot error gauge: counts failed OS changes, back to 0 after one succeeds
-        os_change = p.diff.os_update or p.diff.kernel_type or p.diff.extensions
-        applying = mcn.applying(os_change, p.diff.passwd)
-        drain: Callable[[], None] | None = None
-        if p.drain and not node.single_replica:
-            # run by the executor at the plan's drain step, before anything on the node changes
-            drain = partial(self._drain, desired, applying)
-        else:
-            if node.single_replica:
-                self.events.normal("Drain", "Drain not required, skipping")
-            self.mcn.report(mcn.drain_not_required())
-            self.mcn.report(applying)
-        if self.applier.coreos:
-            for reason, message in os_events_before(p, new):
-                self.events.normal(reason, message)
-        with self._phase("apply"):
-            try:
-                applied = self.applier.apply(
-                    old, new, facts, policies, drain=drain, storage_overrides=overrides, planned=p
-                )
-            except McdError as exc:
-                if os_change:
-                    self.metrics.pivot_errors.inc()
-                if self.mcn.last is applying:  # the drain (if any) went through: the apply failed
-                    self.mcn.report(mcn.apply_failed(str(exc)))
-                raise
-        with self._mcs_lock:
-            self._mcs = {}  # applied: the config on disk now (`disk_config`), kept there once
-        self.mcn.report(mcn.applied(os_change, p.diff.passwd))
-        if os_change:
-            self.metrics.pivot_errors.set(0)
-        if self.applier.coreos:
-            for reason, message in os_events_after(p, old, new):
-                self.events.normal(reason, message)
-            if os_update_staged(p, new):
-                self.events.post_now(OS_UPDATE_STAGED, "Changes to OS staged", namespace="default")
-        if applied.reboot:
-            self.mcn.report(mcn.reboot_required())
-            return self._reboot(new.name)
-        self._report_actions(applied)
-        self.metrics.reboots_avoided.inc()
-        with self._phase("complete"):
-            self._done(new.name)
-        return Result.IDLE
+        with self.protection:
+            if not p.reconcilable:
+                self.mcn.report(mcn.not_prepared(old.name, new.name, p.reason))
+                # upstream's text: the wrapped error, the same words as the node's reason
+                self.events.warning("FailedToReconcile", p.reason)
+                raise UnreconcilableError(p.reason)
+            LOG.info("updating node %s from %s to %s", self.name, old.name, new.name)
+            self.mcn.report(mcn.prepared(p.actions, p.drain))
+            # upstream's pivot error gauge: counts failed OS changes, back to 0 after one succeeds
+            os_change = p.diff.os_update or p.diff.kernel_type or p.diff.extensions
+            applying = mcn.applying(os_change, p.diff.passwd)
+            drain: Callable[[], None] | None = None
+            if p.drain and not node.single_replica:
+                # run by the executor at the plan's drain step, before anything on the node changes
+                drain = partial(self._drain, desired, applying)
+            else:
+                if node.single_replica:
+                    self.events.normal("Drain", "Drain not required, skipping")
+                self.mcn.report(mcn.drain_not_required())
+                self.mcn.report(applying)
+            if self.applier.coreos:
+                for reason, message in os_events_before(p, new):
+                    self.events.normal(reason, message)
+            with self._phase("apply"):
+                try:
+                    applied = self.applier.apply(
+                        old, new, facts, policies, drain=drain, storage_overrides=overrides, planned=p
+                    )
+                except McdError as exc:
+                    if isinstance(exc, ApplyError) and exc.event is not None:
+                        self.events.warning(*exc.event)  # a post-config action failed
+                    if os_change:
+                        self.metrics.pivot_errors.inc()
+                    if self.mcn.last is applying:  # the drain (if any) went through: the apply failed
+                        self.mcn.report(mcn.apply_failed(str(exc)))
+                    raise
+            with self._mcs_lock:
+                self._mcs = {}  # applied: the config on disk now (`disk_config`), kept there once
+            self.mcn.report(mcn.applied(os_change, p.diff.passwd))
+            if os_change:
+                self.metrics.pivot_errors.set(0)
+            if self.applier.coreos:
+                for reason, message in os_events_after(p, old, new):
+                    self.events.normal(reason, message)
+                if os_update_staged(p, new):
+                    self.events.post_now(OS_UPDATE_STAGED, "Changes to OS staged")
+            if applied.reboot:
+                self.mcn.report(mcn.reboot_required())
+                return self._reboot(new.name)
+            self._report_actions(applied)
+            self.metrics.reboots_avoided.inc()
+            with self._phase("complete"):
+                self._done(new.name)
+            return Result.IDLE
 
     def _report_actions(self, applied: Applied) -> None:
         """Upstream's events for a rebootless update; on a root that is not a running system the
@@ -340,22 +346,22 @@ class Syncer:
             self.mcn.report(mcn.post_action_none())
             self.events.normal("SkipReboot", "Config changes do not require reboot.")
             return
-        self.mcn.report(mcn.post_action_done([(a.verb, a.service) for a in applied.actions]))
+        done = [(a.verb, "" if a.verb == "daemon-reload" else a.service) for a in applied.actions]
+        self.mcn.report(mcn.post_action_done(done))
         for action in applied.actions:
             note = " (skipped: not the live root)" if action.skipped else ""
-            if action.verb == "restart":
-                text = f"Service {action.service} was restarted."
-                self.events.normal("ServiceRestart", f"Config changes do not require reboot. {text}{note}")
-            elif action.verb == "reload":
-                text = f"Service {action.service} was reloaded."
-                self.events.normal("ServiceReload", f"Config changes do not require reboot. {text}{note}")
-            else:
-                self.events.normal(
-                    "ServiceReload", f"Config changes do not require reboot. systemd was reloaded.{note}"
-                )
+            # daemon-reload is worded as a service reloaded, as upstream's
+            past, reason = (
+                ("restarted", "ServiceRestart") if action.verb == "restart" else ("reloaded", "ServiceReload")
+            )
+            text = f"Service {action.service} was {past}."
+            self.events.normal(reason, f"Config changes do not require reboot. {text}{note}")
+            if not action.skipped:
+                LOG.info("%s service %s successfully!", action.service, past)
 
     def _reboot(self, config: str) -> Result:
         reason = f"Node will reboot into config {config}"
+        self.protection.remove()  # the update is over: only the reboot is left
         self.events.normal("Reboot", reason)
         LOG.info("initiating reboot: %s", reason)
         self.writer.set_annotations({ann.POST_CONFIG_ACTION: ann.REBOOTING})
@@ -393,13 +399,19 @@ class Syncer:
             return
         self.mcn.report(mcn.resumed(config))
         self.mcn.flush()
-        self.drainer.uncordon(config)
+        try:
+            self.drainer.uncordon(config)
+        except StoppingError:
+            raise
+        except McdError as exc:
+            self.metrics.set_update("", str(exc))  # upstream's only failure it records there
+            raise
         self.events.normal("NodeDone", f"Setting node {self.name}, currentConfig {config} to Done")
         extra: dict[str, str | None] = {ann.CURRENT_CONFIG: config, ann.CURRENT_IMAGE: image or None}
         if not node.desired_image:
             extra[ann.DESIRED_IMAGE] = None
         self.writer.set_state(NodeState.DONE, "", extra)
-        self.metrics.set_update(config)
+        self.metrics.set_update(update_label(config, image))
         LOG.info("node %s is in config %s: Done", self.name, config)
 
 

@@ -17,13 +17,16 @@ from pathlib import Path
 
 from mcd.host import atomicfs
 from mcd.host.root import HostRoot
-from mcd.planner.certs import Certificates, registry_ca_path, with_newline
+from mcd.host.systemd import SystemdManager
+from mcd.planner.certs import Certificates, registry_ca_path, with_cluster_ca, with_newline
 from mcd.planner.managed_paths import IMAGE_CA_DIR
 
 LOG = logging.getLogger(__name__)
 
 DEFAULT_FILE_MODE = 0o644
 DEFAULT_DIR_MODE = 0o755
+KUBELET_KUBECONFIG = "/var/lib/kubelet/kubeconfig"
+KUBELET_UNIT = "kubelet.service"
 
 
 @dataclass
@@ -78,3 +81,21 @@ def write_certificates(root: HostRoot, certs: Certificates) -> Written:
             out.files.append(path)
     sync_registry_cas(root, dict(certs.registry_cas), out)
     return out
+
+
+def restart_kubelet_with_ca(root: HostRoot, systemd: SystemdManager, ca: bytes) -> None:
+    """Upstream's kubelet restart for a kube-apiserver CA rotation: stop the kubelet, set `ca`
+    as the cluster CA of its own kubeconfig (the rest kept), daemon-reload, start it.
+
+    The kubelet is started again even when the rewrite failed (the error is raised after): a
+    node must not be left with its kubelet stopped, and upstream's retry never comes back here
+    once the rotation is recorded as observed.
+    """
+    LOG.info("restarting kubelet due to server-ca rotation")
+    systemd.stop(KUBELET_UNIT)
+    try:
+        current = root.join(KUBELET_KUBECONFIG).read_bytes()
+        write_bundle(root, KUBELET_KUBECONFIG, with_cluster_ca(current, ca))
+        systemd.daemon_reload()
+    finally:
+        systemd.start(KUBELET_UNIT)

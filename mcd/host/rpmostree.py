@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from mcd.config.ostables import SUPPORTED_EXTENSIONS
 from mcd.host.pullsecret import link_pull_secret
 from mcd.host.root import HostRoot
 from mcd.host.runner import CommandError, CommandResult, Runner
@@ -101,6 +102,21 @@ class Status:
     def staged(self) -> Deployment | None:
         """The deployment the next boot finalizes, if any."""
         return next((d for d in self.deployments if d.staged), None)
+
+
+def unsupported_packages(deployment: Deployment) -> list[str]:
+    """The local package changes of `deployment` that no supported extension installs
+    (upstream's mcd_local_unsupported_packages counts them): packages layered, local and
+    fileoverride packages, base packages removed or replaced. Pure."""
+    supported = {p for packages in SUPPORTED_EXTENSIONS.values() for p in packages}
+    changes = (
+        *deployment.requested_packages,
+        *deployment.requested_local_packages,
+        *deployment.requested_local_fileoverride_packages,
+        *deployment.requested_base_removals,
+        *deployment.requested_base_local_replacements,
+    )
+    return [p for p in changes if p not in supported]
 
 
 def _truncate(text: str, limit: int) -> str:

@@ -82,6 +82,14 @@ class SystemdManager(Protocol):
         """Restart a unit and wait for it."""
         ...
 
+    def stop(self, unit: str) -> None:
+        """Stop a unit and wait for it."""
+        ...
+
+    def start(self, unit: str) -> None:
+        """Start a unit and wait for it."""
+        ...
+
     def unit_file_known(self, name: str) -> bool:
         """Whether systemd has a unit file of that name anywhere on its search path."""
         ...
@@ -248,6 +256,14 @@ class OfflineSystemctl(_Systemctl):
         """Not possible offline: logged and skipped."""
         log.info("restart of %s skipped: no running systemd under %s", unit, self._root.prefix)
 
+    def stop(self, unit: str) -> None:
+        """Not possible offline: logged and skipped."""
+        log.info("stop of %s skipped: no running systemd under %s", unit, self._root.prefix)
+
+    def start(self, unit: str) -> None:
+        """Not possible offline: logged and skipped."""
+        log.info("start of %s skipped: no running systemd under %s", unit, self._root.prefix)
+
 
 class LiveSystemctl(_Systemctl):
     """Plain `systemctl` against the running manager: the fallback when the bus is unreachable."""
@@ -266,6 +282,14 @@ class LiveSystemctl(_Systemctl):
     def restart(self, unit: str) -> None:
         """`systemctl restart <unit>`."""
         self._checked("restart", unit)
+
+    def stop(self, unit: str) -> None:
+        """`systemctl stop <unit>`."""
+        self._checked("stop", unit)
+
+    def start(self, unit: str) -> None:
+        """`systemctl start <unit>`."""
+        self._checked("start", unit)
 
 
 def enabled_among(manager: SystemdManager, names: Sequence[str]) -> frozenset[str]:

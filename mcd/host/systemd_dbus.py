@@ -202,6 +202,16 @@ class DbusSystemd:
         job = self._call("RestartUnit", "ss", [unit, "replace"])
         self._wait_for_job(str(job), unit, "restart")
 
+    def stop(self, unit: str) -> None:
+        """Stop `unit` and wait for its job; SystemdError if it fails or times out."""
+        job = self._call("StopUnit", "ss", [unit, "replace"])
+        self._wait_for_job(str(job), unit, "stop")
+
+    def start(self, unit: str) -> None:
+        """Start `unit` and wait for its job; SystemdError if it fails or times out."""
+        job = self._call("StartUnit", "ss", [unit, "replace"])
+        self._wait_for_job(str(job), unit, "start")
+
     def _wait_for_job(self, job: str, unit: str, verb: str) -> None:
         deadline = self._clock() + self._job_timeout
         delay = _FIRST_POLL

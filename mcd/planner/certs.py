@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
+
 from mcd.planner.managed_paths import CLOUD_CA, IMAGE_CA_DIR, INTERNAL_REGISTRY_PULL_SECRET, KUBELET_CA
 
 CONTROLLER_CONFIG = "machine-config-controller"
@@ -32,9 +34,7 @@ ROTATE_TRUE = "true"
 # each registry's CA, in its directory under IMAGE_CA_DIR
 REGISTRY_CA_NAME = "ca.crt"
 
-_PEM_BLOCK = re.compile(
-    rb"-----BEGIN ([A-Z0-9 ]+)-----\r?\n(.*?)-----END ([A-Z0-9 ]+)-----", re.DOTALL
-)
+_PEM_BLOCK = re.compile(rb"-----BEGIN ([A-Z0-9 ]+)-----\r?\n(.*?)-----END ([A-Z0-9 ]+)-----", re.DOTALL)
 
 
 class BadControllerConfig(ValueError):
@@ -187,3 +187,187 @@ def parse(obj: Mapping[str, Any]) -> Certificates:
         pull_secret=pull_secret,
         registry_cas=cas,
     )
+
+
+# --- kube-apiserver CA rotation ---------------------------------------------------------------
+#
+# While the operator flags a rotation (SERVICE_CA_ROTATE "true") and the node has not observed it
+# yet, upstream merges the CA bundle of the ConfigMap KUBECONFIG_DATA into the cluster CA of
+# /etc/kubernetes/kubeconfig and, when a certificate new to it is not one of the signers that
+# rotate on their own during upgrades, restarts the kubelet with that CA in its own kubeconfig.
+
+KUBECONFIG_DATA = "kubeconfig-data"  # the ConfigMap, in the MCO's namespace
+KUBECONFIG_DATA_KEY = "ca-bundle.crt"
+CA_DATA = "certificate-authority-data"
+_END = "-----END CERTIFICATE-----"
+# new certificates of these signers (a substring of the subject's CN) restart nothing
+QUIET_SIGNERS = (
+    "kube-apiserver-localhost-signer",
+    "openshift-kube-apiserver-operator_localhost-recovery-serving-signer",
+    "kube-apiserver-lb-signer",
+)
+_CN_OID = b"\x55\x04\x03"  # 2.5.4.3
+_PEM_ONE = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----\r?\n(.*?)-----END \1-----", re.DOTALL)
+
+
+class BadKubeconfig(ValueError):
+    """The kubeconfig whose CA is to be merged cannot be read as one."""
+
+
+@dataclass(frozen=True)
+class CaMerge:
+    """What a rotation does: the kubeconfig to write (None: it holds every CA already), the CA
+    bundle it now names, the subjects new to it, and whether the kubelet must restart."""
+
+    kubeconfig: bytes | None
+    ca: bytes
+    added: tuple[str, ...]
+    restart_kubelet: bool
+
+
+def configmap_bytes(cm: Mapping[str, Any], key: str) -> bytes | None:
+    """Upstream's cmToData: `binaryData[key]`, else `data[key]` base64-decoded when it is base64
+    and as it is otherwise; None when neither holds the key."""
+    binary = (cm.get("binaryData") or {}).get(key)
+    if isinstance(binary, str):
+        try:
+            return base64.b64decode(binary, validate=True)
+        except (binascii.Error, ValueError):
+            return None
+    text = (cm.get("data") or {}).get(key)
+    if not isinstance(text, str):
+        return None
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return text.encode()
+
+
+def _split_after(text: str) -> list[str]:
+    """Go's strings.SplitAfter(text, END): each piece ends with the separator, the last one is
+    what follows the last separator (often "")."""
+    parts = text.split(_END)
+    return [p + _END for p in parts[:-1]] + [parts[-1]]
+
+
+def _der(piece: str) -> bytes | None:
+    """Go's pem.Decode of the first block in `piece`; None when there is none."""
+    m = _PEM_ONE.search(piece)
+    if m is None:
+        return None
+    try:
+        return base64.b64decode("".join(m.group(2).split()), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _tlv(der: bytes, i: int) -> tuple[int, int, int]:
+    """(tag, start of the value, end of the value) of the DER element at `i`."""
+    tag, length = der[i], der[i + 1]
+    start = i + 2
+    if length & 0x80:
+        n = length & 0x7F
+        if n == 0 or n > 4:
+            raise ValueError("unsupported DER length")
+        length = int.from_bytes(der[start : start + n], "big")
+        start += n
+    end = start + length
+    if end > len(der):
+        raise ValueError("DER element past the end")
+    return tag, start, end
+
+
+def subject_cn(der: bytes) -> str | None:
+    """The subject's common name of an X.509 certificate (the last one, as Go's pkix.Name; ""
+    when it has none); None when `der` is not a certificate this can read."""
+    try:
+        tag, start, _ = _tlv(der, 0)
+        tag2, i, _ = _tlv(der, start)  # tbsCertificate
+        if (tag, tag2) != (0x30, 0x30):
+            return None
+        if der[i] == 0xA0:  # explicit version
+            i = _tlv(der, i)[2]
+        for _ in range(4):  # serial number, signature algorithm, issuer, validity
+            i = _tlv(der, i)[2]
+        tag, i, end = _tlv(der, i)
+        if tag != 0x30:
+            return None
+        cn = ""
+        while i < end:  # the subject: a SET of attributes per RDN
+            _, j, set_end = _tlv(der, i)
+            while j < set_end:
+                _, k, attr_end = _tlv(der, j)
+                _, oid_start, oid_end = _tlv(der, k)
+                if der[oid_start:oid_end] == _CN_OID:
+                    _, v_start, v_end = _tlv(der, oid_end)
+                    cn = der[v_start:v_end].decode("utf-8", "replace")
+                j = attr_end
+            i = set_end
+        return cn
+    except (IndexError, ValueError):
+        return None
+
+
+def merge_server_ca(bundle: bytes, kubeconfig: bytes) -> CaMerge:
+    """Upstream's merge of the rotated CA `bundle` into `kubeconfig` (the first cluster's CA).
+
+    The kubeconfig is written again only when its CA differs and some certificate of the bundle
+    is not in it; it then names every readable certificate of the bundle. The kubelet restarts
+    when one of the new certificates is not of QUIET_SIGNERS.
+    """
+    try:
+        doc = yaml.safe_load(kubeconfig)
+        cluster = doc["clusters"][0]["cluster"]
+        on_disk = base64.b64decode(cluster.get(CA_DATA) or "", validate=True)
+    except (
+        yaml.YAMLError,
+        TypeError,
+        KeyError,
+        IndexError,
+        AttributeError,
+        binascii.Error,
+        ValueError,
+    ) as exc:
+        raise BadKubeconfig(f"no cluster CA to merge into ({type(exc).__name__}: {exc})") from None
+    new_text = bundle.decode("utf-8", "replace").strip()
+    disk_pieces = _split_after(on_disk.decode("utf-8", "replace").strip())
+    differs = bundle.strip() != on_disk.strip()
+    added: list[str] = []
+    full: list[str] = []
+    for piece in _split_after(new_text):
+        if piece not in disk_pieces:
+            added.append(piece)
+        der = _der(piece)
+        if der is None:
+            break  # upstream stops at the first piece that holds no PEM block
+        if subject_cn(der) is None:
+            continue  # malformed: not carried over
+        full.append(piece)
+    names: list[str] = []
+    restart = False
+    for piece in added:
+        der = _der(piece)
+        if der is None:
+            break
+        cn = subject_cn(der)
+        if cn is None:
+            continue
+        names.append(cn)
+        restart = restart or not any(signer in cn for signer in QUIET_SIGNERS)
+    ca = "".join(full).encode()
+    if not (differs and added):
+        return CaMerge(None, ca, tuple(names), False)
+    cluster[CA_DATA] = base64.b64encode(ca).decode()
+    text = yaml.safe_dump(doc, sort_keys=False, default_flow_style=False).encode()
+    return CaMerge(text, ca, tuple(names), restart and bool(ca))
+
+
+def with_cluster_ca(kubeconfig: bytes, ca: bytes) -> bytes:
+    """`kubeconfig` with its first cluster's CA set to `ca`, the rest kept (the kubelet's own,
+    at a restart for a rotation)."""
+    try:
+        doc = yaml.safe_load(kubeconfig)
+        doc["clusters"][0]["cluster"][CA_DATA] = base64.b64encode(ca).decode()
+    except (yaml.YAMLError, TypeError, KeyError, IndexError) as exc:
+        raise BadKubeconfig(f"no cluster to set the CA of ({type(exc).__name__}: {exc})") from None
+    return yaml.safe_dump(doc, sort_keys=False, default_flow_style=False).encode()

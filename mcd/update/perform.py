@@ -227,12 +227,17 @@ class StepRunner:
             return
         match step:
             case st.ReloadService(unit=unit):
-                _act(lambda: host.systemd.reload(unit), reload_failed(unit))
+                _act(lambda: host.systemd.reload(unit), reload_failed(unit), reload_event(unit, self.legacy))
             case st.RestartService(unit=unit):
                 what = reload_failed(unit) if self.legacy else restart_failed(unit)
-                _act(lambda: _restart(host, unit), what)
+                event = reload_event(unit, True) if self.legacy else restart_event(unit)
+                _act(lambda: _restart(host, unit), what, event)
             case st.DaemonReload():
-                _act(host.systemd.daemon_reload, reload_failed("daemon-reload"))
+                _act(
+                    host.systemd.daemon_reload,
+                    reload_failed("daemon-reload"),
+                    reload_event("daemon-reload", False),
+                )
             case st.UpdateCaTrust():
                 # upstream stops the legacy `restart crio` when the trust store cannot be rebuilt
                 update_ca_trust(host)
@@ -357,11 +362,43 @@ def _remove_empty_dirs(host: Host, dirs: Sequence[str]) -> None:
 
 
 CA_TRUST_SERVICE = "coreos-update-ca-trust.service"
+CRIO_SERVICE = "crio.service"
 
 
 class ActionError(RuntimeError):
     """A post-config action failed (upstream's message); the transaction rolls back and reports
-    it as an UpdateError."""
+    it as an UpdateError. `event`: the Warning Event upstream posts for it, as (reason, message)."""
+
+    def __init__(self, message: str, event: tuple[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.event = event
+        # update-ca-trust's failure as Go's exec error words it (`exit status 1`)
+        self.exit_text = ""
+
+
+# upstream's Event texts for a failed action; each takes the service's name, then the error
+EventText = Callable[[str], tuple[str, str]]
+
+
+def event_name(verb: str, unit: str) -> str:
+    """The service as upstream's events name it: a reload of crio (the policy's `Special`, the
+    legacy `reload crio`) as `crio`; any other as the policy names it."""
+    return "crio" if (verb, unit) == ("reload", CRIO_SERVICE) else unit
+
+
+def reload_event(unit: str, legacy: bool) -> EventText:
+    """Upstream's FailedServiceReload: the policy's reloads (daemon-reload too) and the legacy
+    crio actions (its failed restart too, named `crio`) are worded differently."""
+    if legacy:
+        name = "crio" if unit == CRIO_SERVICE else unit
+        return lambda error: ("FailedServiceReload", f"Reloading {name} service failed. Error: {error}")
+    name = event_name("reload", unit)
+    return lambda error: ("FailedServiceReload", f"Reloading service {name} failed. Error: {error}")
+
+
+def restart_event(unit: str) -> EventText:
+    """Upstream's FailedServiceRestart, for the policy's restarts."""
+    return lambda error: ("FailedServiceRestart", f"Restarting {unit} service failed. Error: {error}")
 
 
 def reload_failed(unit: str) -> str:
@@ -374,13 +411,15 @@ def restart_failed(unit: str) -> str:
     return f"could not apply update: restarting {unit} service failed. Error: "
 
 
-def _act(call: Callable[[], None], prefix: str) -> None:
+def _act(call: Callable[[], None], prefix: str, event: EventText) -> None:
     try:
         call()
-    except ActionError:
-        raise  # already worded (update-ca-trust run in place of its unit)
+    except ActionError as e:
+        # update-ca-trust, run in place of its unit, failed: its error is already worded; the
+        # Event quotes Go's exec error alone (the exit status, no stderr), as upstream's
+        raise ActionError(str(e), event(e.exit_text)) from e
     except (SystemdError, CommandError) as e:
-        raise ActionError(f"{prefix}{e}") from e
+        raise ActionError(f"{prefix}{e}", event(str(e))) from e
 
 
 def update_ca_trust(host: Host) -> None:
@@ -388,7 +427,11 @@ def update_ca_trust(host: Host) -> None:
     result = host.runner.run(["update-ca-trust"], check=False)
     if result.returncode != 0:
         # Go's exec error text for a non-zero exit; stderr is quoted raw, as upstream does
-        raise ActionError(f"error running update-ca-trust: {result.stderr}: exit status {result.returncode}")
+        error = ActionError(
+            f"error running update-ca-trust: {result.stderr}: exit status {result.returncode}"
+        )
+        error.exit_text = f"exit status {result.returncode}"
+        raise error
 
 
 def _restart(host: Host, service: str) -> None:

@@ -236,3 +236,25 @@ def test_health_fails_on_an_unreached_api_and_on_a_sync_past_its_deadline(tmp_pa
     daemon.sync_clock.end()
     assert daemon.healthy()
     daemon.shutdown()
+
+
+def test_the_unsupported_packages_gauge_is_set_for_the_node_at_start(tmp_path: Path) -> None:
+    daemon = _daemon(tmp_path)  # a sandbox root: no rpm-ostree, upstream's 0
+    daemon._set_host_metrics()
+    sample = daemon.metrics.registry.get_sample_value("mcd_local_unsupported_packages", {"node": "node-0"})
+    assert sample == 0
+
+
+def test_a_sigterm_during_an_update_is_told_in_upstreams_words(tmp_path: Path) -> None:
+    daemon = _daemon(tmp_path)
+    seen: list[tuple[str, str]] = []
+    daemon.events.record = lambda etype, reason, message: seen.append((reason, message))  # type: ignore[method-assign]
+    daemon.syncer.protection.add()
+    daemon._on_signal(signal.SIGTERM)
+    assert seen[-1] == ("GotSigtermDuringUpdate", "Got SIGTERM but actively updating")
+    assert daemon.stop.is_set()
+    daemon.syncer.protection.remove()
+    seen.clear()
+    daemon.stop.clear()
+    daemon._on_signal(signal.SIGTERM)  # no update: no protection, no event
+    assert seen == [] and daemon.stop.is_set()

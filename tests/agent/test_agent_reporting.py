@@ -19,7 +19,7 @@ from mcd.agent.report.metrics import Metrics, MetricsServer, host_os
 
 UPSTREAM_NAMES = (
     "mcd_host_os_and_version", "mcd_pivot_errors_total", "mcd_state", "mcd_kubelet_state",
-    "mcd_reboots_failed_total", "mcd_update_state", "mcd_config_drift",
+    "mcd_reboots_failed_total", "mcd_update_state", "mcd_config_drift", "mcd_local_unsupported_packages",
     "mcd_update_phase_seconds", "mcd_reboots_avoided_total",
 )  # fmt: skip
 

@@ -134,7 +134,9 @@ def test_disk_change_is_unreconcilable_and_changes_nothing(
     assert reason.startswith("can't reconcile config rendered-worker-a with rendered-worker-b: ")
     assert node["metadata"]["annotations"][ann.CURRENT_CONFIG] == "rendered-worker-a"
     cluster.wait_event("FailedToReconcile")
-    assert cluster.state_history(NODE) == ["Done", "Unreconcilable"]
+    assert cluster.event_messages("FailedToReconcile") == [reason]
+    # upstream's update() writes Working before its reconcile check
+    assert cluster.state_history(NODE) == ["Done", "Working", "Unreconcilable"]
 
 
 def test_hand_edited_file_degrades_the_update_and_the_forcefile_recovers(
@@ -210,9 +212,35 @@ def test_sigterm_while_waiting_for_the_controller_exits_cleanly_and_reports_no_e
         NODE, lambda n: n["metadata"]["annotations"].get(ann.DESIRED_DRAIN) == "uncordon-rendered-worker-a"
     )
     assert agent.stop() == 0
-    cluster.wait_event("GotSigtermDuringUpdate")
     assert cluster.annotations()[ann.STATE] == "Done"
     assert cluster.state_history() == ["Done"]
+    # the boot path is no update: no SIGTERM protection (upstream exits at once there)
+    assert not {"GotSigtermDuringUpdate", "AddSigtermProtection"} & set(cluster.event_reasons())
+
+
+def test_sigterm_during_an_update_is_reported_in_upstreams_words(
+    cluster: Cluster, start_agent: Callable[..., Agent], tmp_path: Path
+) -> None:
+    a = config_a()
+    b = mc_object("rendered-worker-b", files=[ign_file("/etc/app.conf", "b\n")])  # drain and reboot
+    root = make_root(tmp_path, a)
+    cluster.add_mc(a)
+    cluster.add_mc(b)
+    a_name = "rendered-worker-a"
+    cluster.add_node(NODE, {ann.CURRENT_CONFIG: a_name, ann.DESIRED_CONFIG: a_name, ann.STATE: "Done",
+                            ann.LAST_APPLIED_DRAIN: f"uncordon-{a_name}"})  # fmt: skip
+    agent = start_agent(cluster, root)  # no controller: the drain is never answered
+    cluster.wait_node(NODE, done_on("rendered-worker-a"))
+    cluster.patch_node(NODE, {"metadata": {"annotations": {ann.DESIRED_CONFIG: "rendered-worker-b"}}})
+    cluster.wait_node(
+        NODE, lambda n: n["metadata"]["annotations"].get(ann.DESIRED_DRAIN) == "drain-rendered-worker-b"
+    )
+    assert agent.stop() == 0
+    assert "Got SIGTERM, but actively updating" in agent.log
+    assert cluster.event_messages("GotSigtermDuringUpdate") == ["Got SIGTERM but actively updating"]
+    reasons = cluster.event_reasons()
+    added, removed = reasons.index("AddSigtermProtection"), reasons.index("RemoveSigtermProtection")
+    assert added < reasons.index("Drain") < reasons.index("GotSigtermDuringUpdate") < removed
 
 
 def test_a_hand_edit_under_a_layered_image_names_the_image_in_the_reason(

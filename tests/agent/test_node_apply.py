@@ -18,12 +18,14 @@ from mcd.host.runner import SubprocessRunner
 from mcd.policy import DEFAULT_POLICIES
 
 
-def test_executor_action_labels_become_values() -> None:
+def test_executor_action_labels_become_values_named_as_upstreams_events_name_them() -> None:
+    # crio as upstream's Special action names it; any other service as the policy does
     assert _service_action("reload crio.service") == ServiceAction("reload", "crio", skipped=False)
     assert _service_action("restart kubelet.service (skipped: not the live root)") == ServiceAction(
-        "restart", "kubelet", skipped=True
+        "restart", "kubelet.service", skipped=True
     )
-    assert _service_action("daemon-reload") == ServiceAction("daemon-reload", "", skipped=False)
+    assert _service_action("restart crio.service") == ServiceAction("restart", "crio.service", skipped=False)
+    assert _service_action("daemon-reload") == ServiceAction("daemon-reload", "daemon-reload", skipped=False)
 
 
 def test_recorded_config_is_parsed_once_per_version(tmp_path: Path) -> None:

@@ -41,6 +41,9 @@ NOT_SEEN_HERE = {
     ("default", "", "events", "patch"):
         "the events role is one for both namespaces, as upstream's; a repeat patches its Event, and "
         "OSUpdateStaged (the one Event in `default`) is posted directly, never repeated through the recorder",
+    ("openshift-machine-config-operator", "", "configmaps", "get"):
+        "kubeconfig-data, read only at a kube-apiserver CA rotation (tests/unit/test_ca_rotation.py); "
+        "no ControllerConfig here flags one",
     ("default", "", "events", "create"):
         "OSUpdateStaged, posted in `default` only after an OS update on a CoreOS root "
         "(tests/unit/test_os_events.py); the agent here runs on a sandbox root",

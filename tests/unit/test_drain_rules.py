@@ -104,4 +104,33 @@ def test_a_drain_timeout_is_named_as_the_flag_set_it(drain_timeout: float, words
         f"failed to drain node: worker-0 after {words}. "
         "Please see machine-config-controller logs for more information"
     )
-    assert events.warnings == [("FailedToDrain", "failed to drain node worker-0")]
+    # upstream's Event carries the same text as the error
+    assert events.warnings == [("FailedToDrain", str(err.value))]
+
+
+def test_an_uncordon_timeout_fails_with_upstreams_text_in_the_error_and_the_event(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import itertools
+    import threading
+    import types
+
+    from mcd.agent import drain
+    from mcd.agent.drain import HandshakeDrainer
+    from mcd.agent.errors import McdError
+
+    ticks = itertools.count(step=60.0)  # every look at the clock is a minute later
+    monkeypatch.setattr(drain, "time", types.SimpleNamespace(monotonic=lambda: next(ticks)))
+    events = _Events()
+    drainer = HandshakeDrainer(
+        _NeverDrained(), events, None, threading.Event(),  # type: ignore[arg-type]
+        drain_timeout=3600, uncordon_timeout=600,
+    )  # fmt: skip
+    with pytest.raises(McdError) as err:
+        drainer.uncordon("rendered-worker-b")
+    failed = (
+        "failed to uncordon node: worker-0 after 10 minutes. "
+        "Please see machine-config-controller logs for more information"
+    )
+    assert str(err.value) == failed
+    assert events.warnings == [("FailedToUncordon", failed)]

@@ -71,3 +71,21 @@ def test_a_repeat_of_an_event_that_is_gone_is_created_again() -> None:
 class _Everything(set[str]):
     def __contains__(self, item: object) -> bool:
         return True
+
+
+def test_the_event_is_the_one_upstreams_namespaced_recorder_posts_for_the_node() -> None:
+    """Upstream's node reference is kind, name and uid; its NamespacedEventRecorder puts the
+    cluster-scoped Node in openshift-machine-config-operator, which client-go's makeEvent then
+    takes for the Event too; the reporting fields are the recorder's source."""
+    api = _recorded(("NodeDone", "Setting node worker-0, currentConfig rendered-a to Done"))
+    [(_, name, event)] = api.calls
+    assert event["metadata"]["namespace"] == "openshift-machine-config-operator"
+    assert event["involvedObject"] == {
+        "kind": "Node",
+        "name": "worker-0",
+        "uid": "uid-1",
+        "namespace": "openshift-machine-config-operator",
+    }
+    assert event["source"] == {"component": "machineconfigdaemon", "host": "worker-0"}
+    assert (event["reportingComponent"], event["reportingInstance"]) == ("machineconfigdaemon", "worker-0")
+    assert name.startswith("worker-0.")

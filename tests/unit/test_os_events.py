@@ -115,7 +115,7 @@ def test_the_staged_event_is_posted_at_once_in_the_default_namespace() -> None:
             posted.append((namespace, dict(event)))
 
     recorder = EventRecorder(Api(), "worker-0")  # never started: nothing goes through the queue
-    recorder.post_now("OSUpdateStaged", "Changes to OS staged", namespace="default")
+    recorder.post_now("OSUpdateStaged", "Changes to OS staged")
     [(namespace, event)] = posted
     assert namespace == event["metadata"]["namespace"] == "default"
     assert (event["reason"], event["message"], event["type"]) == (
@@ -123,4 +123,6 @@ def test_the_staged_event_is_posted_at_once_in_the_default_namespace() -> None:
         "Changes to OS staged",
         "Normal",
     )
-    assert event["involvedObject"]["name"] == "worker-0"
+    # upstream builds this reference by hand: no namespace, no apiVersion, no reporting fields
+    assert event["involvedObject"] == {"kind": "Node", "name": "worker-0", "uid": ""}
+    assert "reportingComponent" not in event and "reportingInstance" not in event

@@ -16,13 +16,17 @@ from recording import RecordingRunner
 
 from mcd.host.root import HostRoot
 from mcd.host.systemd import SystemdError, SystemdManager
+from mcd.update.perform import ActionError
 from mcd.update.transaction import Host, UpdateError, update
 
 BUNDLE = "/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt"
 REGISTRIES = "/etc/containers/registries.conf"
+CREDENTIAL_PROVIDER = "/etc/systemd/system/kubelet.service.d/40-kubelet-crio-image-credential-provider.conf"
 REG_A = 'unqualified-search-registries = ["registry.access.redhat.com"]\n'
 REG_B = 'unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]\n'
 ROLLED_BACK = "update to b failed and was rolled back: "
+JOB_FAILED = "Job for crio.service failed"
+CA_TRUST = "coreos-update-ca-trust.service"
 
 
 class Failing:
@@ -44,6 +48,11 @@ class Failing:
         self.done.append(f"restart {unit}")
         if unit in self.fail:
             raise SystemdError(f"Job for {unit} failed")
+
+    def daemon_reload(self) -> None:
+        self.done.append("daemon-reload")
+        if "daemon-reload" in self.fail:
+            raise SystemdError("Access denied")
 
 
 @pytest.fixture
@@ -71,6 +80,8 @@ class Case:
     ca_rc: int
     message: str
     done: tuple[str, ...]
+    # upstream's Warning Event for it (pkg/daemon/update.go), None: it posts none
+    event: tuple[str, str] | None
 
 
 CA = ("ca a\n", "ca b\n")
@@ -84,6 +95,7 @@ CASES = {
         0,
         RELOAD_CRIO + "Error: Job for crio.service failed",
         ("reload crio.service",),
+        ("FailedServiceReload", "Reloading crio service failed. Error: Job for crio.service failed"),
     ),
     # upstream words a failed legacy crio restart as a reload
     "legacy-restart-crio": Case(
@@ -94,9 +106,31 @@ CASES = {
         0,
         RELOAD_CRIO + "Error: Job for crio.service failed",
         ("restart crio.service",),
+        ("FailedServiceReload", "Reloading crio service failed. Error: Job for crio.service failed"),
     ),
     # update-ca-trust failing stops the legacy action before crio is touched
-    "legacy-update-ca-trust": Case(True, BUNDLE, CA, frozenset(), 1, CA_TRUST_FAILED, ()),
+    "legacy-update-ca-trust": Case(True, BUNDLE, CA, frozenset(), 1, CA_TRUST_FAILED, (), None),
+    # the policy's Special action: upstream names crio `crio`
+    "policy-special": Case(
+        False,
+        REGISTRIES,
+        (REG_A, REG_B),
+        CRIO,
+        0,
+        RELOAD_CRIO + "Error: Job for crio.service failed",
+        ("reload crio.service",),
+        ("FailedServiceReload", "Reloading service crio failed. Error: Job for crio.service failed"),
+    ),
+    "policy-daemon-reload": Case(
+        False,
+        CREDENTIAL_PROVIDER,
+        ("a\n", "b\n"),
+        frozenset({"daemon-reload"}),
+        0,
+        "could not apply update: reloading daemon-reload configuration failed. Error: Access denied",
+        ("daemon-reload",),
+        ("FailedServiceReload", "Reloading service daemon-reload failed. Error: Access denied"),
+    ),
     "policy-restart": Case(
         False,
         BUNDLE,
@@ -105,6 +139,7 @@ CASES = {
         0,
         "could not apply update: restarting crio.service service failed. Error: Job for crio.service failed",
         ("restart coreos-update-ca-trust.service", "restart crio.service"),
+        ("FailedServiceRestart", "Restarting crio.service service failed. Error: " + JOB_FAILED),
     ),
     # the unit failing, upstream runs update-ca-trust itself; its failure is the error
     "policy-ca-trust-fallback": Case(
@@ -115,6 +150,8 @@ CASES = {
         1,
         CA_TRUST_FAILED,
         ("restart coreos-update-ca-trust.service",),
+        # the Event quotes Go's exec error alone
+        ("FailedServiceRestart", f"Restarting {CA_TRUST} service failed. Error: exit status 1"),
     ),
 }
 
@@ -130,6 +167,8 @@ def test_a_failed_action_fails_with_upstreams_text(root: Path, case: Case) -> No
     with pytest.raises(UpdateError) as info:
         update(dataclasses.replace(h, systemd=failing), a, b, legacy=case.legacy)
     assert str(info.value) == ROLLED_BACK + case.message
+    cause = info.value.__cause__
+    assert isinstance(cause, ActionError) and cause.event == case.event
     assert tuple(failing.done) == case.done
     # rolled back: the old file is in place again
     assert (root / path.lstrip("/")).read_text() == texts[0]

@@ -367,6 +367,10 @@ class KubeClient:
             CONTROLLERCONFIG_PATH, f"controllerconfig {name}", name, resource_version, timeout_seconds
         )
 
+    def get_configmap(self, namespace: str, name: str) -> Obj:
+        """A ConfigMap (the certificate writer's `kubeconfig-data`, at a CA rotation)."""
+        return self._request("GET", f"/api/v1/namespaces/{_path(namespace)}/configmaps/{_path(name)}")
+
     # -- events
 
     def create_event(self, namespace: str, event: Mapping[str, Any]) -> None:

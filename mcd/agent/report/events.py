@@ -52,16 +52,26 @@ def _now() -> str:
 
 
 def build_event(
-    node: str, uid: str, etype: str, reason: str, message: str, *, namespace: str = NAMESPACE
+    node: str, uid: str, etype: str, reason: str, message: str, *, recorder: bool = True
 ) -> dict[str, Any]:
-    """The core/v1 Event upstream's recorder posts for the node."""
+    """The core/v1 Event upstream posts for the node.
+
+    `recorder`: as its recorder does. Upstream's node reference has only kind, name and uid
+    (no apiVersion), and its recorder wrapper gives a cluster-scoped object the MCO's namespace
+    (`NamespacedEventRecorder`), which client-go then uses for the Event itself; client-go adds
+    the reporting controller and instance. Otherwise as the one Event upstream creates itself
+    (`OSUpdateStaged`): the bare reference, in `default`, no reporting fields.
+    """
     stamp = _now()
-    return {
+    involved = {"kind": "Node", "name": node, "uid": uid}
+    if recorder:
+        involved["namespace"] = NAMESPACE
+    event: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Event",
-        # upstream's recorder names events <object>.<unix nanoseconds in hex>
-        "metadata": {"name": f"{node}.{time.time_ns():x}", "namespace": namespace},
-        "involvedObject": {"kind": "Node", "name": node, "uid": uid, "apiVersion": "v1"},
+        # upstream names events <object>.<unix nanoseconds in hex>
+        "metadata": {"name": f"{node}.{time.time_ns():x}", "namespace": NAMESPACE if recorder else "default"},
+        "involvedObject": involved,
         "reason": reason,
         "message": message,
         "type": etype,
@@ -69,9 +79,11 @@ def build_event(
         "firstTimestamp": stamp,
         "lastTimestamp": stamp,
         "count": 1,
-        "reportingComponent": COMPONENT,
-        "reportingInstance": node,
     }
+    if recorder:
+        event["reportingComponent"] = COMPONENT
+        event["reportingInstance"] = node
+    return event
 
 
 @dataclass
@@ -182,16 +194,16 @@ class EventRecorder:
         except queue.Full:
             LOG.warning("event queue full: dropped event %s", reason)
 
-    def post_now(self, reason: str, message: str, namespace: str) -> None:
-        """A Normal event posted at once, in `namespace`, outside the queue: upstream creates
-        `OSUpdateStaged` itself, in `default`, rather than through its recorder. A failure is
-        logged, never raised."""
+    def post_now(self, reason: str, message: str) -> None:
+        """A Normal event posted at once, in `default`, outside the queue: upstream creates
+        `OSUpdateStaged` itself rather than through its recorder. A failure is logged, never
+        raised."""
         LOG.info("event %s on node %s: %s", reason, self.node, message)
         if self.api is None:
             return
         try:
-            event = build_event(self.node, self.uid, NORMAL, reason, message, namespace=namespace)
-            self.api.create_event(namespace, event)
+            event = build_event(self.node, self.uid, NORMAL, reason, message, recorder=False)
+            self.api.create_event("default", event)
         except ApiError as exc:
             LOG.warning("failed to post event %s: %s", reason, exc)
 
@@ -217,3 +229,40 @@ class EventRecorder:
             self.api.create_event(NAMESPACE, event)
         except ApiError as exc:
             LOG.warning("failed to post event %s: %s", event["reason"], exc)
+
+
+class SigtermProtection:
+    """Upstream's SIGTERM protection: on for the whole of an update, from just after Working is
+    written to its end (Done, the error, or just before the reboot), each change posted as an
+    Event. While it is on, a SIGTERM is not obeyed at once (`GotSigtermDuringUpdate`).
+    Thread-safe: the signal thread reads it while the loop changes it."""
+
+    def __init__(self, events: EventRecorder) -> None:
+        self._events = events
+        self._lock = threading.Lock()
+        self._on = False
+
+    @property
+    def on(self) -> bool:
+        with self._lock:
+            return self._on
+
+    def add(self) -> None:
+        with self._lock:
+            if self._on:
+                return
+            self._on = True
+            self._events.normal("AddSigtermProtection", "Adding SIGTERM protection")
+
+    def remove(self) -> None:
+        with self._lock:
+            if not self._on:
+                return
+            self._on = False
+            self._events.normal("RemoveSigtermProtection", "Removing SIGTERM protection")
+
+    def __enter__(self) -> None:
+        self.add()
+
+    def __exit__(self, *_exc: object) -> None:
+        self.remove()

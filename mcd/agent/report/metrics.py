@@ -60,14 +60,24 @@ class Metrics:
             registry=r,
         )
         # upstream declares it a gauge, reset to 0 after a successful OS update
-        self.pivot_errors = Gauge("mcd_pivot_errors_total", "errors encountered during pivot", registry=r)
+        self.pivot_errors = Gauge(
+            "mcd_pivot_errors_total", "Total number of errors encountered during pivot.", registry=r
+        )
         self.state = Gauge("mcd_state", "state of daemon on specified node", ["state", "reason"], registry=r)
         self.kubelet_state = Gauge("mcd_kubelet_state", "state of kubelet health monitor", registry=r)
-        self.reboots_failed = Counter("mcd_reboots_failed", "reboot failed", registry=r)
+        self.reboots_failed = Counter(
+            "mcd_reboots_failed", "Total number of reboots that failed.", registry=r
+        )
         self.update_state = Gauge(
             "mcd_update_state", "completed update config or error", ["config", "err"], registry=r
         )
-        self.config_drift = Gauge("mcd_config_drift", "timestamp of the last config drift", registry=r)
+        self.config_drift = Gauge("mcd_config_drift", "timestamp for config drift", registry=r)
+        self.unsupported_packages = Gauge(
+            "mcd_local_unsupported_packages",
+            "Total number of locally layered unsupported packages installed on the node",
+            ["node"],
+            registry=r,
+        )
         self.phase_seconds = Histogram(
             "mcd_update_phase_seconds",
             "seconds spent in each phase of an update",
@@ -86,6 +96,8 @@ class Metrics:
         self.state.labels(state=state, reason=reason).set(time.time())
 
     def set_update(self, config: str, err: str = "") -> None:
+        """Upstream's mcd_update_state: one series, `config` from `update_label` when the node
+        is Done in it, or "" with `err` when finishing the update failed."""
         self.update_state.clear()
         self.update_state.labels(config=config, err=err).set(time.time())
 
@@ -95,6 +107,13 @@ class Metrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+def update_label(config: str, image: str) -> str:
+    """The `config` label upstream gives mcd_update_state (its getCurrentName). Pure."""
+    if not image:
+        return f"MachineConfig: {config}"
+    return f"MachineConfig: {config} / Image: {image}"
 
 
 def host_os(os_release: str) -> tuple[str, str]:
