@@ -86,8 +86,15 @@ class Expected:
             self.by_dir.setdefault(path.rpartition("/")[0] or "/", set()).add(path)  # `parent`, inline
         # directories on the way to a managed one: a missing one is waited for from its parent
         self.needed: set[str] = set(self.by_dir)
-        for d in list(self.by_dir):
-            self.needed.update(ancestors(d))
+        walked: set[str] = set()
+        for d in self.by_dir:
+            for up in ancestors(d):
+                # walked up from before: so were its ancestors (a config has hundreds of
+                # directories below a few dozen)
+                if up in walked:
+                    break
+                walked.add(up)
+        self.needed |= walked
         # units whose enablement is declared, by name: their links are watched too
         self.enablement = {
             u.name: unit_path(u.name)
