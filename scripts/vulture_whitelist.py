@@ -61,3 +61,14 @@ _._ignore_events
 _._exclude_filter
 _._wmd
 _._inotify_wrapper
+
+# mcd.render.goyaml: PyYAML's Emitter calls these overrides and reads these attributes
+write_plain
+write_single_quoted
+write_double_quoted
+write_literal
+_.open_ended
+_.allow_flow_plain
+_.allow_block_plain
+_.allow_single_quoted
+_.allow_block

@@ -1,4 +1,4 @@
-"""Command line: `mcd validate`, `mcd plan` (kubectl-like: --help everywhere, -o json|yaml|text).
+"""Command line: `mcd validate`, `mcd plan`, `mcd render` (kubectl-like: --help, -o json|yaml|text).
 
 Heavy modules are imported inside the commands so that each command pays only for what it
 uses: `mcd plan` must start fast.
@@ -107,12 +107,15 @@ def cmd_plan(args: argparse.Namespace) -> int:
         args.parser.error("give OLD and NEW, or --root-mount DIR and NEW")
     # small files are kept (registries.conf is read), larger ones measured and decoded on demand
     options = ParseOptions(max_file_size=args.max_file_size)
-    old = (
-        empty_machineconfig()
-        if args.old == "-"
-        else load_machineconfig(_read(args.old), args.old, options=options)
-    )
-    new = load_machineconfig(_read(args.new), args.new, options=options)
+    if args.pool is not None:
+        old, new = (_rendered(args, path, options) for path in (args.old, args.new))
+    else:
+        old = (
+            empty_machineconfig()
+            if args.old == "-"
+            else load_machineconfig(_read(args.old), args.old, options=options)
+        )
+        new = load_machineconfig(_read(args.new), args.new, options=options)
     policies, overrides = (
         policy.settings_of(load_machineconfiguration(_read(args.policy), args.policy))
         if args.policy
@@ -130,6 +133,23 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if old.ignition.stage == "parse":
         bad_input = [(args.old, f) for f in old.located_findings() if f.severity == "error"] + bad_input
     return _print_plan(result, args, bad_input)
+
+
+def _rendered(args: argparse.Namespace, path: str, options: Any) -> Any:
+    """`mcd plan --pool`: the pool's rendered config from the MachineConfigs at `path`."""
+    from mcd.cli.render import rendered_from
+    from mcd.config.machineconfig import empty_machineconfig, machineconfig_from_object
+
+    if path == "-":
+        return empty_machineconfig()
+    rendered = rendered_from([path], args, _read)
+    return machineconfig_from_object(rendered, path, options=options)
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    from mcd.cli.render import cmd_render as render
+
+    return render(args, _read, _dump)
 
 
 def _print_plan(result: Any, args: argparse.Namespace, bad_input: Sequence[tuple[str, Any]] = ()) -> int:
@@ -156,6 +176,10 @@ def _plan_on_root(args: argparse.Namespace) -> int:
     from mcd.cli.oncefrom import plan_once_from
     from mcd.config.findings import Finding, InputError
 
+    rendering = [o for o in ("--pool", "--role", "--os-image-url") if _flag_given(args, o)]
+    if rendering:
+        message = f"{', '.join(rendering)} renders OLD and NEW from MachineConfigs: not with --root-mount"
+        raise InputError("mcd plan", [Finding((), message)])
     given = [o for o in ("--policy", "--legacy", "--forcefile", "--node-fips") if _flag_given(args, o)]
     if args.new is not None or given:
         what = "OLD" if args.new is not None else ", ".join(given)
@@ -398,6 +422,17 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return simulate(SimulateOptions(workdir, Path(args.old), Path(args.new), args.node, args.timeout))
 
 
+def cmd_pool_controller(args: argparse.Namespace) -> int:
+    from mcd.cli.logsetup import setup_logging
+    from mcd.controller.run import start
+
+    setup_logging(args.verbose)
+    namespace = args.namespace or os.environ.get("POD_NAMESPACE") or "openshift-machine-config-operator"
+    return start(kubeconfig_path(args.kubeconfig, os.environ), namespace, args.lease_name,
+                 identity=args.identity, lease_duration=args.lease_duration, interval=args.interval,
+                 once=args.once)  # fmt: skip
+
+
 def _describe_error(exc: BaseException) -> str:
     """One line for a failure: control characters escaped, a path in an OS error clipped (a
     name too long for the kernel is not worth printing whole)."""
@@ -412,6 +447,7 @@ def _describe_error(exc: BaseException) -> str:
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "validate": cmd_validate,
     "plan": cmd_plan,
+    "render": cmd_render,
     "start": cmd_start,
     "firstboot-complete-machineconfig": cmd_firstboot,
     "check-disk": cmd_check_disk,
@@ -419,6 +455,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "sandbox": cmd_sandbox,
     "sim-cluster": cmd_sim_cluster,
     "simulate": cmd_simulate,
+    "pool-controller": cmd_pool_controller,
 }
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -18,6 +19,7 @@ from mcd.host.rootlock import DEFAULT_TIMEOUT as DEFAULT_LOCK_TIMEOUT
 from mcd.planner.nodefacts import HIGHLY_AVAILABLE, TOPOLOGIES
 
 EXIT_INPUT = 1
+_POOL_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -67,6 +69,34 @@ def _lock_timeout_flag(parser: argparse.ArgumentParser, what: str) -> None:
         metavar="SECONDS",
         help=f"how long to wait for another mcd holding the root's lock ({what}; 0: fail at once; "
         f"default {DEFAULT_LOCK_TIMEOUT:g})",
+    )
+
+
+def _pool_name(text: str) -> str:
+    # a pool is a Kubernetes object: its name is a DNS subdomain, and part of the rendered name
+    if not _POOL_NAME.fullmatch(text) or len(text) > 200:
+        message = f"{text!r} is not a pool name (lower case letters, digits, '-' and '.')"
+        raise argparse.ArgumentTypeError(message)
+    return text
+
+
+def _role_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--role",
+        action="append",
+        type=_pool_name,
+        metavar="ROLE",
+        help="select the MachineConfigs labelled machineconfiguration.openshift.io/role: ROLE (repeat for "
+        "a custom pool's selector, e.g. --role worker --role infra; default: the pool's name)",
+    )
+
+
+def _os_image_url_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--os-image-url",
+        metavar="URL",
+        help="the cluster's OS image, which a config's osImageURL overrides (upstream's ControllerConfig "
+        "spec.baseOSContainerImage; default: a ControllerConfig among the inputs, else empty)",
     )
 
 
@@ -127,9 +157,32 @@ def build_parser() -> argparse.ArgumentParser:
         help="control plane topology (SingleReplica skips the drain)",
     )
     p.add_argument("--arch", default="x86_64", help="node architecture (64k-pages kernels need aarch64)")
+    p.add_argument(
+        "--pool",
+        type=_pool_name,
+        metavar="NAME",
+        help="OLD and NEW are each a file or directory of the pool's own MachineConfigs, rendered first "
+        "as `mcd render --pool NAME` renders them (OLD '-': the empty config)",
+    )
+    _role_flag(p)
+    _os_image_url_flag(p)
     p.add_argument("-o", "--output", choices=("json", "yaml", "text"), default="json")
     _max_file_size_flag(p)
     p.set_defaults(parser=p)
+
+    r = sub.add_parser(
+        "render",
+        help="merge a pool's MachineConfigs into its rendered MachineConfig, named as OpenShift names it",
+        description="Merge the MachineConfigs labelled machineconfiguration.openshift.io/role: NAME among "
+        "PATHs (files, or directories of *.yaml, *.yml and *.json files) into the pool's rendered "
+        "MachineConfig, as the machine-config-controller does, named rendered-NAME-<hash> as an OpenShift "
+        "cluster would name it. Exit 0, or 1 for bad input (FILE: JSON-PATH: message).",
+    )
+    r.add_argument("paths", nargs="+", metavar="PATH", help="MachineConfig file or directory ('-': stdin)")
+    r.add_argument("--pool", required=True, type=_pool_name, metavar="NAME", help="the pool (e.g. worker)")
+    _role_flag(r)
+    _os_image_url_flag(r)
+    r.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
 
     s = sub.add_parser(
         "start",
@@ -270,6 +323,28 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--rbac", action="append", default=[], metavar="PATH",
                    help="enforce RBAC with the ClusterRoles, Roles and bindings of this YAML file or "
                    "directory (e.g. manifests/; kubelets also get what the Node authorizer grants)")
+
+    pc = sub.add_parser(
+        "pool-controller",
+        help="render MachineConfigPools and roll their nodes onto them (clusters without the operator)",
+        description="For every MachineConfigPool: merge the MachineConfigs its selector picks into "
+        "rendered-<pool>-<hash>, target it, point at most maxUnavailable nodes at a time at it, answer the "
+        "daemons' drain requests and write the pool's status. One replica leads through a Lease.",
+    )
+    pc.add_argument("--kubeconfig", default=_env("KUBECONFIG"), metavar="FILE",
+                    help="kubeconfig (default $KUBECONFIG, else the in-cluster service account)")
+    pc.add_argument("--namespace", default="", metavar="NS", help="the Lease's namespace "
+                    "(default $POD_NAMESPACE, else openshift-machine-config-operator)")
+    pc.add_argument("--lease-name", default="machine-config-controller", metavar="NAME",
+                    help="the Lease replicas elect a leader through (default machine-config-controller)")
+    pc.add_argument("--identity", default="", metavar="ID",
+                    help="this replica's name in the Lease (default HOSTNAME_<random>)")
+    pc.add_argument("--lease-duration", type=float, default=15.0, metavar="S",
+                    help="seconds a leader that stops renewing keeps the Lease (default 15)")
+    pc.add_argument("--interval", type=float, default=2.0, metavar="S",
+                    help="seconds between passes (default 2)")
+    pc.add_argument("--once", action="store_true", help="one pass as the leader, then release the Lease")
+    pc.add_argument("-v", "--verbose", action="count", default=0)
 
     m = sub.add_parser(
         "simulate",

@@ -55,6 +55,7 @@ __all__ = [
     "User",
     "format_mode",
     "parse_ignition",
+    "spec3_document",
 ]
 
 
@@ -81,15 +82,10 @@ def parse_ignition(
     findings = list(validate_ignition_schema(doc, version, reused.known() if reused is not None else None))
     if any(f.severity == "error" for f in findings):
         return IgnitionResult(None, tuple(findings), "parse")
-    # a key the spec version does not know is ignored, as Ignition ignores it (spec 3.2 with
-    # kernelArguments: a warning, and no kargs change either)
-    body: Mapping[str, Any] = _without(doc, [f.path for f in findings if is_unknown_key(f)])
-    if version in SPEC2_VERSIONS:
-        translated, tfindings = translate_2_2(body)
-        findings += tfindings
-        if any(f.severity == "error" for f in tfindings):
-            return IgnitionResult(None, tuple(findings), "parse")
-        body = translated
+    body, tfindings = _spec3_body(doc, version, findings)
+    findings += tfindings
+    if any(f.severity == "error" for f in tfindings):
+        return IgnitionResult(None, tuple(findings), "parse")
     checker = Checker(options, reused)
     config = checker.build(body, version)
     if version in SPEC2_VERSIONS:
@@ -98,6 +94,26 @@ def parse_ignition(
     if any(f.severity == "error" for f in checker.findings):
         return IgnitionResult(None, tuple(findings), "validate", partial=config)
     return IgnitionResult(config, tuple(findings), "ok", options=options)
+
+
+def _spec3_body(
+    doc: Mapping[str, Any], version: str, findings: Sequence[Finding]
+) -> tuple[Mapping[str, Any], list[Finding]]:
+    """The document Ignition reads, given its schema findings, with the translation's findings."""
+    # a key the spec version does not know is ignored, as Ignition ignores it (spec 3.2 with
+    # kernelArguments: a warning, and no kargs change either)
+    body: Mapping[str, Any] = _without(doc, [f.path for f in findings if is_unknown_key(f)])
+    if version in SPEC2_VERSIONS:
+        return translate_2_2(body)
+    return body, []
+
+
+def spec3_document(doc: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The spec 3 document Ignition reads from `doc`, a config `parse_ignition` accepts: the keys
+    its spec version does not know dropped, spec 2.2 translated (what a merge starts from)."""
+    version = _version_of(doc) or ""
+    body, _ = _spec3_body(doc, version, validate_ignition_schema(doc, version))
+    return body
 
 
 _SPEC3_MERGE: JsonPath = ("ignition", "config", "merge")

@@ -20,6 +20,8 @@ UPSTREAM_REASONS = {
     "Uncordon", "OSUpdateStaged", "ConfigDriftDetected", "FailedFinalization", "FailedServiceReload",
     "FailedServiceRestart", "FailedToDrain", "FailedToReconcile", "FailedToUncordon",
     "GotSigtermDuringUpdate", "OnDiskStateValidationFailed", "PreflightConfigDriftCheckFailed",
+    # upstream's render and node controllers (pkg/controller), for `mcd pool-controller`
+    "RenderedConfigGenerated", "SetDesiredConfig", "Updating", "Completed",
 }  # fmt: skip
 UPSTREAM_METRICS = {
     "mcd_host_os_and_version", "mcd_pivot_errors_total", "mcd_state", "mcd_kubelet_state",

@@ -42,7 +42,8 @@ Obj = dict[str, Any]
 RESOURCES: dict[str, list[tuple[str, str, bool]]] = {
     "v1": [("namespaces", "Namespace", False), ("serviceaccounts", "ServiceAccount", True),
            ("services", "Service", True)],
-    "apps/v1": [("daemonsets", "DaemonSet", True)],
+    "apps/v1": [("daemonsets", "DaemonSet", True), ("deployments", "Deployment", True)],
+    "apiextensions.k8s.io/v1": [("customresourcedefinitions", "CustomResourceDefinition", False)],
     "rbac.authorization.k8s.io/v1": [("clusterroles", "ClusterRole", False),
                                      ("clusterrolebindings", "ClusterRoleBinding", False),
                                      ("roles", "Role", True), ("rolebindings", "RoleBinding", True)],

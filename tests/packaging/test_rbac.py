@@ -79,16 +79,19 @@ class Call:
     uri: str
 
 
-def _grants(*, without_kubelet_kubeconfig: bool = False) -> list[Grant]:
-    """What the manifests' bindings give the agent's ServiceAccount."""
-    objs = objects(without_kubelet_kubeconfig=without_kubelet_kubeconfig)
+def _grants(
+    *, without_kubelet_kubeconfig: bool = False, objs: list[Obj] | None = None, account: str = SERVICE_ACCOUNT
+) -> list[Grant]:
+    """What the manifests' bindings give the agent's ServiceAccount (or `account`, in `objs`)."""
+    if objs is None:
+        objs = objects(without_kubelet_kubeconfig=without_kubelet_kubeconfig)
     roles = {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]): o for o in objs
              if o["kind"] in ("ClusterRole", "Role")}  # fmt: skip
     out: list[Grant] = []
     for b in objs:
         if b["kind"] not in ("ClusterRoleBinding", "RoleBinding"):
             continue
-        if not any(s["kind"] == "ServiceAccount" and s["name"] == SERVICE_ACCOUNT
+        if not any(s["kind"] == "ServiceAccount" and s["name"] == account
                    and s.get("namespace") == NAMESPACE for s in b["subjects"]):  # fmt: skip
             continue
         scope = "*" if b["kind"] == "ClusterRoleBinding" else b["metadata"]["namespace"]
@@ -113,10 +116,10 @@ def _allows(g: Grant, c: Call) -> bool:
     )
 
 
-def _calls(audit: Path) -> Iterator[Call]:
+def _calls(audit: Path, user_agent: str = AGENT_UA) -> Iterator[Call]:
     for line in audit.read_text().splitlines():
         e = json.loads(line)
-        if not e["userAgent"].startswith(AGENT_UA):
+        if not e["userAgent"].startswith(user_agent):
             continue
         ref = e.get("objectRef")
         assert ref, f"a non-resource request, which no rule here grants: {e['verb']} {e['requestURI']}"

@@ -15,7 +15,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 # The pure core: every module of these packages (docs/architecture.md), and the annotation rules.
-PURE_PACKAGES = ("config", "planner", "policy")
+PURE_PACKAGES = ("config", "planner", "policy", "render")
 PURE_MODULES = ("mcd.agent.kube.annotations",)
 BANNED_IMPORTS = (
     "subprocess", "socket", "kubernetes", "dbus", "pyinotify", "shutil", "tempfile",

@@ -31,7 +31,7 @@ from urllib.parse import quote, urlencode
 import urllib3
 
 from mcd import __version__
-from mcd.agent.errors import ApiError, ConflictError, GoneError, NotFoundError
+from mcd.agent.errors import ApiError, GoneError, NotFoundError
 from mcd.agent.health import NODE_WRITER_HINTS, ApiReach
 from mcd.agent.kube.bare import register_bare
 from mcd.agent.kube.identity import (
@@ -41,18 +41,25 @@ from mcd.agent.kube.identity import (
     api_endpoint,
     node_writer_kubeconfig,
 )
+from mcd.agent.kube.wire import api_error, lines
 from mcd.config.findings import InputError
 from mcd.host.root import HostRoot
 
 LOG = logging.getLogger(__name__)
 
 USER_AGENT = f"machine-config-daemon/mcd-{__version__}"
+# the pool controller's requests say who made them (its RBAC is checked against them apart)
+CONTROLLER_USER_AGENT = f"machine-config-controller/mcd-{__version__}"
 MCO_GROUP = "machineconfiguration.openshift.io"
 MC_PATH = f"/apis/{MCO_GROUP}/v1/machineconfigs"
 CONTROLLERCONFIG_PATH = f"/apis/{MCO_GROUP}/v1/controllerconfigs"
 MACHINECONFIGURATION_PATH = "/apis/operator.openshift.io/v1/machineconfigurations"
 MCN_PATH = f"/apis/{MCO_GROUP}/v1/machineconfignodes"
 MERGE_PATCH = "application/merge-patch+json"
+# what the pool controller lists whole, every pass; where its Lease lives
+COLLECTIONS = {"nodes": "/api/v1/nodes", "pods": "/api/v1/pods", "machineconfigs": MC_PATH,
+               "machineconfigpools": f"/apis/{MCO_GROUP}/v1/machineconfigpools"}  # fmt: skip
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/{}/leases"
 
 # (connect, read) seconds for one request; a watch reads for its own timeout plus this margin
 REQUEST_TIMEOUT = (5.0, 30.0)
@@ -62,17 +69,13 @@ WATCH_MARGIN = 15.0
 
 Obj = dict[str, Any]
 
-# Importing any part of `kubernetes` runs the package's `__init__`, which imports all of it: the
-# dynamic client, streams (websocket), informers, the YAML utilities, the kubeconfig loader
-# (requests, oauthlib) and through it the pydantic ApiClient. The daemon needs the
-# configuration, the in-cluster loader and the REST layer: these packages are registered bare
-# (`mcd.agent.kube.bare`; about 18 MB less resident memory), the kubeconfig loader is imported
-# when a kubeconfig is read.
+# `import kubernetes` imports all of the client (pydantic, requests, oauthlib, websocket ...); the
+# agent needs the configuration, the in-cluster loader and the REST layer, so the packages are
+# registered bare (`mcd.agent.kube.bare`; about 18 MB less memory) and the kubeconfig loader is
+# imported when a kubeconfig is read. Names come from the modules themselves: `from
+# kubernetes.config import x` would ask the bare package for `x`, which completes it.
 for _package in ("kubernetes", "kubernetes.config", "kubernetes.utils"):
     register_bare(_package)
-
-# names from the modules themselves, never `from kubernetes.config import incluster_config`:
-# that asks the bare package for the name, which completes it
 from kubernetes.client.configuration import Configuration  # noqa: E402 (after the registration)
 from kubernetes.client.rest import RESTClientObject  # noqa: E402
 from kubernetes.config.config_exception import ConfigException  # noqa: E402
@@ -86,10 +89,13 @@ def _path(*parts: str) -> str:
 class KubeClient:
     """Plain-JSON requests to one API server, as two identities: the reader and the node writer."""
 
-    def __init__(self, configuration: Any, writer: Any = None, writer_source: str = "") -> None:
+    def __init__(
+        self, configuration: Any, writer: Any = None, writer_source: str = "", *, user_agent: str = USER_AGENT
+    ) -> None:
         """`configuration`: the reader's; `writer`: the node writer's (None: the reader writes too),
         loaded from `writer_source`."""
-        self._api = _Session(configuration)
+        self.user_agent = user_agent
+        self._api = _Session(configuration, user_agent)
         self.host = str(configuration.host)
         self.reach = ApiReach(self.host)
         self.writer_source = writer_source
@@ -99,7 +105,7 @@ class KubeClient:
         if writer is None:
             self._writer, self.writer_reach = self._api, self.reach
         else:
-            self._writer = _Session(writer)
+            self._writer = _Session(writer, user_agent)
             self.writer_reach = ApiReach(str(writer.host), hints=NODE_WRITER_HINTS)
 
     @classmethod
@@ -156,6 +162,11 @@ class KubeClient:
         client._reload_writer = lambda: _writer_configuration(root, kubelet_kubeconfig)
         return client
 
+    @classmethod
+    def from_kubeconfig(cls, kubeconfig: str, user_agent: str = USER_AGENT) -> KubeClient:
+        """One identity (the pool controller's): `kubeconfig`, else the pod's ServiceAccount."""
+        return cls(_reader_configuration(kubeconfig, None, SERVICE_ACCOUNT_DIR), user_agent=user_agent)
+
     def _writer_refused(self) -> None:
         """Read the node writer's kubeconfig again (its certificate may have been rotated); the
         next write, after the caller's backoff, uses what it names now."""
@@ -168,7 +179,7 @@ class KubeClient:
             return
         if found is not None:
             # the old pool is left to the garbage collector: another thread may be using it
-            self._writer = _Session(found[0])
+            self._writer = _Session(found[0], self.user_agent)
 
     def close(self) -> None:
         if self._writer is not self._api:
@@ -191,7 +202,7 @@ class KubeClient:
         """The urllib3 response of one request (as the node writer with `writer`), unread;
         ApiError for transport errors."""
         api, reach = (self._writer, self.writer_reach) if writer else (self._api, self.reach)
-        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+        headers = {"Accept": "application/json", "User-Agent": api.user_agent}
         if body is not None:
             headers["Content-Type"] = content_type
         # the bearer token as the configuration gives it now (a rotated service account token
@@ -219,11 +230,9 @@ class KubeClient:
     def _request(self, method: str, path: str, *, writer: bool = False, **kwargs: Any) -> Obj:
         return self._request_text(method, path, writer=writer, **kwargs)[0]
 
-    def _request_text(
-        self, method: str, path: str, *, writer: bool = False, **kwargs: Any
-    ) -> tuple[Obj, bytes]:
+    def _request_text(self, method: str, path: str, *, writer: bool = False, **kw: Any) -> tuple[Obj, bytes]:
         """The answer as a dict and as the JSON text it was decoded from."""
-        resp = self._send(method, path, writer=writer, **kwargs)
+        resp = self._send(method, path, writer=writer, **kw)
         reach = self.writer_reach if writer else self.reach
         key = f"{method} {path}"
         try:
@@ -234,7 +243,7 @@ class KubeClient:
         finally:
             resp.release_conn()
         if not 200 <= resp.status < 300:
-            err = _api_error(method, path, resp.status, data, resp.headers.get("Retry-After"))
+            err = api_error(method, path, resp.status, data, resp.headers.get("Retry-After"))
             reach.answered(resp.status, key, str(err))
             if writer and resp.status == 401:
                 self._writer_refused()
@@ -291,13 +300,13 @@ class KubeClient:
                 self.reach.answered(410, key, "")
                 raise GoneError(410, f"watch of {what}: resourceVersion {resource_version} is gone")
             if not 200 <= resp.status < 300:
-                err = _api_error("GET", path, resp.status, resp.data, resp.headers.get("Retry-After"))
+                err = api_error("GET", path, resp.status, resp.data, resp.headers.get("Retry-After"))
                 self.reach.answered(resp.status, key, str(err))
                 raise err
             self.reach.answered(resp.status, key, "")
             self.reach.stream(True)
             streaming = True
-            for line in _lines(resp):
+            for line in lines(resp):
                 try:
                     event = json.loads(line)
                 except ValueError:
@@ -406,25 +415,51 @@ class KubeClient:
         obj = self._request("GET", "/apis/policy/v1/poddisruptionbudgets")
         return list(obj.get("items") or [])
 
+    # -- the pool controller (mcd.controller): whole collections listed every pass, its Lease
+
+    def list_all(self, resource: str) -> list[Obj]:
+        """Every object of `resource` (a key of COLLECTIONS), cluster-wide."""
+        return list(self._request("GET", COLLECTIONS[resource]).get("items") or [])
+
+    def create_machineconfig(self, obj: Mapping[str, Any]) -> Obj:
+        return self._request("POST", MC_PATH, body=obj)
+
+    def patch_machineconfigpool(self, name: str, patch: Mapping[str, Any], *, status: bool = False) -> Obj:
+        """A JSON merge patch of the pool or its status (a resourceVersion in it is a precondition)."""
+        path = f"{COLLECTIONS['machineconfigpools']}/{_path(name)}" + ("/status" if status else "")
+        return self._request("PATCH", path, body=patch, content_type=MERGE_PATCH)
+
+    def get_lease(self, namespace: str, name: str) -> Obj | None:
+        try:
+            return self._request("GET", f"{LEASES.format(_path(namespace))}/{_path(name)}")
+        except NotFoundError:
+            return None
+
+    def create_lease(self, namespace: str, obj: Mapping[str, Any]) -> Obj:
+        return self._request("POST", LEASES.format(_path(namespace)), body=obj)
+
+    def update_lease(self, namespace: str, obj: Mapping[str, Any]) -> Obj:
+        """PUT the Lease; its resourceVersion is a precondition (ConflictError when another wrote)."""
+        path = f"{LEASES.format(_path(namespace))}/{_path(str(obj['metadata']['name']))}"
+        return self._request("PUT", path, body=obj)
+
 
 class _Session:
-    """One identity's configuration and the official REST layer's connection pool, which carries
-    the configuration's TLS settings (CA, client certificate, server name, proxy)."""
+    """One identity: its configuration and the official REST layer's connection pool (which
+    carries the configuration's TLS settings: CA, client certificate, server name, proxy)."""
 
-    def __init__(self, configuration: Any) -> None:
+    def __init__(self, configuration: Any, user_agent: str) -> None:
         configuration.retries = False  # see the module docstring
-        self.configuration = configuration
+        self.configuration, self.user_agent = configuration, user_agent
         self.host = str(configuration.host)
-        self._rest = RESTClientObject(configuration)
-        self.pool_manager = self._rest.pool_manager
+        self.pool_manager = RESTClientObject(configuration).pool_manager
 
     def close(self) -> None:
-        self._rest.close()
+        self.pool_manager.clear()
 
 
 def _kube_config() -> Any:
-    """The package's kubeconfig loader, imported on first use: it brings requests, oauthlib and
-    the pydantic ApiClient, which the in-cluster client does without."""
+    """The kubeconfig loader, imported on first use (requests, oauthlib, the pydantic ApiClient)."""
     return importlib.import_module("kubernetes.config.kube_config")
 
 
@@ -463,37 +498,3 @@ def _reader_configuration(kubeconfig: str, endpoint: Endpoint | None, service_ac
         where = kubeconfig or "the in-cluster service account"
         raise ApiError(0, f"cannot load API credentials from {where}: {exc}") from None
     return configuration
-
-
-def _lines(resp: Any) -> Iterator[bytes]:
-    """Complete lines of a streamed body (a watch sends one JSON event per line)."""
-    buf = b""
-    for chunk in resp.stream(64 * 1024, decode_content=True):
-        buf += chunk
-        while b"\n" in buf:
-            line, buf = buf.split(b"\n", 1)
-            if line.strip():
-                yield line
-    if buf.strip():
-        yield buf
-
-
-def _api_error(method: str, path: str, status: int, data: bytes | None, retry_after: str | None) -> ApiError:
-    message = ""
-    try:
-        obj = json.loads(data or b"{}")
-        if isinstance(obj, dict):
-            message = str(obj.get("message", ""))
-    except ValueError:
-        pass
-    text = f"{method} {path}: {status} {message or (data or b'').decode(errors='replace')[:200]}".rstrip()
-    delay: float | None = None
-    if retry_after and retry_after.strip().isdigit():
-        delay = float(retry_after.strip())
-    if status == 404:
-        return NotFoundError(status, text)
-    if status == 409:
-        return ConflictError(status, text)
-    if status == 410:
-        return GoneError(status, text)
-    return ApiError(status, text, delay)

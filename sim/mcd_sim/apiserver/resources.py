@@ -79,6 +79,7 @@ RESOURCES: tuple[ResourceType, ...] = (
                  categories=("all",)),
     ResourceType("apps", "v1", "replicasets", "ReplicaSet", True, ("rs",), status=True, generation=True,
                  categories=("all",)),
+    ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True),
     ResourceType("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, ("pdb",),
                  status=True, generation=True),
     ResourceType(MC_GROUP, "v1", "machineconfigs", "MachineConfig", False, ("mc",), generation=True),

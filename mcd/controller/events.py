@@ -1,0 +1,67 @@
+"""Events on a MachineConfigPool, with upstream's controllers' reasons and components.
+
+As upstream's namespaced recorder does for these cluster-scoped objects, the Events go to the
+controller's namespace. Best effort: one that cannot be posted is logged and dropped (the pool's
+status carries the same facts), and each is a log line too.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from mcd.agent.errors import ApiError
+from mcd.agent.kube.client import KubeClient
+
+LOG = logging.getLogger(__name__)
+
+NODE_CONTROLLER = "machineconfigcontroller-nodecontroller"
+RENDER_CONTROLLER = "machineconfigcontroller-rendercontroller"
+DEFAULT_NAMESPACE = "openshift-machine-config-operator"
+
+
+def pool_event(
+    pool: Mapping[str, Any], reason: str, message: str, component: str, namespace: str
+) -> dict[str, Any]:
+    """The core/v1 Event upstream's recorder posts about `pool`. Pure but for the clock."""
+    meta = pool.get("metadata") or {}
+    name = str(meta.get("name", ""))
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": f"{name}.{time.time_ns():x}", "namespace": namespace},
+        "involvedObject": {
+            "kind": "MachineConfigPool",
+            "name": name,
+            "uid": str(meta.get("uid", "")),
+            "apiVersion": "machineconfiguration.openshift.io/v1",
+        },
+        "reason": reason,
+        "message": message,
+        "type": "Normal",
+        "source": {"component": component},
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+        "count": 1,
+        "reportingComponent": component,
+    }
+
+
+class PoolEvents:
+    def __init__(self, api: KubeClient, namespace: str = DEFAULT_NAMESPACE) -> None:
+        self.api, self.namespace = api, namespace
+
+    def normal(
+        self, reason: str, pool: Mapping[str, Any], message: str, component: str = NODE_CONTROLLER
+    ) -> None:
+        LOG.info("pool %s: %s: %s", (pool.get("metadata") or {}).get("name", ""), reason, message)
+        try:
+            self.api.create_event(
+                self.namespace, pool_event(pool, reason, message, component, self.namespace)
+            )
+        except ApiError as exc:
+            LOG.warning("event %s not posted: %s", reason, exc)

@@ -1,0 +1,201 @@
+"""One pass over every MachineConfigPool: render, retarget, move nodes, write the status.
+
+For each pool, as upstream's render and node controllers do between them: the MachineConfigs
+its machineConfigSelector picks are merged (in name order) into `rendered-<pool>-<hash>`,
+created when absent, and set as `spec.configuration` (name and source); a failure to render
+sets RenderDegraded and leaves the target alone. Then, unless the pool is paused, the nodes the
+rollout rules pick (`mcd.controller.rollout.choose`) get the target as their `desiredConfig`,
+and the status is written from the nodes (`mcd.controller.status.pool_status`), only when it
+changed, with the pool's resourceVersion as a precondition.
+
+Every decision is read from the cluster at the start of the pass (nothing is remembered between
+passes), so a pass after a restart, or by another replica, continues where the last one stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from mcd.agent.errors import ApiError, ConflictError
+from mcd.agent.kube.client import KubeClient
+from mcd.controller import rollout
+from mcd.controller.events import RENDER_CONTROLLER, PoolEvents
+from mcd.controller.status import pool_status, render_degraded
+from mcd.render import RenderError, render_pool, source_refs
+from mcd.render.selector import selector_text
+from mcd.render.selector import selects as matches
+
+LOG = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+MC_API_VERSION = "machineconfiguration.openshift.io/v1"
+
+
+def rfc3339(ts: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+
+
+class PoolSync:
+    """The render and node-controller part of a pass; `errors` holds what the last pass could not do."""
+
+    def __init__(
+        self, api: KubeClient, *, events: PoolEvents | None = None, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.api = api
+        self.events = events or PoolEvents(api)
+        self.clock = clock
+        self.errors: list[str] = []
+
+    def sync(self) -> None:
+        self.errors = []
+        pools = self.api.list_all("machineconfigpools")
+        configs = self.api.list_all("machineconfigs")
+        nodes = self.api.list_all("nodes")
+        for pool in sorted(pools, key=rollout.name_of):
+            try:
+                self.sync_pool(pool, pools, configs, nodes)
+            except (ApiError, rollout.PoolError) as exc:
+                # one pool's failure does not hold the others; the next pass retries it
+                LOG.warning("pool %s: %s", rollout.name_of(pool), exc)
+                self.errors.append(f"pool {rollout.name_of(pool)}: {exc}")
+
+    def sync_pool(self, pool: Obj, pools: Sequence[Obj], configs: list[Obj], nodes: Sequence[Obj]) -> None:
+        name = rollout.name_of(pool)
+        spec = pool.get("spec") or {}
+        now = rfc3339(self.clock())
+        served = dict(pool.get("status") or {})
+        if not (pool.get("metadata") or {}).get("deletionTimestamp"):
+            pool = self._render(pool, configs, now)
+        members = rollout.nodes_of(pool, nodes, pools)
+        if spec.get("nodeSelector") == {}:
+            LOG.warning(
+                "pool %s: this machineconfigpool is selecting all nodes; a non-empty selector is required",
+                name,
+            )
+            return
+        if not spec.get("paused") and not (pool.get("metadata") or {}).get("deletionTimestamp"):
+            members = self._move_nodes(pool, members)
+        elif spec.get("paused"):
+            LOG.debug("pool %s is paused and will not update", name)
+        self._write_status(pool, served, members, now)
+
+    # -- render
+
+    def _render(self, pool: Obj, configs: list[Obj], now: str) -> Obj:
+        name = rollout.name_of(pool)
+        selector = (pool.get("spec") or {}).get("machineConfigSelector")
+        if not selector:
+            LOG.warning(
+                "pool %s: selecting all machineconfigs; a non-empty machineConfigSelector is required", name
+            )
+            return pool
+        chosen = sorted(
+            (c for c in configs if matches(selector, (c.get("metadata") or {}).get("labels") or {})),
+            key=rollout.name_of,
+        )
+        error: str | None = None
+        rendered: Obj | None = None
+        if not chosen:
+            error = f"no MachineConfigs found matching selector {selector_text(selector)}"
+        else:
+            try:
+                rendered = render_pool(name, chosen)
+            except RenderError as exc:
+                error = str(exc)
+        pool = dict(pool)
+        status = dict(pool.get("status") or {})
+        before = status.get("conditions") or []
+        status["conditions"] = render_degraded(pool, error, now)
+        pool["status"] = status
+        if rendered is None:
+            # said once, when it starts or its reason changes (a pass every few seconds repeats it)
+            level = logging.DEBUG if status["conditions"] == before else logging.WARNING
+            LOG.log(level, "pool %s: failed to render configuration: %s", name, error)
+            return pool
+        self._create_rendered(pool, rendered, configs)
+        wanted = {"name": rollout.name_of(rendered), "source": source_refs(chosen)}
+        current = (pool.get("spec") or {}).get("configuration") or {}
+        if {"name": current.get("name"), "source": current.get("source")} != wanted:
+            patch = {"metadata": {"resourceVersion": pool["metadata"]["resourceVersion"]},
+                     "spec": {"configuration": wanted}}  # fmt: skip
+            updated = self.api.patch_machineconfigpool(name, patch)
+            pool = {**updated, "status": status}
+            if current.get("name") != wanted["name"]:
+                self.events.normal(
+                    "Updating", pool, f"Pool {name} now targeting MachineConfig {wanted['name']}"
+                )
+        return pool
+
+    def _create_rendered(self, pool: Obj, rendered: Obj, configs: list[Obj]) -> None:
+        name = rollout.name_of(rendered)
+        if any(rollout.name_of(c) == name for c in configs):
+            return
+        meta = dict(rendered.get("metadata") or {})
+        meta["ownerReferences"] = [{
+            "apiVersion": MC_API_VERSION, "kind": "MachineConfigPool", "name": rollout.name_of(pool),
+            "uid": pool["metadata"].get("uid", ""), "controller": True, "blockOwnerDeletion": True,
+        }]  # fmt: skip
+        try:
+            created = self.api.create_machineconfig({**rendered, "metadata": meta})
+        except ConflictError:
+            return  # another pass (or replica) created it first: same name, same content
+        configs.append(created)
+        versions = (created.get("metadata") or {}).get("annotations") or {}
+        release = versions.get("machineconfiguration.openshift.io/release-image-version", "")
+        controller = versions.get("machineconfiguration.openshift.io/generated-by-controller-version", "")
+        message = (
+            f"{name} successfully generated (release version: {release}, controller version: {controller})"
+        )
+        self.events.normal("RenderedConfigGenerated", pool, message, RENDER_CONTROLLER)
+
+    # -- nodes
+
+    def _move_nodes(self, pool: Obj, members: list[Obj]) -> list[Obj]:
+        name, target = rollout.name_of(pool), rollout.pool_target(pool)
+        if not target:
+            return members
+        choice = rollout.choose(pool, members)
+        if not choice.nodes:
+            return members
+        LOG.info(
+            "pool %s: %d candidate nodes for update, capacity: %d", name, len(choice.nodes), choice.capacity
+        )
+        patch = {"metadata": {"annotations": {rollout.DESIRED_CONFIG: target, rollout.DESIRED_IMAGE: None}}}
+        out = []
+        for node in members:
+            node_name = rollout.name_of(node)
+            if node_name not in choice.nodes:
+                out.append(node)
+                continue
+            out.append(self.api.patch_node(node_name, patch))
+        if len(choice.nodes) == 1:
+            message = f"Targeted node {choice.nodes[0]} to MachineConfig: {target}"
+        else:
+            message = f"Set target for {len(choice.nodes)} nodes to MachineConfig: {target}"
+        self.events.normal("SetDesiredConfig", pool, message)
+        return out
+
+    # -- status
+
+    def _write_status(self, pool: Obj, old: Mapping[str, Any], members: Sequence[Obj], now: str) -> None:
+        """`old`: the status as the server has it (the render step's condition is only in `pool`).
+        A pool with no target yet gets only the render step's condition, as upstream's node
+        controller leaves an unconfigured pool to the renderer."""
+        if rollout.pool_target(pool):
+            status = pool_status(pool, members, now)
+        else:
+            status = {"conditions": (pool.get("status") or {}).get("conditions") or []}
+        if {k: old.get(k) for k in status} == status:
+            return  # fields written by others (certExpirys …) are left as they are
+        patch = {"metadata": {"resourceVersion": pool["metadata"]["resourceVersion"]}, "status": status}
+        self.api.patch_machineconfigpool(rollout.name_of(pool), patch, status=True)
+        old_name = (old.get("configuration") or {}).get("name")
+        new_name = (status.get("configuration") or {}).get("name")
+        if new_name and new_name != old_name:
+            name = rollout.name_of(pool)
+            self.events.normal(
+                "Completed", pool, f"Pool {name} has completed update to MachineConfig {new_name}"
+            )

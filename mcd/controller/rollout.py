@@ -1,0 +1,213 @@
+"""Which nodes of a pool move to its rendered config next, and what the pool's status says: pure.
+
+The rules are upstream's node controller's (`pkg/controller/node`): a node is *unavailable* when
+it is not ready (Ready not True, DiskPressure or NetworkUnavailable not False, or cordoned), or
+when its daemon has not reported Done on its desired config and is not failing on it (a node
+that fails its new config is counted apart: it uses up capacity without being unavailable).
+`maxUnavailable` (an int, or a percentage of the pool rounded down; at least 1; 1 by default)
+bounds them; the candidates are the ready nodes whose desiredConfig is not the pool's, and when
+there are more than the capacity left they are taken by zone label, then creation time.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mcd.render.selector import selects as matches
+
+PREFIX = "machineconfiguration.openshift.io/"
+CURRENT_CONFIG = PREFIX + "currentConfig"
+DESIRED_CONFIG = PREFIX + "desiredConfig"
+DESIRED_IMAGE = PREFIX + "desiredImage"
+CURRENT_IMAGE = PREFIX + "currentImage"
+STATE = PREFIX + "state"
+REASON = PREFIX + "reason"
+ZONE_LABEL = "topology.kubernetes.io/zone"
+OS_LABEL = "kubernetes.io/os"
+MASTER, WORKER = "master", "worker"
+
+Obj = dict[str, Any]
+
+
+class PoolError(ValueError):
+    """A pool whose spec cannot be acted on (its message names the pool and the field)."""
+
+
+def _ann(node: Mapping[str, Any]) -> Mapping[str, str]:
+    return (node.get("metadata") or {}).get("annotations") or {}
+
+
+def name_of(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name", ""))
+
+
+def pool_target(pool: Mapping[str, Any]) -> str:
+    return str(((pool.get("spec") or {}).get("configuration") or {}).get("name") or "")
+
+
+# -- one node
+
+
+def not_ready_reason(node: Mapping[str, Any]) -> str:
+    """Why the node is not ready for an update ("" when it is), as upstream's CheckNodeReady."""
+    name = name_of(node)
+    for cond in (node.get("status") or {}).get("conditions") or []:
+        kind, status = cond.get("type"), cond.get("status")
+        if kind == "Ready" and status != "True":
+            return f"node {name} is reporting NotReady={status}"
+        if kind == "DiskPressure" and status != "False":
+            return f"node {name} is reporting OutOfDisk={status}"
+        if kind == "NetworkUnavailable" and status != "False":
+            return f"node {name} is reporting NetworkUnavailable={status}"
+    if (node.get("spec") or {}).get("unschedulable"):
+        return f"node {name} is reporting Unschedulable"
+    return ""
+
+
+def is_ready(node: Mapping[str, Any]) -> bool:
+    return not not_ready_reason(node)
+
+
+def is_done(node: Mapping[str, Any]) -> bool:
+    """The daemon reports Done on its desired config (and image, when one is asked)."""
+    a = _ann(node)
+    current, desired = a.get(CURRENT_CONFIG, ""), a.get(DESIRED_CONFIG, "")
+    if not current or not desired or current != desired:
+        return False
+    image_asked = DESIRED_IMAGE in a or CURRENT_IMAGE in a
+    if image_asked and (not a.get(DESIRED_IMAGE) or a.get(DESIRED_IMAGE) != a.get(CURRENT_IMAGE)):
+        return False
+    return a.get(STATE, "") == "Done"
+
+
+def is_degraded(node: Mapping[str, Any]) -> bool:
+    return _ann(node).get(STATE, "") in ("Degraded", "Unreconcilable")
+
+
+def is_failing(node: Mapping[str, Any]) -> bool:
+    """Degraded or Unreconcilable on the way to a config it does not run."""
+    a = _ann(node)
+    return a.get(CURRENT_CONFIG, "") != a.get(DESIRED_CONFIG, "") and is_degraded(node)
+
+
+def is_unavailable(node: Mapping[str, Any]) -> bool:
+    if not is_ready(node):
+        return True
+    if is_done(node):
+        return False
+    return not is_failing(node)
+
+
+def is_updated(node: Mapping[str, Any], target: str) -> bool:
+    """Done on the pool's target, with no image asked (pools here are never layered)."""
+    return is_done(node) and _ann(node).get(DESIRED_CONFIG) == target and DESIRED_IMAGE not in _ann(node)
+
+
+# -- which pool a node is in
+
+
+def _is_windows(node: Mapping[str, Any]) -> bool:
+    return ((node.get("metadata") or {}).get("labels") or {}).get(OS_LABEL) == "windows"
+
+
+def primary_pool(node: Mapping[str, Any], pools: Sequence[Mapping[str, Any]]) -> str | None:
+    """The pool that manages the node, as upstream: master wins, then the one custom pool, then
+    worker; None for a Windows node, a node no pool selects, or one in two custom pools."""
+    if _is_windows(node):
+        return None
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    selecting = [p for p in pools if _selects_nodes(p, labels)]
+    names = [name_of(p) for p in selecting]
+    custom = [n for n in names if n not in (MASTER, WORKER)]
+    if len(custom) > 1:
+        return None
+    if MASTER in names:
+        return MASTER
+    if custom:
+        return custom[0]
+    return WORKER if WORKER in names else None
+
+
+def _selects_nodes(pool: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    selector = (pool.get("spec") or {}).get("nodeSelector")
+    # a missing selector selects nothing (an empty one, everything: the pass refuses that pool)
+    return selector is not None and matches(selector, labels)
+
+
+def nodes_of(pool: Mapping[str, Any], nodes: Sequence[Obj], pools: Sequence[Mapping[str, Any]]) -> list[Obj]:
+    return [n for n in nodes if primary_pool(n, pools) == name_of(pool)]
+
+
+# -- how many at a time, and which
+
+
+_PERCENT = re.compile(r"^(\d+)%$")
+
+
+def max_unavailable(pool: Mapping[str, Any], total: int) -> int:
+    """spec.maxUnavailable as a node count: an int, or "N%" of `total` rounded down; 1 by default,
+    and never 0 (a pool always moves)."""
+    value = (pool.get("spec") or {}).get("maxUnavailable")
+    if value is None:
+        return 1
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise PoolError(f"pool {name_of(pool)}: spec.maxUnavailable: expected an integer or a percentage")
+    if isinstance(value, str):
+        m = _PERCENT.match(value)
+        if m is None:
+            raise PoolError(
+                f"pool {name_of(pool)}: spec.maxUnavailable: {value!r} is not an integer or a percentage"
+            )
+        count = int(m[1]) * total // 100
+    else:
+        count = value
+    return max(count, 1)
+
+
+def needs_update(node: Mapping[str, Any], target: str) -> bool:
+    a = _ann(node)
+    return a.get(DESIRED_CONFIG) != target or DESIRED_IMAGE in a
+
+
+def _order_key(node: Mapping[str, Any]) -> tuple[int, str, str, str]:
+    """Zone-labelled nodes first by zone, then by creation time (RFC 3339 sorts as text); the name
+    breaks the remaining ties, so the order is the same on every pass."""
+    meta = node.get("metadata") or {}
+    zone = (meta.get("labels") or {}).get(ZONE_LABEL)
+    return (0 if zone is not None else 1, zone or "", str(meta.get("creationTimestamp", "")), name_of(node))
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The nodes to point at the target now, and the counts that decided it (for the log)."""
+
+    nodes: tuple[str, ...]
+    capacity: int
+    unavailable: int
+    limit: int
+
+
+def choose(pool: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]]) -> Choice:
+    target = pool_target(pool)
+    limit = max_unavailable(pool, len(nodes))
+    unavailable = sum(1 for n in nodes if is_unavailable(n))
+    if not target or unavailable >= limit:
+        return Choice((), 0, unavailable, limit)
+    capacity = limit - unavailable
+    failing = 0
+    candidates = []
+    for node in nodes:
+        if not needs_update(node, target):
+            # a node failing on the target already takes a slot: one more would fail the same way
+            failing += 1 if is_failing(node) else 0
+            continue
+        if is_ready(node):
+            candidates.append(node)
+    if failing >= capacity:
+        return Choice((), 0, unavailable, limit)
+    capacity -= failing
+    picked = sorted(candidates, key=_order_key)[:capacity] if capacity < len(candidates) else candidates
+    return Choice(tuple(name_of(n) for n in picked), capacity, unavailable, limit)

@@ -1,0 +1,392 @@
+"""The YAML text upstream hashes to name a rendered config, byte for byte. Pure: no I/O.
+
+The render controller names a rendered MachineConfig after an MD5 of its spec as YAML, written
+by the Go YAML library it vendors (ghodss/yaml over gopkg.in/yaml.v2 2.4): JSON objects become
+mappings with sorted keys, lists are block sequences, and each string gets the style that Go
+library picks. Any other spelling of the same data gives another name, so this module writes
+exactly that text. PyYAML's emitter and yaml.v2 are both ports of libyaml's, so PyYAML's
+event handling (indentation, block sequences, empty lists) is kept; what differs is reproduced
+here: the style yaml.v2 asks for (its own reading of plain words: YAML 1.1 booleans, Go's
+number and date syntax), which characters it counts as printable, and its four scalar writers,
+which fold long lines at other places than PyYAML's. Checked against yaml.v2 itself on random
+text (tests/fixtures/render/ keeps a table of its outputs).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import yaml
+from yaml.emitter import Emitter, ScalarAnalysis
+
+# yaml.v2 reads these plain words as booleans, nulls or special floats, so a string spelled so
+# is written quoted (YAML 1.1 words: "y", "on", "off" ... included)
+_RESERVED = frozenset(
+    (
+        *("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"),
+        *("n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"),
+        *("", "~", "null", "Null", "NULL", ".nan", ".NaN", ".NAN"),
+        *(".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF"),
+    )
+)
+_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
+_BASE60 = re.compile(r"[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?")
+_GO_INT = re.compile(r"([-+]?)(0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)")
+# Go's ParseFloat also takes underscores between digits
+_DOT_FLOAT = re.compile(r"\.[0-9]+(_[0-9]+)*([eE][-+]?[0-9]+(_[0-9]+)*)?")
+# a Go time.Parse layout of yaml.v2's: 2006-1-2, then optionally a time (T, t or space) and zone
+_TIMESTAMP = re.compile(
+    r"([0-9]{4})-([0-9]{1,2})-([0-9]{1,2})"
+    r"(?:(?:[Tt]([0-9]{1,2}):([0-9]{1,2}):([0-9]{1,2})(?:\.[0-9]+)?(?:Z|[-+][0-9]{2}:[0-9]{2}))"
+    r"|(?: +([0-9]{1,2}):([0-9]{1,2}):([0-9]{1,2})(?:\.[0-9]+)?))?"
+)
+_DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def _is_timestamp(text: str) -> bool:
+    match = _TIMESTAMP.fullmatch(text)
+    if match is None:
+        return False
+    year, month, day = (int(g) for g in match.groups()[:3])
+    if not 1 <= month <= 12 or not 1 <= day <= _DAYS[month - 1]:
+        return False
+    if month == 2 and day == 29 and not (year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)):
+        return False
+    clock = [int(g) for g in match.groups()[3:] if g is not None]
+    return not clock or (clock[0] < 24 and clock[1] < 60 and clock[2] < 60)
+
+
+def _go_int(text: str) -> bool:
+    """Whether Go's strconv reads `text` as an integer (any base prefix, 64 bits)."""
+    match = _GO_INT.fullmatch(text)
+    if match is None:
+        return False
+    sign, body = match.group(1), match.group(2)
+    octal = len(body) > 1 and body[0] == "0" and body[1] in "01234567"
+    value = int(body, 8) if octal else int(body, 0)
+    if sign == "-":
+        return value <= 1 << 63
+    # ParseUint takes an unsigned text of up to 64 bits; a "+" leaves only ParseInt
+    return value < (1 << 63 if sign == "+" else 1 << 64)
+
+
+def _go_float(text: str, pattern: re.Pattern[str]) -> bool:
+    """Whether `text` matches `pattern` and Go's ParseFloat reads it without overflow."""
+    return pattern.fullmatch(text) is not None and not math.isinf(float(text.replace("_", "")))
+
+
+def _reads_as_other_than_string(text: str) -> bool:
+    """Whether yaml.v2 would read `text`, written plain, as something else than this string."""
+    if text in _RESERVED:
+        return True
+    first = text[0]
+    if first == ".":
+        return _go_float(text, _DOT_FLOAT)
+    if first in "+-0123456789":
+        if _is_timestamp(text):
+            return True
+        plain = text.replace("_", "")
+        if _go_int(plain) or _go_float(plain, _FLOAT):
+            return True
+        # yaml.v2's own binary forms: "0b" then what ParseInt reads in base 2 (a sign included),
+        # and "-0b" then binary digits
+        binary = re.fullmatch(r"0b([-+]?[01]+)|-0b([01]+)", plain)
+        if binary is None:
+            return False
+        digits = binary.group(1) or "-" + binary.group(2)
+        return -(1 << 63) <= int(digits, 2) < 1 << 63
+    return False
+
+
+def _requested_style(text: str) -> str:
+    """The style yaml.v2 asks its emitter for: literal for text with a newline, plain when the
+    text reads back as itself, double-quoted otherwise (the emitter may still fall back)."""
+    if "\n" in text:
+        return "|"
+    if _reads_as_other_than_string(text) or _BASE60.fullmatch(text):
+        return '"'
+    return ""
+
+
+_BREAKS = "\n\r\x85\u2028\u2029"
+_ESCAPES = {
+    "\0": "0", "\a": "a", "\b": "b", "\t": "t", "\n": "n", "\v": "v", "\f": "f", "\r": "r",
+    "\x1b": "e", '"': '"', "\\": "\\", "\x85": "N", "\xa0": "_", "\u2028": "L", "\u2029": "P",
+}  # fmt: skip
+# characters yaml.v2 refuses to read raw (its reader's rule), which Go's JSON encoder does not
+# escape: upstream's hashing fails on them, and so does ours
+_UNREADABLE = re.compile("[\x7f-\x84\x86-\x9f\ufffe\uffff]")
+
+
+def unreadable_character(text: str) -> str | None:
+    """The first character of `text` that makes upstream's YAML conversion fail, if any."""
+    match = _UNREADABLE.search(text)
+    return match.group() if match else None
+
+
+# characters yaml.v2 does not print (it escapes them in double quotes)
+_NOT_PRINTABLE = re.compile(r"[^\n\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd]")
+# what each scalar writer treats one character at a time; it copies the runs between them whole
+_PLAIN_SPECIAL = re.compile(r"[ \n\r\x85\u2028\u2029]")
+_BREAK = re.compile(r"[\n\r\x85\u2028\u2029]")
+_QUOTED_SPECIAL = re.compile(r"[^\x21\x23-\x5b\x5d-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd]")
+# a word of printable ASCII: plain, quoted and block styles all allowed (most of a config's text:
+# data URLs, paths, names), unless it starts with an indicator
+_WORD = re.compile(r"[\x21-\x7e]+")
+_LEADING_INDICATORS = "#,[]{}&*!|>'\"%@`"
+
+
+def _pieces(text: str, special: re.Pattern[str]) -> Iterator[tuple[int, str]]:
+    """(index, piece) over `text`: each `special` character alone, the runs between them whole."""
+    pos = 0
+    for match in special.finditer(text):
+        if match.start() > pos:
+            yield pos, text[pos : match.start()]
+        yield match.start(), match.group()
+        pos = match.end()
+    if pos < len(text):
+        yield pos, text[pos:]
+
+
+class _GoEmitter(Emitter):
+    """PyYAML's emitter with yaml.v2's printable rule and its four scalar writers (they fold
+    long lines at other places than PyYAML's)."""
+
+    def analyze_scalar(self, scalar: str) -> ScalarAnalysis:
+        if _WORD.fullmatch(scalar):
+            # what PyYAML's character-by-character analysis finds for such a word, at once
+            # (the end of the text counts as white space: a final ":" and a lone "-" are indicators)
+            flow = scalar[0] in _LEADING_INDICATORS or scalar == "-" or any(c in ",?[]{}:" for c in scalar)
+            block_plain = not (
+                scalar[0] in _LEADING_INDICATORS
+                or scalar.startswith(("---", "..."))
+                or scalar.endswith(":")
+                or scalar in ("-", "?")
+            )
+            return ScalarAnalysis(
+                scalar=scalar,
+                empty=False,
+                multiline=False,
+                allow_flow_plain=block_plain and not flow,
+                allow_block_plain=block_plain,
+                allow_single_quoted=True,
+                allow_double_quoted=True,
+                allow_block=True,
+            )
+        analysis = super().analyze_scalar(scalar)
+        if _NOT_PRINTABLE.search(scalar):
+            # only double quotes can hold a character yaml.v2 does not print
+            analysis.allow_flow_plain = analysis.allow_block_plain = False
+            analysis.allow_single_quoted = analysis.allow_block = False
+        return analysis
+
+    # -- the low-level writes, as yaml.v2 counts columns and lines
+    def _put(self, text: str) -> None:
+        self.stream.write(text)
+        self.column += len(text)
+
+    def _put_break(self, ch: str = "\n") -> None:
+        self.stream.write(ch)
+        self.column = 0
+        self.line += 1
+
+    def _indent(self) -> None:
+        indent = max(self.indent or 0, 0)
+        if not self.indention or self.column > indent or (self.column == indent and not self.whitespace):
+            self._put_break()
+        if self.column < indent:
+            self._put(" " * (indent - self.column))
+        self.whitespace = True
+        self.indention = True
+
+    def _fold_or_write_break(self, ch: str, breaks: bool) -> None:
+        if not breaks and ch == "\n":
+            self._put_break()
+        self._put_break(ch)
+        self.indention = True
+
+    def write_plain(self, text: str, split: bool = True) -> None:
+        if not text:
+            return
+        if not self.whitespace:
+            self._put(" ")
+        spaces = breaks = False
+        for i, piece in _pieces(text, _PLAIN_SPECIAL):
+            if piece == " ":
+                if split and not spaces and self.column > self.best_width and text[i + 1 : i + 2] != " ":
+                    self._indent()
+                else:
+                    self._put(piece)
+                spaces = True
+            elif len(piece) == 1 and piece in _BREAKS:
+                self._fold_or_write_break(piece, breaks)
+                breaks = True
+            else:
+                if breaks:
+                    self._indent()
+                self._put(piece)
+                self.indention = False
+                spaces = breaks = False
+        self.whitespace = False
+        self.indention = False
+        if self.root_context:
+            self.open_ended = True
+
+    def write_single_quoted(self, text: str, split: bool = True) -> None:
+        self.write_indicator("'", True)
+        spaces = breaks = False
+        last = len(text) - 1
+        for i, piece in _pieces(text, _PLAIN_SPECIAL):
+            if piece == " ":
+                nxt = text[i + 1 : i + 2]
+                if split and not spaces and self.column > self.best_width and 0 < i < last and nxt != " ":
+                    self._indent()
+                else:
+                    self._put(piece)
+                spaces = True
+            elif len(piece) == 1 and piece in _BREAKS:
+                self._fold_or_write_break(piece, breaks)
+                breaks = True
+            else:
+                if breaks:
+                    self._indent()
+                self._put(piece.replace("'", "''"))
+                self.indention = False
+                spaces = breaks = False
+        self.write_indicator("'", False)
+
+    def _escape(self, ch: str) -> None:
+        code = ord(ch)
+        if ch in _ESCAPES:
+            self._put("\\" + _ESCAPES[ch])
+        elif code <= 0xFF:
+            self._put(f"\\x{code:02X}")
+        elif code <= 0xFFFF:
+            self._put(f"\\u{code:04X}")
+        else:
+            self._put(f"\\U{code:08X}")
+
+    def write_double_quoted(self, text: str, split: bool = True) -> None:
+        self.write_indicator('"', True)
+        # yaml.v2 tests for a byte order mark at the start of the text, not at each character:
+        # text that starts with one is written escaped, every character of it
+        if text.startswith("\ufeff"):
+            for ch in text:
+                self._escape(ch)
+            self.write_indicator('"', False)
+            return
+        spaces = False
+        last = len(text) - 1
+        for i, piece in _pieces(text, _QUOTED_SPECIAL):
+            if piece == " ":
+                if split and not spaces and self.column > self.best_width and 0 < i < last:
+                    self._indent()
+                    if text[i + 1] == " ":
+                        self._put("\\")
+                else:
+                    self._put(piece)
+                spaces = True
+            elif len(piece) == 1 and _QUOTED_SPECIAL.fullmatch(piece):
+                self._escape(piece)
+                spaces = False
+            else:
+                self._put(piece)
+                spaces = False
+        self.write_indicator('"', False)
+
+    def write_literal(self, text: str) -> None:
+        hints = ""
+        if text[0] == " " or text[0] in _BREAKS:
+            hints = str(self.best_indent)
+        if text[-1] not in _BREAKS:
+            hints += "-"
+        elif len(text) == 1 or text[-2] in _BREAKS:
+            hints += "+"
+        self.write_indicator("|" + hints, True)
+        if hints.endswith("+"):
+            self.open_ended = True
+        self._put_break()
+        self.indention = True
+        self.whitespace = True
+        breaks = True
+        for _, piece in _pieces(text, _BREAK):
+            if len(piece) == 1 and piece in _BREAKS:
+                self._put_break(piece)
+                self.indention = True
+                breaks = True
+            else:
+                if breaks:
+                    self._indent()
+                self._put(piece)
+                self.indention = False
+                breaks = False
+
+
+def _go_key_order(key: str) -> tuple[Any, ...]:
+    """yaml.v2's key order for the field names it meets here: letters by code point and after
+    other characters, runs of digits by their value (``a2`` < ``a10``), a prefix first."""
+    out: list[Any] = []
+    i = 0
+    while i < len(key):
+        ch = key[i]
+        if ch.isdigit() and ch.isascii():
+            j = i
+            while j < len(key) and key[j].isdigit() and key[j].isascii():
+                j += 1
+            out.append((0, int(key[i:j]), j - i))
+            i = j
+            continue
+        out.append((1, ord(ch), 0) if ch.isalpha() else (0, ord(ch), 0))
+        i += 1
+    return tuple(out)
+
+
+def _events(value: object) -> Iterator[yaml.Event]:
+    if isinstance(value, Mapping):
+        yield yaml.MappingStartEvent(None, None, True, flow_style=False)
+        for key in sorted(value, key=_go_key_order):
+            yield from _events(str(key))
+            yield from _events(value[key])
+        yield yaml.MappingEndEvent()
+    elif isinstance(value, Sequence) and not isinstance(value, str):
+        yield yaml.SequenceStartEvent(None, None, True, flow_style=False)
+        for item in value:
+            yield from _events(item)
+        yield yaml.SequenceEndEvent()
+    elif isinstance(value, str):
+        yield yaml.ScalarEvent(None, None, (True, True), value, style=_requested_style(value) or None)
+    elif isinstance(value, bool):
+        yield yaml.ScalarEvent(None, None, (True, True), "true" if value else "false")
+    elif isinstance(value, int):
+        yield yaml.ScalarEvent(None, None, (True, True), str(value))
+    elif value is None:
+        yield yaml.ScalarEvent(None, None, (True, True), "null")
+    else:
+        raise TypeError(f"cannot write a {type(value).__name__} as upstream's YAML")
+
+
+class _Sink:
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+
+    def write(self, text: str) -> None:
+        self.parts.append(text)
+
+
+def go_yaml(value: object) -> str:
+    """`value` (JSON data: objects, lists, strings, integers, booleans, null) as the text
+    ghodss/yaml's Marshal writes for it."""
+    sink = _Sink()
+    emitter = _GoEmitter(sink, indent=2, width=80, allow_unicode=True)
+    emitter.emit(yaml.StreamStartEvent(encoding=None))
+    emitter.emit(yaml.DocumentStartEvent(explicit=False))
+    for event in _events(value):
+        emitter.emit(event)
+    emitter.emit(yaml.DocumentEndEvent(explicit=False))
+    # yaml.v2 ends its stream without the "..." a last block scalar kept open ("|+") would ask for
+    emitter.open_ended = False
+    emitter.emit(yaml.StreamEndEvent())
+    return "".join(sink.parts)

@@ -1,0 +1,78 @@
+"""The rendered name and the YAML it hashes, byte for byte as an OpenShift cluster makes them.
+
+The expected values in tests/fixtures/render/ were produced by upstream's own code run on these
+inputs (the machine-config-operator's vendored Ignition 3.5 merge, clarketm/json, ghodss/yaml
+and gopkg.in/yaml.v2 2.4.0, with MergeMachineConfigs' and the render controller's steps): the
+name a cluster gives the same MachineConfigs. Pure: no I/O besides reading the tables."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcd.render import RenderError, render_pool, rendered_name
+from mcd.render.goyaml import go_yaml
+
+TABLES = Path(__file__).resolve().parents[1] / "fixtures" / "render"
+# named cases, then random pools (files, directories, links, units, users, kernel arguments,
+# spec 2.2 to 3.5, compression, hashes, headers, roles, OS images)
+NAMES: list[dict[str, Any]] = [
+    case
+    for table in ("upstream-names.json", "upstream-names-random.json")
+    for case in json.loads((TABLES / table).read_text())
+]
+# named cases, then random text (indicators, quotes, breaks, tabs, controls, non-ASCII, numbers)
+YAML = [
+    json.loads(line)
+    for table in ("upstream-yaml.jsonl", "upstream-yaml-random.jsonl")
+    for line in (TABLES / table).read_text().split("\n")
+    if line
+]
+
+
+@pytest.mark.parametrize("case", NAMES, ids=[c["case"] for c in NAMES])
+def test_the_rendered_config_and_its_name_are_upstream_s(case: dict[str, Any]) -> None:
+    rendered = render_pool(case["pool"], case["configs"], os_image_url=case["osImageURL"])
+    assert rendered["spec"] == case["spec"]
+    assert rendered["metadata"]["name"] == case["name"]
+
+
+@pytest.mark.parametrize("case", YAML, ids=[c["case"] for c in YAML])
+def test_the_hashed_text_is_the_go_yaml_library_s(case: dict[str, Any]) -> None:
+    assert go_yaml(case["value"]) == case["yaml"]
+
+
+def test_the_name_is_the_md5_of_the_salt_and_the_spec_yaml() -> None:
+    spec = {"config": {"ignition": {"version": "3.5.0"}}, "fips": True}
+    salt = bytes.fromhex(
+        "107ccee48b38afaf4fe586769d9ad36e195d2ffdac6a2507ae0da0b96e115734db830cceda8d7487"
+        "bcb5c097e93e7ea54053b3770fa8d0c5926b3ae385bcee1a211aebca20ad1fea2990944f06ce1716"
+    )
+    text = "config:\n  ignition:\n    version: 3.5.0\nfips: true\n"
+    assert go_yaml(spec) == text
+    assert rendered_name("infra", spec) == "rendered-infra-" + hashlib.md5(salt + text.encode()).hexdigest()
+
+
+def test_the_input_order_does_not_change_the_name() -> None:
+    configs = NAMES[2]["configs"]
+    forward = render_pool("worker", configs)["metadata"]["name"]
+    assert render_pool("worker", list(reversed(configs)))["metadata"]["name"] == forward
+
+
+@pytest.mark.parametrize("character", ["\x7f", "\x85", "\x9f", "\uffff"])
+def test_text_upstream_cannot_hash_is_refused_where_it_is(character: str) -> None:
+    unit = {"name": "a.service", "contents": f"[Unit]\nDescription=x{character}\n"}
+    config = {
+        "kind": "MachineConfig",
+        "metadata": {"name": "10-unit", "labels": {"machineconfiguration.openshift.io/role": "worker"}},
+        "spec": {"config": {"ignition": {"version": "3.5.0"}, "systemd": {"units": [unit]}}},
+    }
+    with pytest.raises(RenderError) as caught:
+        render_pool("worker", [config])
+    assert (caught.value.index, caught.value.name) == (0, "10-unit")
+    assert caught.value.path == ("spec", "config", "systemd", "units", 0, "contents")
+    assert f"U+{ord(character):04X}" in caught.value.message
