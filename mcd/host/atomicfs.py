@@ -272,9 +272,8 @@ def is_link_to(path: Path, target: str) -> bool:
     return st is not None and stat.S_ISLNK(st.st_mode) and os.readlink(path) == target
 
 
-def durable_temp(path: Path, fill: Callable[[int], None], *, durable: bool = True) -> Path:
-    """A temp file beside `path`, written by `fill` and fsynced (unless not `durable`); removed
-    again on any error.
+def durable_temp(path: Path, fill: Callable[[int], None]) -> Path:
+    """A temp file beside `path`, written by `fill` and fsynced; removed again on any error.
 
     It starts with mode 0o600 so nobody can read a half-written secret.
     """
@@ -283,8 +282,7 @@ def durable_temp(path: Path, fill: Callable[[int], None], *, durable: bool = Tru
     try:
         try:
             fill(fd)
-            if durable:
-                os.fsync(fd)
+            os.fsync(fd)
         finally:
             os.close(fd)
     except BaseException:
@@ -294,15 +292,12 @@ def durable_temp(path: Path, fill: Callable[[int], None], *, durable: bool = Tru
     return tmp
 
 
-def _replace_via_temp(
-    path: Path, fill: Callable[[int], None], *, sync_now: bool = False, durable: bool = True
-) -> None:
-    """Let `fill` write a durable temp file beside `path` and rename it over `path` (atomic but
-    with no fsync at all unless `durable`).
+def _replace_via_temp(path: Path, fill: Callable[[int], None], *, sync_now: bool = False) -> None:
+    """Let `fill` write a durable temp file beside `path` and rename it over `path`.
 
     On any error the temp file is removed and `path` is left as it was.
     """
-    tmp = durable_temp(path, fill, durable=durable)
+    tmp = durable_temp(path, fill)
     try:
         failpoints.hit("temp file written, not renamed")
         os.rename(tmp, path)
@@ -311,8 +306,7 @@ def _replace_via_temp(
             os.unlink(tmp)
         raise
     failpoints.hit("renamed, directory not synced")
-    if durable:
-        fsync_dir(path.parent, now=sync_now)
+    fsync_dir(path.parent, now=sync_now)
 
 
 def owned_fill(data: Data, mode: int, uid: int, gid: int) -> Callable[[int], None]:
@@ -334,11 +328,9 @@ def atomic_write(
     uid: int = -1,
     gid: int = -1,
     dir_mode: int = 0o755,
-    durable: bool = True,
 ) -> bool:
     """Atomically make `path` a regular file with `data` (bytes, or a `Stream` written piece by
-    piece), exactly `mode`, owned by uid:gid. Not `durable`: still all or nothing, but not
-    fsynced, so a power loss may leave the previous contents (for records nothing depends on).
+    piece), exactly `mode`, owned by uid:gid.
 
     Returns False, writing nothing, when the file already is exactly that (no inotify event, no
     mtime change); True after a write. uid/gid -1 leave ownership to the process. Missing parent
@@ -350,7 +342,7 @@ def atomic_write(
     if is_identical(path, st, data, mode=mode, uid=uid, gid=gid):
         return False
     make_dirs(path.parent, dir_mode)
-    _replace_via_temp(path, owned_fill(data, mode, uid, gid), durable=durable)
+    _replace_via_temp(path, owned_fill(data, mode, uid, gid))
     return True
 
 

@@ -24,11 +24,7 @@ DRIFT_RECORD = f"{state.STATE_DIR}/mcd-last-drift.json"
 
 
 def _write(root: HostRoot, path: str, obj: Mapping[str, Any]) -> None:
-    # atomic but not fsynced (both records): the state record is written twice per update,
-    # between desiredConfig and Done; after a power loss `mcd status` may show the state before,
-    # which nothing acts on (the node's annotations and `currentconfig` are the records that count)
-    data = (json.dumps(obj, sort_keys=True) + "\n").encode()
-    atomicfs.atomic_write(root.join(path), data, 0o644, durable=False)
+    atomicfs.atomic_write(root.join(path), (json.dumps(obj, sort_keys=True) + "\n").encode(), 0o644)
 
 
 def _read(root: HostRoot, path: str) -> dict[str, Any]:
