@@ -14,6 +14,9 @@ from urllib.parse import urlsplit
 import pytest
 from harness import NODE, REPO
 from mcd_sim.apiserver import ApiServer
+from simcluster import Cluster
+
+from mcd.host.root import HostRoot
 
 # what the whole package would bring: the pydantic ApiClient and models, the kubeconfig
 # loader's requests and oauthlib, the websocket streams, the dynamic client
@@ -84,3 +87,56 @@ def test_in_cluster_credentials_reach_the_api_server(tmp_path: Path) -> None:
             assert node is not None and rv
         finally:
             client.close()
+
+
+def _configuration_fields(configuration: object) -> dict[str, object]:
+    names = ("host", "ssl_ca_cert", "ca_cert_data", "cert_file", "key_file", "verify_ssl", "tls_server_name")
+    fields = {n: getattr(configuration, n) for n in names}
+    fields["auth"] = configuration.auth_settings()  # type: ignore[attr-defined]
+    return fields
+
+
+def test_the_kubelets_kubeconfig_is_read_as_the_official_loader_reads_it(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """The node writer's configuration, built without the official kubeconfig loader, is the
+    one that loader builds from the same file (server, CA data, the certificate files)."""
+    from kubernetes.client.configuration import Configuration
+    from kubernetes.config.kube_config import load_kube_config_from_dict
+
+    from mcd.agent.kube.client import _writer_configuration
+    from mcd.agent.kube.identity import KUBELET_KUBECONFIG, node_writer_kubeconfig
+
+    root = tmp_path / "root"
+    root.mkdir()
+    cluster.install_kubelet_identity(root)
+    found = _writer_configuration(HostRoot(root), KUBELET_KUBECONFIG)
+    assert found is not None
+    doc, _ = node_writer_kubeconfig(HostRoot(root), KUBELET_KUBECONFIG) or ({}, None)
+    official = Configuration()
+    load_kube_config_from_dict(doc, client_configuration=official)
+    ours = _configuration_fields(found[0])
+    theirs = _configuration_fields(official)
+    # the loader writes inline CA data to a temp file; ours hands the data over as it is
+    assert Path(str(theirs.pop("ssl_ca_cert"))).read_text() == ours.pop("ca_cert_data")
+    assert ours.pop("ssl_ca_cert") is None and theirs.pop("ca_cert_data") is None
+    assert ours == theirs
+    assert str(ours["cert_file"]).startswith(str(root))  # the node's file, under the root
+
+
+@pytest.mark.allow_commands  # a fresh interpreter, to see what the node writer's credentials import
+def test_the_kubelets_kubeconfig_is_read_without_the_kubeconfig_loader(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    cluster.install_kubelet_identity(root)
+    out = _python(
+        "import sys\n"
+        "from mcd.agent.kube.client import _writer_configuration\n"
+        "from mcd.agent.kube.identity import KUBELET_KUBECONFIG\n"
+        "from mcd.host.root import HostRoot\n"
+        f"found = _writer_configuration(HostRoot({str(root)!r}), KUBELET_KUBECONFIG)\n"
+        "print(found is not None, 'kubernetes.config.kube_config' in sys.modules)"
+    )
+    assert out.split() == ["True", "False"]

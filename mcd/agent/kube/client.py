@@ -39,6 +39,7 @@ from mcd.agent.kube.identity import (
     KUBELET_KUBECONFIG,
     Endpoint,
     api_endpoint,
+    direct_settings,
     node_writer_kubeconfig,
 )
 from mcd.agent.kube.wire import api_error, lines
@@ -281,18 +282,11 @@ class KubeClient:
         self, path: str, what: str, name: str, resource_version: str, timeout_seconds: int
     ) -> Iterator[tuple[str, Obj]]:
         """A watch of the one object `name` of the collection at `path` (by field selector)."""
-        resp = self._send(
-            "GET",
-            path,
-            query={
-                "fieldSelector": f"metadata.name={name}",
-                "watch": True,
-                "resourceVersion": resource_version,
-                "allowWatchBookmarks": True,
-                "timeoutSeconds": timeout_seconds,
-            },
-            timeout=(REQUEST_TIMEOUT[0], timeout_seconds + WATCH_MARGIN),
-        )
+        query: dict[str, str | int | bool] = {"fieldSelector": f"metadata.name={name}", "watch": True,
+                 "resourceVersion": resource_version, "allowWatchBookmarks": True,
+                 "timeoutSeconds": timeout_seconds}  # fmt: skip
+        timeout = (REQUEST_TIMEOUT[0], timeout_seconds + WATCH_MARGIN)
+        resp = self._send("GET", path, query=query, timeout=timeout)
         key = f"GET {path.rsplit('/', 1)[-1]} (watch)"
         streaming = False
         try:
@@ -472,7 +466,11 @@ def _writer_configuration(root: HostRoot, kubelet_kubeconfig: str) -> tuple[Any,
     doc, file = found
     configuration = Configuration()
     try:
-        _kube_config().load_kube_config_from_dict(doc, client_configuration=configuration)
+        if (settings := direct_settings(doc)) is not None:  # the common case, without the loader
+            for key, value in settings.items():
+                setattr(configuration, key, value)
+        else:
+            _kube_config().load_kube_config_from_dict(doc, client_configuration=configuration)
     except (ConfigException, OSError, ValueError, TypeError) as exc:
         raise ApiError(0, f"cannot load the node writer's credentials from {file}: {exc}") from None
     return configuration, file
