@@ -9,7 +9,14 @@ NodeDisruptionPolicy `Special`: crio reload, no drain). The server is `mcd_sim.a
   api_requests_per_update  requests the agent sent per update, by verb and kind, from the
                            desiredConfig patch to state=Done (watch streams and Events apart)
   done_ms_p50 / p99        desiredConfig patch -> the API server stores state=Done
+  cpu_ms_per_update        the agent's CPU time (user and system) per update, all its threads:
+                           what an update costs the node, whatever else the machine runs
   idle_rss_mb              the agent's resident memory after the updates, idle
+  credentials              how the agent found the API server: "in-cluster" (as in the
+                           DaemonSet: a service account token and CA mounted where the pod has
+                           them, in a private mount namespace; needs root and unshare) or
+                           "kubeconfig" (--kubeconfig, which also loads the kubeconfig
+                           machinery of the kubernetes package: requests, oauthlib, pydantic)
   idle_cpu_percent         its CPU use over an idle window (the watch is open, nothing changes)
 """
 
@@ -20,7 +27,10 @@ import copy
 import datetime
 import json
 import os
+import shlex
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -109,6 +119,47 @@ class HandshakeResponder:
         self._thread.join(5)
 
 
+SERVICE_ACCOUNT = "/run/secrets/kubernetes.io/serviceaccount"
+
+
+class InClusterAgent(Agent):
+    """`mcd start` without --kubeconfig, finding the API server as in a pod: the service account
+    token and CA at their fixed paths (a tmpfs over /run in a mount namespace of its own, so
+    the host's /run is untouched) and KUBERNETES_SERVICE_HOST/PORT."""
+
+    def __init__(self, root: Path, sim: ApiServer, log: Path, secrets: Path) -> None:
+        super().__init__(root, Path(), log)
+        self.sim, self.secrets = sim, secrets
+
+    def start(self) -> InClusterAgent:
+        self.secrets.mkdir(parents=True, exist_ok=True)
+        (self.secrets / "token").write_text(self.sim.token)
+        assert self.sim.cert is not None
+        (self.secrets / "ca.crt").write_bytes(self.sim.cert.cert_pem)
+        url = urllib.parse.urlsplit(self.sim.url)
+        env = dict(os.environ, NODE_NAME=NODE, PYTHONPATH=str(REPO))
+        env.update(KUBERNETES_SERVICE_HOST=str(url.hostname), KUBERNETES_SERVICE_PORT=str(url.port))
+        env.pop("NOTIFY_SOCKET", None)
+        agent = [
+            sys.executable, "-m", "mcd", "start", "--root-mount", str(self.root),
+            "--metrics-url", self.metrics_url, "--kubelet-healthz-enabled=false", *self.verbosity,
+        ]  # fmt: skip
+        files = " ".join(shlex.quote(str(self.secrets / name)) for name in ("token", "ca.crt"))
+        script = (
+            f"mount -t tmpfs tmpfs /run && mkdir -p {SERVICE_ACCOUNT} && cp {files} {SERVICE_ACCOUNT}/ && "
+            f"exec {shlex.join(agent)}"
+        )
+        log = self.log_path.open("ab")
+        # unshare execs sh, which execs the agent: the process started is the agent itself
+        self.proc = subprocess.Popen(["unshare", "-m", "sh", "-c", script], stdout=log, stderr=log, env=env)
+        log.close()
+        return self
+
+
+def _in_cluster_possible() -> bool:
+    return os.geteuid() == 0 and shutil.which("unshare") is not None
+
+
 def _done(sim: ApiServer, name: str) -> bool:
     a = (sim.get("Node", NODE) or {}).get("metadata", {}).get("annotations") or {}
     return a.get(ann.STATE) == "Done" and a.get(ann.CURRENT_CONFIG) == name
@@ -156,7 +207,13 @@ def main() -> int:
     ap.add_argument("--files", type=int, default=2000)
     ap.add_argument("--units", type=int, default=300)
     ap.add_argument("--idle-seconds", type=float, default=10.0)
+    ap.add_argument(
+        "--kubeconfig",
+        action="store_true",
+        help="credentials from a kubeconfig (default: in-cluster when root with unshare)",
+    )
     args = ap.parse_args()
+    in_cluster = not args.kubeconfig and _in_cluster_possible()
 
     base = _with_mirrors(_workload(args.files, args.units), "rendered-worker-0", 0)
     with tempfile.TemporaryDirectory(prefix="mcd-bench-agent-") as tmp:
@@ -171,11 +228,15 @@ def main() -> int:
             sim.patch("Node", NODE, {"metadata": {"annotations": boot}})
             kubeconfig = sim.write_kubeconfig(tmp_path / "kubeconfig")
             with HandshakeResponder(sim):
-                agent = Agent(root, kubeconfig, tmp_path / "agent.log").start()
+                if in_cluster:
+                    agent: Agent = InClusterAgent(root, sim, tmp_path / "agent.log", tmp_path / "sa").start()
+                else:
+                    agent = Agent(root, kubeconfig, tmp_path / "agent.log").start()
                 assert agent.proc is not None
                 agent.wait_log("is in config rendered-worker-0: Done", timeout=120)
                 times: list[float] = []
                 marks: list[tuple[float, float]] = []
+                cpu_start = _cpu_seconds(agent.proc.pid)
                 for i in range(1, args.updates + 1):
                     name = f"rendered-worker-{i}"
                     sim.put(_with_mirrors(base, name, i))
@@ -185,8 +246,9 @@ def main() -> int:
                     end = time.monotonic()
                     times.append((end - start) * 1000)
                     marks.append((time.time() - (end - start), time.time()))
-                time.sleep(1.0)  # let the last Events go out before the idle window
                 pid = agent.proc.pid
+                cpu_updates = _cpu_seconds(pid) - cpu_start
+                time.sleep(1.0)  # let the last Events go out before the idle window
                 cpu0, t0 = _cpu_seconds(pid), time.monotonic()
                 time.sleep(args.idle_seconds)
                 cpu1, t1 = _cpu_seconds(pid), time.monotonic()
@@ -204,7 +266,9 @@ def main() -> int:
         "done_ms_p50": round(_pct(times, 0.5), 1),
         "done_ms_p99": round(_pct(times, 0.99), 1),
         "done_ms_max": round(max(times), 1),
+        "cpu_ms_per_update": round(1000 * cpu_updates / args.updates, 1),
         "idle_rss_mb": round(rss, 1),
+        "credentials": "in-cluster" if in_cluster else "kubeconfig",
         "idle_cpu_percent": round(100 * (cpu1 - cpu0) / (t1 - t0), 2),
     }
     print(json.dumps(result, indent=2))

@@ -57,6 +57,9 @@ WATCHER_KEYS = frozenset({"drift", "login", "config"})
 AFTER_SYNC = "after-sync"
 # a sync may run this long beyond its longest command (the API requests and the disk around it)
 SYNC_MARGIN = 300.0
+# the memory of a sync's configs is handed back once the loop has been idle this long: a full
+# collection takes tens of milliseconds, which an update coming right after must not wait for
+RELEASE_IDLE_SECONDS = 1.0
 
 
 class _ClockedDrainer:
@@ -143,6 +146,8 @@ class Daemon:
         self._retry_keys: set[str] = set()
         self._retry_at = 0.0
         self._watcher_backoff = Backoff()
+        # when the memory of the last sync is to be handed back (None: nothing to hand back)
+        self._release_at: float | None = None
 
     def _restart_kubelet(self, ca: bytes) -> None:
         """For a CA rotation, on the certificate writer's thread: a systemd connection of its own."""
@@ -291,7 +296,12 @@ class Daemon:
         """Sync until stopped; SIMULATED_REBOOT when the caller must restart the process."""
         if threading.current_thread() is threading.main_thread():
             self.install_signal_handlers()
+        _limit_malloc_arenas()
         self.start_threads()
+        # what is loaded by now (modules, the API client, the threads) lives as long as the
+        # process: kept out of every later collection, which then looks at a sync's objects only
+        # (a full collection went from about 15 ms to under 1)
+        gc.freeze()
         sdnotify.notify("READY=1")
         backoff = Backoff()
         next_sync = time.monotonic()
@@ -303,11 +313,16 @@ class Daemon:
                     timeout = min(timeout, due)
                 if self._retry_keys:
                     timeout = min(timeout, max(0.0, self._retry_at - time.monotonic()))
+                if self._release_at is not None:
+                    timeout = min(timeout, max(0.0, self._release_at - time.monotonic()))
                 self.queue.wait(timeout)
                 self._last_loop = time.monotonic()
                 if self.stop.is_set():
                     break
                 keys = self.queue.take() | self._due_retries()
+                if not keys and self._release_at is not None and time.monotonic() >= self._release_at:
+                    self._release_at = None
+                    _release_memory()
                 if not self.machine.syncs():
                     next_sync = time.monotonic() + self.settings.resync_seconds
                     continue
@@ -322,7 +337,7 @@ class Daemon:
                     next_sync = time.monotonic() + self.settings.resync_seconds
                     continue
                 result = self._sync_once(backoff)
-                _release_memory()
+                self._release_at = time.monotonic() + RELEASE_IDLE_SECONDS
                 if result is Result.SIMULATED_REBOOT:
                     return result
                 if result is not Result.REBOOTING:
@@ -451,8 +466,26 @@ def _libc_trim() -> Callable[[int], int] | None:
 _TRIM = _libc_trim()
 
 
+def _limit_malloc_arenas(arenas: int = 2) -> None:
+    """Have glibc share `arenas` malloc arenas among all threads (before they start).
+
+    By default each thread that allocates under contention gets an arena of its own (up to
+    eight per core); the agent's dozen threads then hold the freed pages of a decoded config in
+    several arenas at once. Two keep the idle memory a few megabytes lower for no measurable
+    time. Not glibc: nothing to do.
+    """
+    try:
+        mallopt: Callable[[int, int], int] = ctypes.CDLL("libc.so.6").mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt(_M_ARENA_MAX, arenas)
+
+
+_M_ARENA_MAX = -8  # glibc's malloc.h
+
+
 def _release_memory() -> None:
-    """Hand the memory of a sync's configs back to the system.
+    """Hand the memory of a sync's configs back to the system (once the loop is idle).
 
     A rendered config parsed is tens of megabytes of small objects; once a sync is over the
     agent keeps one of them, and glibc would otherwise keep the freed arenas for the process.

@@ -96,16 +96,22 @@ def _action_event(exc: BaseException) -> tuple[str, str] | None:
     return None
 
 
-def parse_machineconfig(obj: Mapping[str, Any], what: str) -> MachineConfig:
-    """A MachineConfig object from the API as the executor's type; McdError naming it when invalid."""
+def parse_machineconfig(
+    obj: Mapping[str, Any], what: str, *, text: bytes | None = None, like: MachineConfig | None = None
+) -> MachineConfig:
+    """A MachineConfig object from the API as the executor's type; McdError naming it when invalid.
+
+    `text`: the JSON text `obj` was decoded from (the update records it as it is); `like`: a
+    config parsed before whose files and units alike are taken over instead of parsed again.
+    """
     try:
-        mc = machineconfig_from_object(obj, what)
+        mc = machineconfig_from_object(obj, what, like=like)
     except InputError as exc:
         raise McdError("; ".join(exc.lines())) from None
     if mc.config is None:
         errors = "; ".join(f.render(what) for f in mc.located_findings() if f.severity == "error")
         raise McdError(f"invalid MachineConfig {what}: {errors}")
-    return mc
+    return mc if text is None else replace(mc, raw_text=(mc.raw, text))
 
 
 class NodeApplier:
@@ -366,10 +372,11 @@ class NodeApplier:
             raise ApplyError(str(exc), _action_event(exc)) from exc
         finally:
             self._host = None
-        # `new` is what was just recorded as currentconfig: no need to read and parse it back
+        # `new` is what was just recorded as currentconfig: no need to read and parse it back;
+        # without its JSON text, which was for the record (megabytes held for nothing)
         key = atomicfs.version_of(self.root.join(state.CURRENT_CONFIG))
         if key is not None:
-            self._disk_cache = (key, new)
+            self._disk_cache = (key, replace(new, raw_text=None))
         return Applied(outcome.plan, outcome.reboot, tuple(_service_action(a) for a in outcome.actions_run))
 
     def reboot(self, reason: str) -> bool:

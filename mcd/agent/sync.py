@@ -42,7 +42,8 @@ LOG = logging.getLogger(__name__)
 
 
 class ConfigApi(Protocol):
-    def get_machineconfig(self, name: str) -> dict[str, Any]: ...
+    def get_machineconfig_json(self, name: str) -> tuple[dict[str, Any], bytes | None]:
+        """The MachineConfig `name`, and the JSON text it was decoded from when there is one."""
 
     def get_machineconfiguration(self, name: str = "cluster") -> dict[str, Any] | None: ...
 
@@ -124,7 +125,7 @@ class Syncer:
         images = Images(decision.current_image, decision.desired_image)
         # the desired config is read and parsed while the disk is checked: both take a while
         # on a large config, and one waits on the API server and the other on the disk
-        new = self._pool.submit(self._machineconfig, decision.desired_config)
+        new = self._pool.submit(self._machineconfig, decision.desired_config, disk)
         checked = None
         if not self.applier.forcefile_present():
             with self._phase("check"):
@@ -210,9 +211,11 @@ class Syncer:
 
     # -- update
 
-    def _machineconfig(self, name: str) -> MachineConfig:
+    def _machineconfig(self, name: str, like: MachineConfig | None = None) -> MachineConfig:
+        """The MachineConfig `name` from the API server, parsed; what it declares as `like` does
+        (the config on disk, which it mostly is) is taken over from that one."""
         try:
-            obj = self.api.get_machineconfig(name)
+            obj, text = self.api.get_machineconfig_json(name)
         except NotFoundError:
             raise McdError(f'machineconfig.machineconfiguration.openshift.io "{name}" not found') from None
         rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
@@ -220,7 +223,7 @@ class Syncer:
             cached = self._mcs.get(name)
         if cached is not None and rv and cached[0] == rv:
             return cached[1]
-        mc = parse_machineconfig(obj, f"MachineConfig {name}")
+        mc = parse_machineconfig(obj, f"MachineConfig {name}", text=text, like=like)
         with self._mcs_lock:
             # one entry: the desired config (a rendered config parsed is tens of megabytes)
             self._mcs = {name: (rv, mc)}
@@ -231,7 +234,7 @@ class Syncer:
         disk = self.applier.disk_config()
         if disk is not None and disk.name == name:
             return disk
-        return self._machineconfig(name)
+        return self._machineconfig(name, disk)
 
     def _policies(self) -> tuple[policy.ClusterPolicies, tuple[str, ...]]:
         """The node disruption policy and the storage overrides of MachineConfiguration/cluster."""
@@ -269,7 +272,7 @@ class Syncer:
             self._before_update()
         with self._phase("prepare"):
             old = with_image(self._disk_or_cluster(current), images.current)
-            new = prefetched.result() if prefetched is not None else self._machineconfig(desired)
+            new = prefetched.result() if prefetched is not None else self._machineconfig(desired, old)
             # upstream's triggerUpdate: the layered images ride in copies of the configs, so the
             # update rebases to the desired one (and reboots) like any OS change
             new = with_image(new, images.desired)
@@ -317,6 +320,8 @@ class Syncer:
                     if self.mcn.last is applying:  # the drain (if any) went through: the apply failed
                         self.mcn.report(mcn.apply_failed(str(exc)))
                     raise
+            with self._mcs_lock:
+                self._mcs = {}  # applied: the config on disk now (`disk_config`), kept there once
             self.mcn.report(mcn.applied(os_change, p.diff.passwd))
             if os_change:
                 self.metrics.pivot_errors.set(0)

@@ -32,6 +32,7 @@ from mcd.config.ignition_model import (
     User,
     format_mode,
 )
+from mcd.config.reuse import reuse
 from mcd.config.schema import is_unknown_key, validate_ignition_schema
 from mcd.config.translate import translate_2_2
 
@@ -58,8 +59,14 @@ __all__ = [
 ]
 
 
-def parse_ignition(doc: object, options: ParseOptions = DEFAULT_PARSE) -> IgnitionResult:
-    """Parse and validate one Ignition config (spec 2.2 or 3.0-3.5) given as decoded JSON."""
+def parse_ignition(
+    doc: object, options: ParseOptions = DEFAULT_PARSE, earlier: tuple[object, IgnitionResult] | None = None
+) -> IgnitionResult:
+    """Parse and validate one Ignition config (spec 2.2 or 3.0-3.5) given as decoded JSON.
+
+    `earlier`: a document parsed before and its result, whose files and units `doc` declares
+    alike are taken over (`mcd.config.reuse`): the same outcome, sooner.
+    """
     if not isinstance(doc, Mapping):
         return IgnitionResult(None, (Finding((), f"expected an object, got {_type_name(doc)}"),), "parse")
     version = _version_of(doc)
@@ -71,21 +78,22 @@ def parse_ignition(doc: object, options: ParseOptions = DEFAULT_PARSE) -> Igniti
         supported = ", ".join(SPEC2_VERSIONS + SPEC3_VERSIONS)
         msg = f'unsupported Ignition config version "{version}" (supported: {supported})'
         return IgnitionResult(None, (Finding(("ignition", "version"), msg),), "parse")
-    findings = list(validate_ignition_schema(doc, version))
+    reused = reuse(earlier[0], earlier[1], doc, version, options) if earlier is not None else None
+    findings = list(validate_ignition_schema(doc, version, reused.known() if reused is not None else None))
     if any(f.severity == "error" for f in findings):
         return IgnitionResult(None, tuple(findings), "parse")
     body, tfindings = _spec3_body(doc, version, findings)
     findings += tfindings
     if any(f.severity == "error" for f in tfindings):
         return IgnitionResult(None, tuple(findings), "parse")
-    checker = Checker(options)
+    checker = Checker(options, reused)
     config = checker.build(body, version)
     if version in SPEC2_VERSIONS:
         checker.findings = [_spec2_located(f) for f in checker.findings]
     findings += checker.findings
     if any(f.severity == "error" for f in checker.findings):
         return IgnitionResult(None, tuple(findings), "validate", partial=config)
-    return IgnitionResult(config, tuple(findings), "ok")
+    return IgnitionResult(config, tuple(findings), "ok", options=options)
 
 
 def _spec3_body(

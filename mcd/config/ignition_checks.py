@@ -34,6 +34,7 @@ from mcd.config.ignition_model import (
 )
 from mcd.config.ignition_rules import value_findings
 from mcd.config.paths import ancestors, name_problem, path_problem, state_problem
+from mcd.config.reuse import Reused
 from mcd.config.text import shown
 from mcd.config.unitfile import UnitSyntaxError
 from mcd.config.unitfile import sections as unit_sections
@@ -45,9 +46,11 @@ _NO_REF = NodeRef()  # shared: NodeRef is frozen, and most files name no owner o
 class Checker:
     """Builds the typed config from a schema-valid spec 3 dict, collecting semantic findings."""
 
-    def __init__(self, options: ParseOptions) -> None:
+    def __init__(self, options: ParseOptions, reused: Reused | None = None) -> None:
         self.options = options
         self.findings: list[Finding] = []
+        # items declared alike in a config parsed before without findings: taken as they are
+        self.reused = reused or Reused((), ())
 
     def error(self, path: JsonPath, message: str) -> None:
         self.findings.append(Finding(path, message))
@@ -59,8 +62,9 @@ class Checker:
         storage: Mapping[str, Any] = doc.get("storage") or {}
         systemd: Mapping[str, Any] = doc.get("systemd") or {}
         passwd: Mapping[str, Any] = doc.get("passwd") or {}
-        files = tuple(self.file(f, ("storage", "files", i)) for i, f in enumerate(storage.get("files") or ()))
-        units = tuple(self.unit(u, ("systemd", "units", i)) for i, u in enumerate(systemd.get("units") or ()))
+        old, raw_files, raw_units = self.reused, storage.get("files") or (), systemd.get("units") or ()
+        files = tuple(old.file(i) or self.file(f, ("storage", "files", i)) for i, f in enumerate(raw_files))
+        units = tuple(old.unit(i) or self.unit(u, ("systemd", "units", i)) for i, u in enumerate(raw_units))
         users = tuple(self.user(u, ("passwd", "users", i)) for i, u in enumerate(passwd.get("users") or ()))
         for i, g in enumerate(passwd.get("groups") or ()):
             if g.get("gid") is not None:
@@ -407,7 +411,9 @@ class Checker:
             for i, entry in enumerate(storage.get(section) or ()):
                 where: JsonPath = ("storage", section, i, "path")
                 p: str = entry["path"]
-                problem = path_problem(p) or state_problem(p, kind)
+                # a file taken over from a parse before had its path checked there
+                reused = kind == "file" and self.reused.file(i) is not None
+                problem = None if reused else path_problem(p) or state_problem(p, kind)
                 if problem is not None:
                     self.error(where, problem)
                 elif p in seen:

@@ -225,6 +225,8 @@ class IgnitionResult:
     stage: str = "ok"
     # built despite semantic errors (stage "validate"), so further checks can still report
     partial: IgnitionConfig | None = field(default=None, compare=False, repr=False)
+    # the options of the parse (a later parse takes items over only with the same ones)
+    options: ParseOptions | None = field(default=None, compare=False, repr=False)
 
     @property
     def errors(self) -> tuple[Finding, ...]:

@@ -77,9 +77,18 @@ def empty_machineconfig(name: str = EMPTY_MC_NAME) -> MachineConfig:
 
 
 def machineconfig_from_object(
-    obj: Mapping[str, Any], source: str, path: JsonPath = (), *, options: ParseOptions = DEFAULT_PARSE
+    obj: Mapping[str, Any],
+    source: str,
+    path: JsonPath = (),
+    *,
+    options: ParseOptions = DEFAULT_PARSE,
+    like: MachineConfig | None = None,
 ) -> MachineConfig:
-    """Build a MachineConfig from a decoded object; raises InputError for non-Ignition problems."""
+    """Build a MachineConfig from a decoded object; raises InputError for non-Ignition problems.
+
+    `like`: a config parsed before (the one the node runs, say): the files and units declared
+    alike in both are taken over from it (`mcd.config.reuse`) instead of being parsed again.
+    """
     findings: list[Finding] = []
     meta = obj.get("metadata") or {}
     if not isinstance(meta, Mapping):
@@ -153,7 +162,10 @@ def machineconfig_from_object(
         raise InputError(source, findings)
     raw_ign = spec.get("config")
     # upstream treats a MachineConfig without Ignition (e.g. kernelArguments only) as valid
-    ignition = IgnitionResult(EMPTY_IGNITION) if raw_ign in (None, {}) else parse_ignition(raw_ign, options)
+    earlier = None if like is None else (_ignition_doc(like), like.ignition)
+    ignition = (
+        IgnitionResult(EMPTY_IGNITION) if raw_ign in (None, {}) else parse_ignition(raw_ign, options, earlier)
+    )
     return MachineConfig(
         name=name,
         ignition=ignition,
@@ -168,6 +180,14 @@ def machineconfig_from_object(
         spec_findings=tuple(notes),
         raw=obj,
     )
+
+
+def _ignition_doc(mc: MachineConfig) -> object:
+    """The Ignition document `mc` was parsed from (None when its source object has none)."""
+    doc: object = mc.raw
+    for key in mc.ignition_path:
+        doc = doc.get(key) if isinstance(doc, Mapping) and isinstance(key, str) else None
+    return doc
 
 
 # the fields of a MachineConfig object the API server knows (openshift/api machineconfiguration/v1

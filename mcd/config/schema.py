@@ -16,7 +16,7 @@ for the whole group. Shapes with problems are re-validated item by item for exac
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -35,11 +35,14 @@ _UNKNOWN_WORDING = {"2": "Config has unrecognized key: {}", "3": "Unused key {}"
 _UNKNOWN_PREFIXES = tuple(w.format("") for w in _UNKNOWN_WORDING.values())
 
 
-def validate_ignition_schema(doc: object, version: str) -> list[Finding]:
+def validate_ignition_schema(
+    doc: object, version: str, known: Mapping[tuple[str, str], Collection[int]] | None = None
+) -> list[Finding]:
     """Type and required-key findings for `doc` as an Ignition config of spec `version`.
 
     Paths are relative to the Ignition document root. Unknown keys are warnings. Findings are
-    sorted by path, then message.
+    sorted by path, then message. `known`: indices of list items known to be valid (declared
+    alike in a config validated before, `mcd.config.reuse`), by (section, key): not checked.
     """
     spec = _spec(version)
     if not isinstance(doc, dict):
@@ -57,7 +60,8 @@ def validate_ignition_schema(doc: object, version: str) -> list[Finding]:
             copied.add(section)
         # an empty list has the same structural verdict as any list: only its items remain
         part[key] = []
-        out.extend(_validate_items(spec, item_validator, items, (section, key)))
+        skip = known.get((section, key), ()) if known is not None else ()
+        out.extend(_validate_items(spec, item_validator, items, (section, key), skip))
     out.extend(_findings(spec, spec.root, stripped, ()))
     return _sorted(out)
 
@@ -171,10 +175,13 @@ def _checked(
     return out
 
 
-def _validate_items(spec: _Spec, validator: Validator, items: list[Any], prefix: JsonPath) -> list[Finding]:
+def _validate_items(
+    spec: _Spec, validator: Validator, items: list[Any], prefix: JsonPath, skip: Collection[int] = ()
+) -> list[Finding]:
     groups: dict[object, list[int]] = {}
     for index, item in enumerate(items):
-        groups.setdefault(_shape(item), []).append(index)
+        if index not in skip:
+            groups.setdefault(_shape(item), []).append(index)
     out: list[Finding] = []
     for indices in groups.values():
         first = indices[0]

@@ -11,6 +11,7 @@ which converges (every step is idempotent).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -95,12 +96,17 @@ def begin(root: HostRoot, txn: Transaction) -> None:
     The new config goes to `pendingconfig` (so the commit is one rename onto `currentconfig`),
     the small `txn.json` says an update is under way; the old config is `currentconfig`, which
     does not change before the commit. A rollback only rewrites `txn.json`.
+
+    Both renames are made durable by one fsync of their directory, before this returns (so
+    before the first host change): a power cut before it leaves the host unchanged, and either
+    record alone is harmless (`pending` takes a `txn.json` without `pendingconfig` as finished).
     """
-    if txn.phase == "apply":
-        text = txn.new_text if txn.new_text is not None else _dump(txn.new)
-        _write_record(root, "writing the update record", PENDING_CONFIG, text, 0o644)
-    record = {"phase": txn.phase, "mode": txn.mode, "version": 2, "created": list(txn.created)}
-    _write_record(root, "writing the update record", TRANSACTION, _dump(record), 0o600)
+    with atomicfs.deferred_dir_sync():
+        if txn.phase == "apply":
+            text = txn.new_text if txn.new_text is not None else _dump(txn.new)
+            _write_record(root, "writing the update record", PENDING_CONFIG, text, 0o644)
+        record = {"phase": txn.phase, "mode": txn.mode, "version": 2, "created": list(txn.created)}
+        _write_record(root, "writing the update record", TRANSACTION, _dump(record), 0o600)
 
 
 def pending(root: HostRoot) -> Transaction | None:
@@ -147,7 +153,10 @@ def commit(root: HostRoot, image: str = "") -> None:
             f"committing the update: renaming onto {CURRENT_CONFIG}: {os_error_text(exc)}"
         ) from exc
     failpoints.hit("committed, record not removed")
-    atomicfs.remove(root.join(TRANSACTION))
+    # not fsynced: a record that outlives a power cut is known as finished (`pending`), and the
+    # next update's record syncs the directory anyway
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(root.join(TRANSACTION))
 
 
 def finish(root: HostRoot) -> None:

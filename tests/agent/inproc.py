@@ -57,10 +57,11 @@ class MemoryApi:
         """A change by someone else (the controller, an admin): keys without the prefix."""
         self.patch_node(NODE, {"metadata": {"annotations": {ann.PREFIX + k: v for k, v in changes.items()}}})
 
-    def get_machineconfig(self, name: str) -> dict[str, Any]:
+    def get_machineconfig_json(self, name: str) -> tuple[dict[str, Any], bytes | None]:
         if name not in self.mcs:
             raise NotFoundError(404, f"machineconfig {name} not found")
-        return json.loads(json.dumps(self.mcs[name]))
+        text = json.dumps(self.mcs[name]).encode()  # as an API server sends it
+        return json.loads(text), text
 
     def get_machineconfiguration(self, name: str = "cluster") -> dict[str, Any] | None:
         return None

@@ -46,9 +46,10 @@ class RecordingApplier(NodeApplier):
 
 
 class Api:
-    def get_machineconfig(self, name: str) -> dict[str, Any]:
+    def get_machineconfig_json(self, name: str) -> tuple[dict[str, Any], bytes | None]:
         assert name == "rendered-new"
-        return json.loads(json.dumps(NEW))
+        text = json.dumps(NEW).encode()
+        return json.loads(text), text
 
     def get_machineconfiguration(self, name: str = "cluster") -> dict[str, Any] | None:
         return None

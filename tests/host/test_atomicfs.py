@@ -22,6 +22,8 @@ from mcd.host.atomicfs import (
     remove,
     remove_tree,
 )
+from mcd.host.root import HostRoot
+from mcd.host.status import STATUS_RECORD, read_status, record_state
 
 
 def mode_of(path: Path) -> int:
@@ -619,3 +621,26 @@ def test_a_file_version_changes_with_every_replacement_and_is_none_when_absent(t
     assert atomicfs.version_of(path) == first
     atomicfs.atomic_write(path, b"Same size")  # a new inode, whatever the clock's resolution
     assert atomicfs.version_of(path) not in (None, first)
+
+
+def test_a_status_record_is_replaced_atomically_and_durably(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`mcd status`'s state record is a host write like any other: temp file, fsync, rename,
+    fsync of the directory (the brief's rule has no exception for records nothing acts on)."""
+    record_dir = tmp_path / STATUS_RECORD.lstrip("/").rpartition("/")[0]
+    record_dir.mkdir(parents=True)
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append("dir" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    root = HostRoot(tmp_path)
+    record_state(root, "Working", "", "rendered-worker-2")
+    record_state(root, "Done", "", "rendered-worker-2")
+    assert synced == ["file", "dir", "file", "dir"]
+    assert read_status(root).state == "Done"
+    assert [p.name for p in record_dir.iterdir()] == ["mcd-status.json"]  # no temp file left

@@ -19,28 +19,30 @@ when the node has one, else the reader's).
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import urllib3
-from kubernetes import client as k8s
-from kubernetes import config as k8s_config
 
 from mcd import __version__
-from mcd.agent.errors import ApiError, ConflictError, GoneError, NotFoundError
+from mcd.agent.errors import ApiError, GoneError, NotFoundError
 from mcd.agent.health import NODE_WRITER_HINTS, ApiReach
+from mcd.agent.kube.bare import register_bare
 from mcd.agent.kube.identity import (
     API_ENDPOINT_KUBECONFIG,
     KUBELET_KUBECONFIG,
     Endpoint,
     api_endpoint,
+    direct_settings,
     node_writer_kubeconfig,
 )
+from mcd.agent.kube.wire import api_error, lines
 from mcd.config.findings import InputError
 from mcd.host.root import HostRoot
 
@@ -68,6 +70,18 @@ WATCH_MARGIN = 15.0
 
 Obj = dict[str, Any]
 
+# `import kubernetes` imports all of the client (pydantic, requests, oauthlib, websocket ...); the
+# agent needs the configuration, the in-cluster loader and the REST layer, so the packages are
+# registered bare (`mcd.agent.kube.bare`; about 18 MB less memory) and the kubeconfig loader is
+# imported when a kubeconfig is read. Names come from the modules themselves: `from
+# kubernetes.config import x` would ask the bare package for `x`, which completes it.
+for _package in ("kubernetes", "kubernetes.config", "kubernetes.utils"):
+    register_bare(_package)
+from kubernetes.client.configuration import Configuration  # noqa: E402 (after the registration)
+from kubernetes.client.rest import RESTClientObject  # noqa: E402
+from kubernetes.config.config_exception import ConfigException  # noqa: E402
+from kubernetes.config.incluster_config import InClusterConfigLoader  # noqa: E402
+
 
 def _path(*parts: str) -> str:
     return "/".join(quote(p, safe="") for p in parts)
@@ -82,7 +96,7 @@ class KubeClient:
         """`configuration`: the reader's; `writer`: the node writer's (None: the reader writes too),
         loaded from `writer_source`."""
         self.user_agent = user_agent
-        self._api = _api_client(configuration, user_agent)
+        self._api = _Session(configuration, user_agent)
         self.host = str(configuration.host)
         self.reach = ApiReach(self.host)
         self.writer_source = writer_source
@@ -92,7 +106,7 @@ class KubeClient:
         if writer is None:
             self._writer, self.writer_reach = self._api, self.reach
         else:
-            self._writer = _api_client(writer, user_agent)
+            self._writer = _Session(writer, user_agent)
             self.writer_reach = ApiReach(str(writer.host), hints=NODE_WRITER_HINTS)
 
     @classmethod
@@ -166,7 +180,7 @@ class KubeClient:
             return
         if found is not None:
             # the old pool is left to the garbage collector: another thread may be using it
-            self._writer = _api_client(found[0], self.user_agent)
+            self._writer = _Session(found[0], self.user_agent)
 
     def close(self) -> None:
         if self._writer is not self._api:
@@ -189,16 +203,19 @@ class KubeClient:
         """The urllib3 response of one request (as the node writer with `writer`), unread;
         ApiError for transport errors."""
         api, reach = (self._writer, self.writer_reach) if writer else (self._api, self.reach)
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": "application/json", "User-Agent": api.user_agent}
         if body is not None:
             headers["Content-Type"] = content_type
+        # the bearer token as the configuration gives it now (a rotated service account token
+        # or an exec plugin's is refreshed by its hook), as the package's ApiClient adds it
+        auth = api.configuration.auth_settings().get("BearerToken")
+        if auth and auth.get("value"):
+            headers[auth["key"]] = auth["value"]
         params = [(k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in (query or {}).items()]
-        _, url, headers, _, _ = api.param_serialize(
-            method, path, query_params=params, header_params=headers, auth_settings=["BearerToken"]
-        )
+        url = api.host + path + ("?" + urlencode(params, quote_via=quote) if params else "")
         data = None if body is None else json.dumps(body, separators=(",", ":"))
         try:
-            return api.rest_client.pool_manager.request(
+            return api.pool_manager.request(
                 method,
                 url,
                 body=data,
@@ -212,7 +229,11 @@ class KubeClient:
             raise ApiError(0, f"{method} {path}: {exc}") from None
 
     def _request(self, method: str, path: str, *, writer: bool = False, **kwargs: Any) -> Obj:
-        resp = self._send(method, path, writer=writer, **kwargs)
+        return self._request_text(method, path, writer=writer, **kwargs)[0]
+
+    def _request_text(self, method: str, path: str, *, writer: bool = False, **kw: Any) -> tuple[Obj, bytes]:
+        """The answer as a dict and as the JSON text it was decoded from."""
+        resp = self._send(method, path, writer=writer, **kw)
         reach = self.writer_reach if writer else self.reach
         key = f"{method} {path}"
         try:
@@ -223,7 +244,7 @@ class KubeClient:
         finally:
             resp.release_conn()
         if not 200 <= resp.status < 300:
-            err = _api_error(method, path, resp.status, data, resp.headers.get("Retry-After"))
+            err = api_error(method, path, resp.status, data, resp.headers.get("Retry-After"))
             reach.answered(resp.status, key, str(err))
             if writer and resp.status == 401:
                 self._writer_refused()
@@ -235,7 +256,7 @@ class KubeClient:
             raise ApiError(0, f"{method} {path}: unreadable answer: {exc}") from None
         if not isinstance(obj, dict):
             raise ApiError(0, f"{method} {path}: answer is not a JSON object")
-        return obj
+        return obj, data
 
     # -- nodes
 
@@ -261,18 +282,11 @@ class KubeClient:
         self, path: str, what: str, name: str, resource_version: str, timeout_seconds: int
     ) -> Iterator[tuple[str, Obj]]:
         """A watch of the one object `name` of the collection at `path` (by field selector)."""
-        resp = self._send(
-            "GET",
-            path,
-            query={
-                "fieldSelector": f"metadata.name={name}",
-                "watch": True,
-                "resourceVersion": resource_version,
-                "allowWatchBookmarks": True,
-                "timeoutSeconds": timeout_seconds,
-            },
-            timeout=(REQUEST_TIMEOUT[0], timeout_seconds + WATCH_MARGIN),
-        )
+        query: dict[str, str | int | bool] = {"fieldSelector": f"metadata.name={name}", "watch": True,
+                 "resourceVersion": resource_version, "allowWatchBookmarks": True,
+                 "timeoutSeconds": timeout_seconds}  # fmt: skip
+        timeout = (REQUEST_TIMEOUT[0], timeout_seconds + WATCH_MARGIN)
+        resp = self._send("GET", path, query=query, timeout=timeout)
         key = f"GET {path.rsplit('/', 1)[-1]} (watch)"
         streaming = False
         try:
@@ -280,13 +294,13 @@ class KubeClient:
                 self.reach.answered(410, key, "")
                 raise GoneError(410, f"watch of {what}: resourceVersion {resource_version} is gone")
             if not 200 <= resp.status < 300:
-                err = _api_error("GET", path, resp.status, resp.data, resp.headers.get("Retry-After"))
+                err = api_error("GET", path, resp.status, resp.data, resp.headers.get("Retry-After"))
                 self.reach.answered(resp.status, key, str(err))
                 raise err
             self.reach.answered(resp.status, key, "")
             self.reach.stream(True)
             streaming = True
-            for line in _lines(resp):
+            for line in lines(resp):
                 try:
                     event = json.loads(line)
                 except ValueError:
@@ -313,8 +327,10 @@ class KubeClient:
 
     # -- configs
 
-    def get_machineconfig(self, name: str) -> Obj:
-        return self._request("GET", f"{MC_PATH}/{_path(name)}")
+    def get_machineconfig_json(self, name: str) -> tuple[Obj, bytes | None]:
+        """The MachineConfig and its JSON text as served: the update records that text as it is
+        (encoding a rendered config again costs about as much as decoding it)."""
+        return self._request_text("GET", f"{MC_PATH}/{_path(name)}")
 
     def get_machineconfiguration(self, name: str = "cluster") -> Obj | None:
         """The operator's MachineConfiguration (None when absent: defaults apply)."""
@@ -422,11 +438,23 @@ class KubeClient:
         return self._request("PUT", path, body=obj)
 
 
-def _api_client(configuration: Any, user_agent: str) -> Any:
-    configuration.retries = False
-    api = k8s.ApiClient(configuration)
-    api.user_agent = user_agent
-    return api
+class _Session:
+    """One identity: its configuration and the official REST layer's connection pool (which
+    carries the configuration's TLS settings: CA, client certificate, server name, proxy)."""
+
+    def __init__(self, configuration: Any, user_agent: str) -> None:
+        configuration.retries = False  # see the module docstring
+        self.configuration, self.user_agent = configuration, user_agent
+        self.host = str(configuration.host)
+        self.pool_manager = RESTClientObject(configuration).pool_manager
+
+    def close(self) -> None:
+        self.pool_manager.clear()
+
+
+def _kube_config() -> Any:
+    """The kubeconfig loader, imported on first use (requests, oauthlib, the pydantic ApiClient)."""
+    return importlib.import_module("kubernetes.config.kube_config")
 
 
 def _writer_configuration(root: HostRoot, kubelet_kubeconfig: str) -> tuple[Any, Path] | None:
@@ -436,10 +464,14 @@ def _writer_configuration(root: HostRoot, kubelet_kubeconfig: str) -> tuple[Any,
     if found is None:
         return None
     doc, file = found
-    configuration = k8s.Configuration()
+    configuration = Configuration()
     try:
-        k8s_config.load_kube_config_from_dict(doc, client_configuration=configuration)  # type: ignore[no-untyped-call]
-    except (k8s_config.ConfigException, OSError, ValueError, TypeError) as exc:
+        if (settings := direct_settings(doc)) is not None:  # the common case, without the loader
+            for key, value in settings.items():
+                setattr(configuration, key, value)
+        else:
+            _kube_config().load_kube_config_from_dict(doc, client_configuration=configuration)
+    except (ConfigException, OSError, ValueError, TypeError) as exc:
         raise ApiError(0, f"cannot load the node writer's credentials from {file}: {exc}") from None
     return configuration, file
 
@@ -447,54 +479,20 @@ def _writer_configuration(root: HostRoot, kubelet_kubeconfig: str) -> tuple[Any,
 def _reader_configuration(kubeconfig: str, endpoint: Endpoint | None, service_account_dir: str) -> Any:
     """The reader's configuration: `kubeconfig`, else the pod's service account (its server
     `endpoint` when given: upstream overrides KUBERNETES_SERVICE_HOST/PORT the same way)."""
-    configuration = k8s.Configuration()
+    configuration = Configuration()
     try:
         if kubeconfig:
-            k8s_config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)  # type: ignore[no-untyped-call]
+            _kube_config().load_kube_config(config_file=kubeconfig, client_configuration=configuration)
         else:
             environ = dict(os.environ)
             if endpoint is not None:
                 environ.update(KUBERNETES_SERVICE_HOST=endpoint.host, KUBERNETES_SERVICE_PORT=endpoint.port)
-            k8s_config.incluster_config.InClusterConfigLoader(  # type: ignore[no-untyped-call]
+            InClusterConfigLoader(  # type: ignore[no-untyped-call]
                 token_filename=f"{service_account_dir}/token",
                 cert_filename=f"{service_account_dir}/ca.crt",
                 environ=environ,
             ).load_and_set(configuration)
-    except (k8s_config.ConfigException, OSError, ValueError, TypeError) as exc:
+    except (ConfigException, OSError, ValueError, TypeError) as exc:
         where = kubeconfig or "the in-cluster service account"
         raise ApiError(0, f"cannot load API credentials from {where}: {exc}") from None
     return configuration
-
-
-def _lines(resp: Any) -> Iterator[bytes]:
-    """Complete lines of a streamed body (a watch sends one JSON event per line)."""
-    buf = b""
-    for chunk in resp.stream(64 * 1024, decode_content=True):
-        buf += chunk
-        while b"\n" in buf:
-            line, buf = buf.split(b"\n", 1)
-            if line.strip():
-                yield line
-    if buf.strip():
-        yield buf
-
-
-def _api_error(method: str, path: str, status: int, data: bytes | None, retry_after: str | None) -> ApiError:
-    message = ""
-    try:
-        obj = json.loads(data or b"{}")
-        if isinstance(obj, dict):
-            message = str(obj.get("message", ""))
-    except ValueError:
-        pass
-    text = f"{method} {path}: {status} {message or (data or b'').decode(errors='replace')[:200]}".rstrip()
-    delay: float | None = None
-    if retry_after and retry_after.strip().isdigit():
-        delay = float(retry_after.strip())
-    if status == 404:
-        return NotFoundError(status, text)
-    if status == 409:
-        return ConflictError(status, text)
-    if status == 410:
-        return GoneError(status, text)
-    return ApiError(status, text, delay)

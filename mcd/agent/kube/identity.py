@@ -20,6 +20,7 @@ cannot be used is an InputError naming the file and the JSON path of the bad val
 
 from __future__ import annotations
 
+import base64
 import copy
 from dataclasses import dataclass
 from pathlib import Path
@@ -186,3 +187,60 @@ def _localise(
                 str(file), [Finding((*where, key), f"{value}: no such file under the root {root.prefix}")]
             )
         entry[key] = str(found)
+
+
+# what `direct_settings` maps; any other key (inline client certificates, a proxy, a user name
+# and password) is left to the official kubeconfig loader
+_DIRECT_CLUSTER = {"server", "certificate-authority", "certificate-authority-data",
+                   "insecure-skip-tls-verify", "tls-server-name", "extensions"}  # fmt: skip
+_DIRECT_USER = {"client-certificate", "client-key", "token", "tokenFile", "extensions"}
+
+
+def direct_settings(doc: Obj) -> dict[str, Any] | None:
+    """The client configuration's attributes for a localised kubelet kubeconfig (from
+    `node_writer_kubeconfig`) that uses only server, CA, client certificate files and a token;
+    None for anything else.
+
+    Why not always the official loader: importing it brings requests, oauthlib and pydantic
+    (about 13 MB of the agent's resident memory), for a file that on every OpenShift node names
+    a CA, a server and one certificate file.
+    """
+    cluster = _entry(doc, "clusters", "cluster")
+    user = _entry(doc, "users", "user") if _context(doc).get("user") else {}
+    if cluster is None or user is None or set(cluster) - _DIRECT_CLUSTER or set(user) - _DIRECT_USER:
+        return None
+    settings: dict[str, Any] = {"host": str(cluster["server"]).rstrip("/")}
+    if "certificate-authority-data" in cluster:
+        try:
+            settings["ca_cert_data"] = base64.b64decode(str(cluster["certificate-authority-data"])).decode()
+        except (ValueError, UnicodeDecodeError):
+            return None  # the loader's own error message names it
+    elif "certificate-authority" in cluster:
+        settings["ssl_ca_cert"] = cluster["certificate-authority"]
+    if cluster.get("insecure-skip-tls-verify"):
+        settings["verify_ssl"] = False
+    if "tls-server-name" in cluster:
+        settings["tls_server_name"] = cluster["tls-server-name"]
+    if "client-certificate" in user:
+        settings["cert_file"] = user["client-certificate"]
+    if "client-key" in user:
+        settings["key_file"] = user["client-key"]
+    token = user.get("token")
+    if token is None and "tokenFile" in user:
+        token = Path(user["tokenFile"]).read_text().strip()
+    if token:
+        settings["api_key"] = {"BearerToken": f"Bearer {token}"}
+    return settings
+
+
+def _context(doc: Obj) -> Obj:
+    contexts = [c for c in doc.get("contexts") or [] if c.get("name") == doc.get("current-context")]
+    return dict(contexts[0].get("context") or {}) if contexts else {}
+
+
+def _entry(doc: Obj, section: str, key: str) -> Obj | None:
+    """The current context's entry of `section` (already checked by `_current`)."""
+    name = _context(doc).get(key)
+    found = [e for e in doc.get(section) or [] if isinstance(e, dict) and e.get("name") == name]
+    body = found[0].get(key) if found else None
+    return dict(body) if isinstance(body, dict) else None

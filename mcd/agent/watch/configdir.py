@@ -108,10 +108,11 @@ class DirConfigApi:
         self.fallback = fallback
         self.parsed: ParsedSnapshot | None = None
 
-    def get_machineconfig(self, name: str) -> dict[str, Any]:
+    def get_machineconfig_json(self, name: str) -> tuple[dict[str, Any], bytes | None]:
         if self.parsed is not None and name in self.parsed.objects:
-            return dict(self.parsed.objects[name])
-        return dict(self.fallback.get_machineconfig(name))
+            return dict(self.parsed.objects[name]), None
+        obj, text = self.fallback.get_machineconfig_json(name)
+        return dict(obj), text
 
     def get_machineconfiguration(self, name: str = "cluster") -> dict[str, Any] | None:
         if self.parsed is not None and self.parsed.machineconfiguration is not None:

@@ -231,6 +231,9 @@ class App:
 
     def _get(self, req: Request, t: Target) -> Response:
         assert t.rt is not None
+        if not t.rt.view_of and not self._wants_table(req):
+            # only encoded: the stored object as it is (`Store.peek`)
+            return Response(200, self.store.peek(t.rt, t.namespace, t.name))
         obj = self._out(t.rt, self.store.get(storage_type(t.rt), t.namespace, t.name))
         if self._wants_table(req):
             return Response(

@@ -123,6 +123,16 @@ class Store:
                 raise errors.not_found(rt.plural, rt.group, name)
             return copy.deepcopy(obj)
 
+    def peek(self, rt: ResourceType, namespace: str, name: str) -> Obj:
+        """The stored object itself, not a copy: read-only for the caller. Safe because a write
+        stores a new object and never changes the stored one; a GET of a rendered config is
+        then one encoding, not a deep copy of thousands of files first."""
+        with self._lock:
+            obj = self._objects.get(self._key(rt, namespace, name))
+            if obj is None:
+                raise errors.not_found(rt.plural, rt.group, name)
+            return obj
+
     def find(self, rt: ResourceType, namespace: str, name: str) -> Obj | None:
         try:
             return self.get(rt, namespace, name)

@@ -1,0 +1,142 @@
+"""The API client loads only the parts of the `kubernetes` package it uses (configuration, the
+in-cluster loader, the REST layer), and in-cluster credentials reach the API server through them.
+
+An import check, not a timing or memory measurement (bench/agent.py measures the memory)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from harness import NODE, REPO
+from mcd_sim.apiserver import ApiServer
+from simcluster import Cluster
+
+from mcd.host.root import HostRoot
+
+# what the whole package would bring: the pydantic ApiClient and models, the kubeconfig
+# loader's requests and oauthlib, the websocket streams, the dynamic client
+NOT_LOADED = (
+    "pydantic",
+    "requests",
+    "oauthlib",
+    "requests_oauthlib",
+    "websocket",
+    "kubernetes.client.api_client",
+    "kubernetes.client.models",
+    "kubernetes.config.kube_config",
+    "kubernetes.dynamic",
+    "kubernetes.stream",
+)
+
+
+def _python(code: str) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+@pytest.mark.allow_commands  # a fresh interpreter: this one has loaded the whole package already
+def test_the_agent_loads_only_the_parts_of_kubernetes_it_uses() -> None:
+    out = _python("import json, sys, mcd.agent.loop, mcd.cli.main; print(json.dumps(sorted(sys.modules)))")
+    loaded = set(json.loads(out))
+    assert "kubernetes.client.rest" in loaded
+    assert sorted(m for m in loaded if m.split(".")[0] in NOT_LOADED or m in NOT_LOADED) == []
+
+
+@pytest.mark.allow_commands
+def test_the_whole_package_still_imports_after_the_client() -> None:
+    out = _python(
+        "import mcd.agent.kube.client\n"
+        "import kubernetes\n"
+        "from kubernetes import client, config, watch\n"
+        "print(client.CoreV1Api.__name__, config.load_kube_config.__name__, watch.Watch.__name__)"
+    )
+    assert out.split() == ["CoreV1Api", "load_kube_config", "Watch"]
+
+
+def test_in_cluster_credentials_reach_the_api_server(tmp_path: Path) -> None:
+    from kubernetes.client.configuration import Configuration
+    from kubernetes.config.incluster_config import InClusterConfigLoader
+
+    from mcd.agent.kube.client import KubeClient
+
+    with ApiServer() as sim:
+        sim.add_node(NODE)
+        assert sim.cert is not None
+        (tmp_path / "token").write_text(sim.token)
+        (tmp_path / "ca.crt").write_bytes(sim.cert.cert_pem)
+        url = urlsplit(sim.url)
+        configuration = Configuration()
+        # the loader `load_incluster_config` runs, with the pod's paths and environment here
+        InClusterConfigLoader(
+            token_filename=str(tmp_path / "token"),
+            cert_filename=str(tmp_path / "ca.crt"),
+            environ={"KUBERNETES_SERVICE_HOST": str(url.hostname), "KUBERNETES_SERVICE_PORT": str(url.port)},
+        ).load_and_set(configuration)
+        client = KubeClient(configuration)
+        try:
+            assert client.get_node(NODE)["metadata"]["name"] == NODE
+            node, rv = client.list_node(NODE)
+            assert node is not None and rv
+        finally:
+            client.close()
+
+
+def _configuration_fields(configuration: object) -> dict[str, object]:
+    names = ("host", "ssl_ca_cert", "ca_cert_data", "cert_file", "key_file", "verify_ssl", "tls_server_name")
+    fields = {n: getattr(configuration, n) for n in names}
+    fields["auth"] = configuration.auth_settings()  # type: ignore[attr-defined]
+    return fields
+
+
+def test_the_kubelets_kubeconfig_is_read_as_the_official_loader_reads_it(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """The node writer's configuration, built without the official kubeconfig loader, is the
+    one that loader builds from the same file (server, CA data, the certificate files)."""
+    from kubernetes.client.configuration import Configuration
+    from kubernetes.config.kube_config import load_kube_config_from_dict
+
+    from mcd.agent.kube.client import _writer_configuration
+    from mcd.agent.kube.identity import KUBELET_KUBECONFIG, node_writer_kubeconfig
+
+    root = tmp_path / "root"
+    root.mkdir()
+    cluster.install_kubelet_identity(root)
+    found = _writer_configuration(HostRoot(root), KUBELET_KUBECONFIG)
+    assert found is not None
+    doc, _ = node_writer_kubeconfig(HostRoot(root), KUBELET_KUBECONFIG) or ({}, None)
+    official = Configuration()
+    load_kube_config_from_dict(doc, client_configuration=official)
+    ours = _configuration_fields(found[0])
+    theirs = _configuration_fields(official)
+    # the loader writes inline CA data to a temp file; ours hands the data over as it is
+    assert Path(str(theirs.pop("ssl_ca_cert"))).read_text() == ours.pop("ca_cert_data")
+    assert ours.pop("ssl_ca_cert") is None and theirs.pop("ca_cert_data") is None
+    assert ours == theirs
+    assert str(ours["cert_file"]).startswith(str(root))  # the node's file, under the root
+
+
+@pytest.mark.allow_commands  # a fresh interpreter, to see what the node writer's credentials import
+def test_the_kubelets_kubeconfig_is_read_without_the_kubeconfig_loader(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    cluster.install_kubelet_identity(root)
+    out = _python(
+        "import sys\n"
+        "from mcd.agent.kube.client import _writer_configuration\n"
+        "from mcd.agent.kube.identity import KUBELET_KUBECONFIG\n"
+        "from mcd.host.root import HostRoot\n"
+        f"found = _writer_configuration(HostRoot({str(root)!r}), KUBELET_KUBECONFIG)\n"
+        "print(found is not None, 'kubernetes.config.kube_config' in sys.modules)"
+    )
+    assert out.split() == ["True", "False"]
