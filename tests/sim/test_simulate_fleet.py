@@ -17,7 +17,7 @@ from mcd.cli.main import main
 
 REPO = Path(__file__).resolve().parents[2]
 OLD, REBOOT = REPO / "examples" / "old.yaml", REPO / "examples" / "reboot.yaml"
-ADMIN = REPO / "examples" / "pool"  # 99-worker-inotify.yaml: a file that needs a drain and a reboot
+ADMIN = REPO / "examples" / "pool"  # a file, an SSH key and unit, a kernel argument: a drain and a reboot
 
 
 @pytest.mark.allow_commands  # it spawns one `python -m mcd start` per node
