@@ -415,49 +415,10 @@ def cmd_sim_cluster(args: argparse.Namespace) -> int:
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     try:
-        from mcd_sim.simulate import SimulateOptions, simulate
+        from mcd_sim.command import simulate_command
     except ImportError as exc:
         raise _simulator_missing("simulate", exc) from None
-    workdir = Path(args.workdir) if args.workdir else None
-    if args.nodes is not None:
-        return _simulate_fleet(args, workdir)
-    given = (("--max-unavailable", args.max_unavailable), ("--pdb", args.pdb), ("--replicas", args.replicas),
-             ("--picture", args.picture), ("--pool", args.pool))  # fmt: skip
-    fleet_only = [flag for flag, value in given if value is not None]
-    if fleet_only or args.output != "text":
-        from mcd.config.findings import Finding, InputError
-
-        raise InputError(fleet_only[0] if fleet_only else "--output", [Finding((), "needs --nodes N")])
-    new = Path(args.new or "examples/new.yaml")
-    return simulate(SimulateOptions(workdir, Path(args.old), new, args.node, args.timeout or 60.0))
-
-
-def _simulate_fleet(args: argparse.Namespace, workdir: Path | None) -> int:
-    from mcd_sim.fleet import FleetOptions, simulate_fleet
-
-    from mcd.config.findings import Finding, InputError
-
-    if args.pool is not None and len(args.pool) < 2:
-        raise InputError("--pool", [Finding((), "expected the pool's name and files or directories")])
-
-    options = FleetOptions(
-        workdir=workdir,
-        old=Path(args.old),
-        new=Path(args.new or "examples/reboot.yaml"),
-        nodes=args.nodes,
-        max_unavailable=1 if args.max_unavailable is None else args.max_unavailable,
-        timeout=args.timeout or 120.0 + 10.0 * args.nodes,
-        output=args.output,
-        picture=Path(args.picture) if args.picture else None,
-        pdb=args.pdb,
-        replicas=args.replicas,
-        pod_start=args.pod_start,
-        reboot_seconds=args.reboot_seconds,
-        pool=args.pool[0] if args.pool else "worker",
-        admin=tuple(args.pool[1:]) if args.pool else (),
-        controller=args.controller,
-    )
-    return simulate_fleet(options)
+    return simulate_command(args)
 
 
 def cmd_pool_controller(args: argparse.Namespace) -> int:
