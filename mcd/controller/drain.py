@@ -19,13 +19,11 @@ from typing import Any
 
 from mcd.agent.drain import pods_to_evict
 from mcd.agent.errors import ApiError, NotFoundError
+from mcd.agent.kube.annotations import DESIRED_DRAIN, LAST_APPLIED_DRAIN
 from mcd.agent.kube.client import KubeClient
 
 LOG = logging.getLogger(__name__)
 
-PREFIX = "machineconfiguration.openshift.io/"
-DESIRED_DRAIN = PREFIX + "desiredDrain"
-LAST_APPLIED_DRAIN = PREFIX + "lastAppliedDrain"
 EVICT_RETRY_SECONDS = 5.0
 
 Obj = dict[str, Any]

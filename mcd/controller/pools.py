@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from mcd.agent.errors import ApiError, ConflictError
+from mcd.agent.kube import annotations as ann
 from mcd.agent.kube.client import KubeClient
 from mcd.controller import rollout
 from mcd.controller.events import RENDER_CONTROLLER, PoolEvents
@@ -163,7 +164,7 @@ class PoolSync:
         LOG.info(
             "pool %s: %d candidate nodes for update, capacity: %d", name, len(choice.nodes), choice.capacity
         )
-        patch = {"metadata": {"annotations": {rollout.DESIRED_CONFIG: target, rollout.DESIRED_IMAGE: None}}}
+        patch = {"metadata": {"annotations": {ann.DESIRED_CONFIG: target, ann.DESIRED_IMAGE: None}}}
         out = []
         for node in members:
             node_name = rollout.name_of(node)

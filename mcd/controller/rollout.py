@@ -16,15 +16,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+# the node annotations are the agent's, named once (mcd.agent.kube.annotations)
+from mcd.agent.kube.annotations import (
+    CURRENT_CONFIG,
+    CURRENT_IMAGE,
+    DESIRED_CONFIG,
+    DESIRED_IMAGE,
+    STATE,
+)
 from mcd.render.selector import selects as matches
 
-PREFIX = "machineconfiguration.openshift.io/"
-CURRENT_CONFIG = PREFIX + "currentConfig"
-DESIRED_CONFIG = PREFIX + "desiredConfig"
-DESIRED_IMAGE = PREFIX + "desiredImage"
-CURRENT_IMAGE = PREFIX + "currentImage"
-STATE = PREFIX + "state"
-REASON = PREFIX + "reason"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 OS_LABEL = "kubernetes.io/os"
 MASTER, WORKER = "master", "worker"

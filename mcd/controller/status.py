@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mcd.controller.rollout import REASON, is_degraded, is_ready, is_unavailable, is_updated, pool_target
+from mcd.agent.kube.annotations import REASON
+from mcd.controller.rollout import is_degraded, is_ready, is_unavailable, is_updated, pool_target
 
 Obj = dict[str, Any]
 

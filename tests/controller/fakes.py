@@ -13,6 +13,7 @@ from mcd_sim.apiserver import ApiServer
 from mcd_sim.apiserver.lifecycle import pod_ready
 from mcd_sim.apiserver.store import WatchEvent
 
+from mcd.agent.kube import annotations as ann
 from mcd.controller import rollout
 
 Obj = dict[str, Any]
@@ -43,7 +44,7 @@ def add_nodes(sim: ApiServer, count: int, config: str = "", **labels: str) -> li
         name = f"worker-{i}"
         sim.add_node(name, **labels)
         if config:
-            done = {rollout.CURRENT_CONFIG: config, rollout.DESIRED_CONFIG: config, rollout.STATE: "Done"}
+            done = {ann.CURRENT_CONFIG: config, ann.DESIRED_CONFIG: config, ann.STATE: "Done"}
             sim.patch("Node", name, {"metadata": {"annotations": done}})
         names.append(name)
     return names
@@ -57,15 +58,15 @@ def agent_step(sim: ApiServer, name: str) -> bool:
     """One move of the node's daemon, as mcd's agent makes them (True when it wrote something):
     Working and a drain request, then the config applied and an uncordon request, then Done."""
     a = _ann(sim.get("Node", name) or {})
-    desired, current = a.get(rollout.DESIRED_CONFIG, ""), a.get(rollout.CURRENT_CONFIG, "")
-    state = a.get(rollout.STATE, "Done")
+    desired, current = a.get(ann.DESIRED_CONFIG, ""), a.get(ann.CURRENT_CONFIG, "")
+    state = a.get(ann.STATE, "Done")
     patch: dict[str, str] = {}
     if desired and desired != current and state == "Done":
-        patch = {rollout.STATE: "Working", DESIRED_DRAIN: f"drain-{desired}"}
+        patch = {ann.STATE: "Working", DESIRED_DRAIN: f"drain-{desired}"}
     elif state == "Working" and desired != current and a.get(LAST_APPLIED_DRAIN) == f"drain-{desired}":
-        patch = {rollout.CURRENT_CONFIG: desired, DESIRED_DRAIN: f"uncordon-{desired}"}
+        patch = {ann.CURRENT_CONFIG: desired, DESIRED_DRAIN: f"uncordon-{desired}"}
     elif state == "Working" and desired == current and a.get(LAST_APPLIED_DRAIN) == f"uncordon-{desired}":
-        patch = {rollout.STATE: "Done"}
+        patch = {ann.STATE: "Done"}
     if patch:
         sim.patch("Node", name, {"metadata": {"annotations": patch}})
     return bool(patch)
@@ -129,8 +130,8 @@ class Recorder:
             self.max_unavailable = max(
                 self.max_unavailable, sum(1 for n in nodes if rollout.is_unavailable(n))
             )
-            before = _ann(event.old or {"metadata": {}}).get(rollout.DESIRED_CONFIG)
-            after = _ann(event.obj).get(rollout.DESIRED_CONFIG)
+            before = _ann(event.old or {"metadata": {}}).get(ann.DESIRED_CONFIG)
+            after = _ann(event.obj).get(ann.DESIRED_CONFIG)
             if after and after != before:
                 self.targeted.append((event.obj["metadata"]["name"], after))
         if kind == "Pod" and self.replicas is not None:

@@ -11,6 +11,7 @@ import pytest
 from fakes import Recorder, Replicas, add_nodes, agent_step, mc, pool
 from mcd_sim.apiserver import ApiServer
 
+from mcd.agent.kube import annotations as ann
 from mcd.agent.kube.client import KubeClient
 from mcd.controller import rollout
 from mcd.controller.drain import DrainSync
@@ -107,7 +108,7 @@ def test_the_default_is_one_at_a_time_zones_first_then_age(sim: ApiServer, api: 
     for name, zone in (("c", None), ("b", "z2"), ("a", "z1"), ("d", None)):
         labels = {"topology.kubernetes.io/zone": zone} if zone else {}
         sim.add_node(name, **labels)
-        done = {rollout.CURRENT_CONFIG: BOOT, rollout.DESIRED_CONFIG: BOOT, rollout.STATE: "Done"}
+        done = {ann.CURRENT_CONFIG: BOOT, ann.DESIRED_CONFIG: BOOT, ann.STATE: "Done"}
         sim.patch("Node", name, {"metadata": {"annotations": done}})
     record = Recorder(sim)
     converge(sim, api, lambda: bool(target(sim)) and all_done_on(sim, target(sim))())
@@ -156,7 +157,7 @@ def test_a_paused_pool_renders_but_moves_no_node(sim: ApiServer, api: KubeClient
     assert new != old
     assert record.targeted == []
     desired = {
-        rollout.name_of(n): n["metadata"]["annotations"][rollout.DESIRED_CONFIG] for n in sim.objects("Node")
+        rollout.name_of(n): n["metadata"]["annotations"][ann.DESIRED_CONFIG] for n in sim.objects("Node")
     }
     assert desired == {
         "worker-0": old, "worker-1": old}  # fmt: skip
@@ -212,22 +213,22 @@ def test_a_degraded_node_is_reported_and_uses_capacity(sim: ApiServer, api: Kube
     pools = PoolSync(api)
     pools.sync()
     [first] = [rollout.name_of(n) for n in sim.objects("Node")
-               if n["metadata"]["annotations"][rollout.DESIRED_CONFIG] == target(sim)]  # fmt: skip
+               if n["metadata"]["annotations"][ann.DESIRED_CONFIG] == target(sim)]  # fmt: skip
     sim.patch(
-        "Node", first, {"metadata": {"annotations": {rollout.STATE: "Degraded", rollout.REASON: "disk full"}}}
+        "Node", first, {"metadata": {"annotations": {ann.STATE: "Degraded", ann.REASON: "disk full"}}}
     )
     for _ in range(3):
         pools.sync()
     status = sim.get("MachineConfigPool", "worker")["status"]
     # failing its new config, the node is not unavailable but takes the one slot: nobody else moves
     assert [
-        n for n in sim.objects("Node") if n["metadata"]["annotations"][rollout.DESIRED_CONFIG] == target(sim)
+        n for n in sim.objects("Node") if n["metadata"]["annotations"][ann.DESIRED_CONFIG] == target(sim)
     ] != []
     assert (
         sum(
             1
             for n in sim.objects("Node")
-            if n["metadata"]["annotations"][rollout.DESIRED_CONFIG] == target(sim)
+            if n["metadata"]["annotations"][ann.DESIRED_CONFIG] == target(sim)
         )
         == 1
     )

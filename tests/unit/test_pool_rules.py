@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from mcd.agent.kube import annotations as ann
 from mcd.controller import rollout
 from mcd.controller.status import pool_status, set_condition
 from mcd.render.selector import selector_text
@@ -19,8 +20,8 @@ READY = [{"type": "Ready", "status": "True"}]
 
 def node(name: str = "n", *, current: str = "a", desired: str = "a", state: str = "Done",
          conditions: list[Obj] | None = None, unschedulable: bool = False, **extra: str) -> Obj:  # fmt: skip
-    ann = {rollout.CURRENT_CONFIG: current, rollout.DESIRED_CONFIG: desired, rollout.STATE: state, **extra}
-    return {"metadata": {"name": name, "annotations": {k: v for k, v in ann.items() if v is not None},
+    notes = {ann.CURRENT_CONFIG: current, ann.DESIRED_CONFIG: desired, ann.STATE: state, **extra}
+    return {"metadata": {"name": name, "annotations": {k: v for k, v in notes.items() if v is not None},
                          "labels": {}, "creationTimestamp": "2026-01-01T00:00:00Z"},
             "spec": {"unschedulable": True} if unschedulable else {},
             "status": {"conditions": READY if conditions is None else conditions}}  # fmt: skip
@@ -61,7 +62,7 @@ def test_a_bad_max_unavailable_names_the_pool_and_field(value: Any) -> None:
         (node(conditions=[*READY, {"type": "DiskPressure", "status": "True"}]), True),
         (node(conditions=[*READY, {"type": "NetworkUnavailable", "status": "Unknown"}]), True),
         (node(current=None, desired=None, state=None), True),  # no daemon report yet
-        (node(**{rollout.DESIRED_IMAGE: "img"}), True),  # an image asked, none reported
+        (node(**{ann.DESIRED_IMAGE: "img"}), True),  # an image asked, none reported
     ],
 )
 def test_unavailable_as_upstream(n: Obj, unavailable: bool) -> None:
@@ -163,7 +164,7 @@ def test_the_status_of_a_pool_mid_rollout() -> None:
     nodes = [
         node("a", current="b", desired="b"),
         node("b", desired="b", state="Working", unschedulable=True),
-        node("c", desired="b", state="Degraded", **{rollout.REASON: 'bad "unit"\n'}),
+        node("c", desired="b", state="Degraded", **{ann.REASON: 'bad "unit"\n'}),
         node("d"),
     ]
     status = pool_status(pool(), nodes, "now")
