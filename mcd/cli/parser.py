@@ -381,6 +381,9 @@ def build_parser() -> argparse.ArgumentParser:
     fleet.add_argument("--reboot-seconds", type=float, default=0.0, metavar="S",
                        help="how long each node stays down (NotReady, its agent stopped) in its reboot "
                        "(default 0: as long as the agent takes to start again)")
+    fleet.add_argument("--kill-controller-after", type=int, default=0, metavar="K",
+                       help="SIGKILL the pool controller once K nodes are Done and start another "
+                       "(the rollout must lose nothing)")
     fleet.add_argument("-o", "--output", choices=("text", "json"), default="text",
                        help="json: the figures a CI gate checks")
     fleet.add_argument("--picture", metavar="FILE.svg", help="write the rollout as an SVG picture")

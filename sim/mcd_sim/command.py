@@ -44,5 +44,6 @@ def _fleet(args: Any, workdir: Path | None) -> int:
         pool=args.pool[0] if args.pool else "worker",
         admin=tuple(args.pool[1:]) if args.pool else (),
         controller=args.controller,
+        kill_controller_after=args.kill_controller_after,
     )
     return simulate_fleet(options)

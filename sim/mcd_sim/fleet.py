@@ -71,6 +71,7 @@ class FleetOptions:
     admin: tuple[str, ...] = ()  # the admin's MachineConfigs (files, directories) merged over OLD
     controller: str = "pool-controller"  # or "stand-in"
     reboot_seconds: float = 0.0  # how long a node stays down in its reboot (0: as the process restarts)
+    kill_controller_after: int = 0  # kill the controller once this many nodes are Done, start another
 
 
 class Recorder:
@@ -246,6 +247,7 @@ class Fleet:
             and result["pdbViolations"] == 0
             and (result["maxConcurrentlyUnavailable"] <= result["maxUnavailable"])
             and result.get("auditLog", {}).get("maxConcurrentlyUnavailable", 0) <= result["maxUnavailable"]
+            and all(moves == 1 for moves in result["desiredConfigSetPerNode"].values())
         )
         if ok and self.temporary:
             shutil.rmtree(self.workdir, ignore_errors=True)
@@ -317,6 +319,8 @@ class Fleet:
             expected = change.rendered["metadata"]["name"]
             raise SimulateError(f"the pool controller rendered {config}, mcd.render renders {expected}")
         self.say(f"== pool {self.pool} -> {config}")
+        if self.o.kill_controller_after > 0:
+            self._kill_controller_after(self.o.kill_controller_after, config, deadline)
         joined = _joined(self.sim, self.names, config)
         self._wait(lambda: pool_updated(self.sim, self.pool, config) and joined(),
                    deadline, f"every node Done on {config} and the pool Updated")  # fmt: skip
@@ -325,6 +329,8 @@ class Fleet:
             self.recorder.peak(name, agent.pid)
         result = self._result(config, limit, t0, t_end, picture)
         result["bytesSentByApiServer"] = bytes_sent
+        result["controllerKilledAfterNodes"] = self.o.kill_controller_after
+        result["desiredConfigSetPerNode"] = self._moves(config)
         if self.controller.over_http:
             # the same verdict from the audit log alone: what the clients asked the server to do
             lines = (self.workdir / "audit.log").read_text().splitlines()
@@ -343,6 +349,31 @@ class Fleet:
             "simulator": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
         }
         return result
+
+    def _kill_controller_after(self, done: int, config: str, deadline: float) -> None:
+        """SIGKILL the controller once `done` nodes are Done on `config` and start a new one:
+        whatever the killed one kept only in memory is lost, the cluster's record is not."""
+        assert self.controller is not None
+
+        def enough() -> bool:
+            states = [_annotations(self.sim, n) for n in self.names]
+            return sum(a.get(nodephase.CURRENT_CONFIG) == config and a.get(nodephase.STATE) == "Done"
+                       for a in states) >= done  # fmt: skip
+
+        self._wait(enough, deadline, f"{done} nodes Done on {config}")
+        self.controller.crash_and_replace()
+        self.say(f"== pool controller killed (SIGKILL) after {done} nodes; another one started")
+
+    def _moves(self, config: str) -> dict[str, int]:
+        """How many times each node's desiredConfig became `config` (1 each: no node moved twice)."""
+        last: dict[str, str | None] = {}
+        moves = dict.fromkeys(self.names, 0)
+        for _, sample in _in_order(self.recorder.nodes):
+            desired = sample.annotations.get(nodephase.DESIRED_CONFIG)
+            if desired == config and last.get(sample.name) != config:
+                moves[sample.name] = moves.get(sample.name, 0) + 1
+            last[sample.name] = desired
+        return moves
 
     def teardown(self) -> None:
         if self.reboots is not None:

@@ -40,6 +40,9 @@ class PoolController(Protocol):
 
     def stop(self) -> None: ...
 
+    def crash_and_replace(self) -> None:
+        """Kill it without a goodbye (no Lease release, no cleanup) and start a new one."""
+
     def roll(self, change: Change) -> None:
         """Make the change; the pool's spec.configuration then names the rendered config."""
 
@@ -78,6 +81,11 @@ class StandInController:
     def stop(self) -> None:
         self.inner.stop()
 
+    def crash_and_replace(self) -> None:
+        self.inner.stop()
+        self.inner = ControllerStandIn(self.sim, self.pool, rollout=True)
+        self.inner.start()
+
     def roll(self, change: Change) -> None:
         set_sources(self.sim, self.pool, change.sources)
         self.sim.put(change.rendered)
@@ -109,11 +117,14 @@ class ProcessController:
     description = "mcd pool-controller (a process, over HTTPS)"
     over_http = True
     INTERVAL = "1"  # seconds between its passes (its default is 2): a shorter simulated rollout
+    # a killed leader's Lease expires after this (its default is 15): a shorter takeover
+    LEASE_DURATION = "6"
 
     def __init__(self, sim: ApiServer, pool: str, kubeconfig: Path, workdir: Path) -> None:
         self.sim, self.pool = sim, pool
         self.argv = [sys.executable, "-m", "mcd", "pool-controller", "--kubeconfig", str(kubeconfig),
-                     "--namespace", LEASE_NAMESPACE, "--interval", self.INTERVAL]  # fmt: skip
+                     "--namespace", LEASE_NAMESPACE, "--interval", self.INTERVAL,
+                     "--lease-duration", self.LEASE_DURATION]  # fmt: skip
         self.log = workdir / "pool-controller.log"
         self.process: Spawned | None = None
         self.rss: int | None = None
@@ -130,6 +141,12 @@ class ProcessController:
             self.process.kill()
             self.process.wait(5)
         self.process = None
+
+    def crash_and_replace(self) -> None:
+        if self.process is not None:
+            self.process.kill()  # SIGKILL: the Lease stays held until it expires
+            self.process.wait(5)
+        self.process = spawn(self.argv, output=self.log)  # a new replica, a new identity
 
     def roll(self, change: Change) -> None:
         set_sources(self.sim, self.pool, change.sources)  # it renders them itself
