@@ -107,8 +107,10 @@ in_pod mcd check-disk --root-mount /rootfs
 "$HOST_MCD" check-disk --root-mount "$node"
 
 # The agent from the image against the checkout's stand-in API server (`mcd sim-cluster`, on
-# loopback: the "pod" shares the host's network as hostNetwork does). The node joins with no
-# annotations: the agent takes the config recorded on the root, checks the disk and reports Done.
+# loopback: the "pod" shares the host's network as hostNetwork does). kubectl plays the
+# controller's part and names the node's config (`desiredConfig`): without node-annotations.json
+# the agent, as upstream's, writes only `currentConfig` from the root, checks the disk against
+# the desired config and reports Done.
 say "the agent (mcd start --node-name worker-0) against mcd sim-cluster"
 kube="$WORK/kube"
 rm -rf "$kube"; mkdir -p "$kube"
@@ -126,6 +128,8 @@ for _ in $(seq 100); do [ -s "$kube/kubeconfig" ] && break; sleep 0.1; done
 [ -s "$kube/kubeconfig" ] || die "mcd sim-cluster wrote no kubeconfig: $(cat "$kube/sim.log")"
 kubectl --kubeconfig "$kube/kubeconfig" create -f examples/new.yaml >/dev/null
 want=$(sed -n 's/^  name: //p' examples/new.yaml | head -1)
+kubectl --kubeconfig "$kube/kubeconfig" annotate node worker-0 \
+    "machineconfiguration.openshift.io/desiredConfig=$want" >/dev/null
 # the DaemonSet's flags (no controller answers a drain handshake here either: --builtin-drainer)
 (
     export MOUNT_KUBE="$kube"

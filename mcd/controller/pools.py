@@ -77,6 +77,7 @@ class PoolSync:
                 name,
             )
             return
+        members = self._adopt_joining(name, members)
         if not spec.get("paused") and not (pool.get("metadata") or {}).get("deletionTimestamp"):
             members = self._move_nodes(pool, members)
         elif spec.get("paused"):
@@ -153,6 +154,18 @@ class PoolSync:
         self.events.normal("RenderedConfigGenerated", pool, message, RENDER_CONTROLLER)
 
     # -- nodes
+
+    def _adopt_joining(self, pool: str, members: list[Obj]) -> list[Obj]:
+        """Name each joining node's own config as its desired one (`rollout.joining`)."""
+        out = []
+        for node in members:
+            config, name = rollout.joining(node), rollout.name_of(node)
+            if not config:
+                out.append(node)
+                continue
+            LOG.info("pool %s: node %s joins on its current config %s", pool, name, config)
+            out.append(self.api.patch_node(name, {"metadata": {"annotations": {ann.DESIRED_CONFIG: config}}}))
+        return out
 
     def _move_nodes(self, pool: Obj, members: list[Obj]) -> list[Obj]:
         name, target = rollout.name_of(pool), rollout.pool_target(pool)

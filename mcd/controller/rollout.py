@@ -72,6 +72,20 @@ def is_ready(node: Mapping[str, Any]) -> bool:
     return not not_ready_reason(node)
 
 
+def joining(node: Mapping[str, Any]) -> str:
+    """The config a node joins its pool on: its `currentConfig` when its daemon reported one but
+    nothing named a `desiredConfig` yet, else "".
+
+    On OpenShift the Machine Config Server hands a new node both annotations
+    (`node-annotations.json`); a node of a cluster without the operator was provisioned with a
+    config (`mcd start --once-from`) and its agent, as upstream's, reports only `currentConfig`
+    from the disk and then waits for a desired one. Naming that same config is no change for the
+    node (no drain, no reboot, no capacity spent): its agent checks the disk and reports Done,
+    and from then on it is a node like the others."""
+    a = _ann(node)
+    return a.get(CURRENT_CONFIG, "") if a.get(CURRENT_CONFIG) and DESIRED_CONFIG not in a else ""
+
+
 def is_done(node: Mapping[str, Any]) -> bool:
     """The daemon reports Done on its desired config (and image, when one is asked)."""
     a = _ann(node)

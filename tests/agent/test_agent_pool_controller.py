@@ -92,3 +92,32 @@ def _target(cluster: Cluster) -> str:
 
 def _status(cluster: Cluster) -> dict[str, object]:
     return dict((cluster.sim.get("MachineConfigPool", "worker") or {}).get("status") or {})
+
+
+def test_a_node_provisioned_without_the_operator_joins_on_its_own_config_then_rolls(
+    cluster: Cluster, start_agent: Callable[..., Agent], controller: Callable[[], None], tmp_path: Path
+) -> None:
+    """No Machine Config Server hands the node its annotations: the agent reports the config on
+    its disk as `currentConfig` only (as upstream's), and the controller names that same config
+    as the desired one, so the node is Done and can be rolled like the others."""
+    a = config_a()
+    root = make_root(tmp_path, a)  # provisioned with `mcd start --once-from`: a config on its disk
+    cluster.add_mc(a)
+    admin = mc_object("00-worker", files=[ign_file("/etc/mcd-test/a.conf", "a=3\n")])
+    admin["metadata"]["labels"] = {ROLE: "worker"}
+    cluster.add_mc(admin)
+    cluster.sim.put({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
+                     "metadata": {"name": "worker"},
+                     "spec": {"machineConfigSelector": {"matchLabels": {ROLE: "worker"}},
+                              "nodeSelector": {"matchLabels": {WORKER: ""}}}})  # fmt: skip
+    cluster.add_node(NODE)  # no annotations at all
+    start_agent(cluster, root)
+    cluster.wait_node(NODE, lambda n: (n["metadata"].get("annotations") or {}).get(ann.CURRENT_CONFIG)
+                      == "rendered-worker-a")  # fmt: skip
+    controller()
+    cluster.wait(lambda: bool(_target(cluster)), "the pool's rendered config")
+    target = _target(cluster)
+    cluster.wait_node(NODE, done_on(target), timeout=60)
+    assert (root / "etc/mcd-test/a.conf").read_text() == "a=3\n"
+    # it joined on its own config first (no drain for that), then was moved once to the target
+    assert cluster.annotation_values(ann.DESIRED_CONFIG) == ["rendered-worker-a", target]

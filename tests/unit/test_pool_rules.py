@@ -189,3 +189,17 @@ def test_the_status_configuration_follows_once_every_node_is_updated() -> None:
     assert next(c for c in status["conditions"] if c["type"] == "Updated")["message"] == (
         "All nodes are updated with MachineConfig b"
     )
+
+
+@pytest.mark.parametrize(
+    ("annotations", "joins_on"),
+    [
+        ({ann.CURRENT_CONFIG: "rendered-worker-a"}, "rendered-worker-a"),  # reported, never named
+        ({ann.CURRENT_CONFIG: "rendered-worker-a", ann.DESIRED_CONFIG: "rendered-worker-b"}, ""),
+        ({ann.CURRENT_CONFIG: "rendered-worker-a", ann.DESIRED_CONFIG: ""}, ""),  # named, even empty
+        ({ann.CURRENT_CONFIG: ""}, ""),
+        ({}, ""),  # its agent has not started
+    ],
+)
+def test_a_node_joins_on_the_config_its_agent_reported(annotations: dict[str, str], joins_on: str) -> None:
+    assert rollout.joining({"metadata": {"name": "n", "annotations": annotations}}) == joins_on
