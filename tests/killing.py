@@ -62,6 +62,35 @@ def _become_subreaper() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
+def _children() -> set[int]:
+    """This process's children (its own and the orphans reparented to it), from /proc."""
+    me, out = os.getpid(), set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue  # gone meanwhile
+        if int(stat.rsplit(")", 1)[1].split()[1]) == me:  # the field after the state: ppid
+            out.add(int(entry.name))
+    return out
+
+
+def _kill_orphans(before: set[int]) -> None:
+    """Kill and reap the killed child's orphans outside its process group: the runner starts
+    each command in a session of its own (so a timeout kills the command's whole group), and a
+    SIGKILL of the daemon leaves those running, as systemd's cgroup kill would not."""
+    while orphans := _children() - before:
+        for orphan in orphans:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(orphan, signal.SIGKILL)  # each leads its own session's group
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(orphan, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(orphan, 0)
+
+
 def in_child(fn: Callable[[], object], kill_at: int | None) -> int | None:
     """Run `fn` in a forked child armed to die at failpoint `kill_at`; the signal that ended it, or None.
 
@@ -71,6 +100,7 @@ def in_child(fn: Callable[[], object], kill_at: int | None) -> int | None:
     fails the calling test.
     """
     _become_subreaper()
+    before = _children()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - child
         code = 0
@@ -89,6 +119,7 @@ def in_child(fn: Callable[[], object], kill_at: int | None) -> int | None:
             os.waitpid(-pid, 0)
         except ChildProcessError:
             break
+    _kill_orphans(before)
     if os.WIFSIGNALED(status):
         return os.WTERMSIG(status)
     assert os.WEXITSTATUS(status) == 0, f"the child failed (exit {os.WEXITSTATUS(status)}), kill_at={kill_at}"
