@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
+from mcd.agent.kube import annotations as ann
 from mcd.host.atomicfs import atomic_write
 from mcd.host.runner import Spawned, spawn
 from mcd_sim import auditreplay, nodephase, timeline
@@ -103,7 +104,7 @@ class Recorder:
                 bool((obj.get("spec") or {}).get("unschedulable")),
             )
             sample = {k: annotations[k] for k in nodephase.KEYS if k in annotations}
-            rebooting = sample.get(nodephase.POST_CONFIG_ACTION) == nodephase.REBOOTING
+            rebooting = sample.get(ann.POST_CONFIG_ACTION) == ann.REBOOTING
             if rebooting and meta["name"] in self.pids and meta["name"] not in self._rebooting:
                 self._rebooting.add(meta["name"])
                 # the agent is alive, waiting for this write's answer; its memory goes with the exec
@@ -154,8 +155,8 @@ def _joined(sim: ApiServer, names: list[str], config: str) -> Callable[[], bool]
         for name in names:
             a = _annotations(sim, name)
             if (
-                a.get(nodephase.STATE) != "Done"
-                or a.get(nodephase.CURRENT_CONFIG) != config
+                a.get(ann.STATE) != "Done"
+                or a.get(ann.CURRENT_CONFIG) != config
                 or a.get("machineconfiguration.openshift.io/reason") != ""
             ):
                 return False
@@ -278,7 +279,7 @@ class Fleet:
         atomic_write(rendered_old, json.dumps(self.sim.get("MachineConfig", old)).encode(), 0o644)
         for name in self.names:
             # the controller named the node's first config when it joined the pool
-            self.sim.patch("Node", name, {"metadata": {"annotations": {nodephase.DESIRED_CONFIG: old}}})
+            self.sim.patch("Node", name, {"metadata": {"annotations": {ann.DESIRED_CONFIG: old}}})
         for name in self.names:
             root = self.workdir / "nodes" / name
             bootstrap_node(make_sandbox_root(root), rendered_old, old)
@@ -357,7 +358,7 @@ class Fleet:
 
         def enough() -> bool:
             states = [_annotations(self.sim, n) for n in self.names]
-            return sum(a.get(nodephase.CURRENT_CONFIG) == config and a.get(nodephase.STATE) == "Done"
+            return sum(a.get(ann.CURRENT_CONFIG) == config and a.get(ann.STATE) == "Done"
                        for a in states) >= done  # fmt: skip
 
         self._wait(enough, deadline, f"{done} nodes Done on {config}")
@@ -369,7 +370,7 @@ class Fleet:
         last: dict[str, str | None] = {}
         moves = dict.fromkeys(self.names, 0)
         for _, sample in _in_order(self.recorder.nodes):
-            desired = sample.annotations.get(nodephase.DESIRED_CONFIG)
+            desired = sample.annotations.get(ann.DESIRED_CONFIG)
             if desired == config and last.get(sample.name) != config:
                 moves[sample.name] = moves.get(sample.name, 0) + 1
             last[sample.name] = desired
@@ -472,8 +473,8 @@ class Fleet:
         for name in self.names:
             a = _annotations(self.sim, name)
             self.out.write(
-                f"  {name}: {a.get(nodephase.CURRENT_CONFIG, '-')} {a.get(nodephase.STATE, '-')} "
-                f"desired {a.get(nodephase.DESIRED_CONFIG, '-')}\n"
+                f"  {name}: {a.get(ann.CURRENT_CONFIG, '-')} {a.get(ann.STATE, '-')} "
+                f"desired {a.get(ann.DESIRED_CONFIG, '-')}\n"
             )
         self.out.write(f"(work directory kept: {self.workdir})\n")
 

@@ -10,14 +10,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-PREFIX = "machineconfiguration.openshift.io/"
-DESIRED_CONFIG = PREFIX + "desiredConfig"
-CURRENT_CONFIG = PREFIX + "currentConfig"
-STATE = PREFIX + "state"
-DESIRED_DRAIN = PREFIX + "desiredDrain"
-LAST_APPLIED_DRAIN = PREFIX + "lastAppliedDrain"
-POST_CONFIG_ACTION = PREFIX + "post-config-action"
-REBOOTING = "Rebooting"
+# the node annotations are the agent's, named once
+from mcd.agent.kube.annotations import (
+    CURRENT_CONFIG,
+    DESIRED_CONFIG,
+    DESIRED_DRAIN,
+    LAST_APPLIED_DRAIN,
+    POST_CONFIG_ACTION,
+    REBOOTING,
+    STATE,
+)
+
 # the annotations the phase and availability read (what a recorded sample keeps)
 KEYS = (DESIRED_CONFIG, CURRENT_CONFIG, STATE, DESIRED_DRAIN, LAST_APPLIED_DRAIN, POST_CONFIG_ACTION)
 FAILING_STATES = ("Degraded", "Unreconcilable")

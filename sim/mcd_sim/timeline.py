@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcd.agent.kube import annotations as ann
 from mcd_sim import nodephase
 
 Obj = dict[str, Any]
@@ -109,9 +110,9 @@ def _mark(marks: dict[str, float | None], was: str, now_phase: str, s: NodeSampl
         if marks[key] is None:
             marks[key] = t
 
-    if s.annotations.get(nodephase.DESIRED_CONFIG) == target:
+    if s.annotations.get(ann.DESIRED_CONFIG) == target:
         first("desired")
-    if s.annotations.get(nodephase.STATE) == "Working":
+    if s.annotations.get(ann.STATE) == "Working":
         first("working")
     if now_phase == nodephase.DRAINING:
         first("drainStart")
