@@ -455,15 +455,17 @@ _AFTER = {
 }
 
 
-def _libc_trim() -> Callable[[int], int] | None:
+def _glibc() -> ctypes.CDLL | None:
     try:
-        trim: Callable[[int], int] = ctypes.CDLL("libc.so.6").malloc_trim
-    except (OSError, AttributeError):
-        return None  # not glibc: nothing to hand back explicitly
-    return trim
+        return ctypes.CDLL("libc.so.6")
+    except OSError:
+        return None  # not glibc: its allocator tunings do not apply
 
 
-_TRIM = _libc_trim()
+_LIBC = _glibc()
+# None where the C library lacks them: nothing to hand back or tune explicitly
+_TRIM: Callable[[int], int] | None = getattr(_LIBC, "malloc_trim", None)
+_MALLOPT: Callable[[int, int], int] | None = getattr(_LIBC, "mallopt", None)
 
 
 def _limit_malloc_arenas(arenas: int = 2) -> None:
@@ -474,11 +476,8 @@ def _limit_malloc_arenas(arenas: int = 2) -> None:
     several arenas at once. Two keep the idle memory a few megabytes lower for no measurable
     time. Not glibc: nothing to do.
     """
-    try:
-        mallopt: Callable[[int, int], int] = ctypes.CDLL("libc.so.6").mallopt
-    except (OSError, AttributeError):
-        return
-    mallopt(_M_ARENA_MAX, arenas)
+    if _MALLOPT is not None:
+        _MALLOPT(_M_ARENA_MAX, arenas)
 
 
 _M_ARENA_MAX = -8  # glibc's malloc.h
