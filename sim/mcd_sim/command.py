@@ -26,6 +26,9 @@ def simulate_command(args: Any) -> int:
 
 
 def _fleet(args: Any, workdir: Path | None) -> int:
+    if not 0 <= args.kill_controller_after < args.nodes:
+        message = f"expected a number of nodes from 0 to {args.nodes - 1} (fewer than --nodes)"
+        raise InputError("--kill-controller-after", [Finding((), message)])
     if args.pool is not None and len(args.pool) < 2:
         raise InputError("--pool", [Finding((), "expected the pool's name and files or directories")])
     options = FleetOptions(

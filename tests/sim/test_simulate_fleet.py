@@ -128,6 +128,10 @@ def test_a_controller_breaking_the_limit_fails_the_run(tmp_path: Path) -> None:
     [
         (["--nodes", "2", "--pool", "worker"], "--pool: expected the pool's name and files or directories"),
         (["--pool", "worker", str(ADMIN)], "--pool: needs --nodes N"),
+        (["--nodes", "2", "--kill-controller-after", "-1"],
+         "--kill-controller-after: expected a number of nodes from 0 to 1 (fewer than --nodes)"),
+        (["--nodes", "2", "--kill-controller-after", "2"],
+         "--kill-controller-after: expected a number of nodes from 0 to 1 (fewer than --nodes)"),
     ],
 )  # fmt: skip
 def test_pool_input_errors_are_one_line(
