@@ -62,13 +62,13 @@ WRITE_FAILED = "CertificateWriteFailed"
 
 
 class ControllerConfigApi(Protocol):
-    def list_controllerconfig(self, name: str) -> tuple[Obj | None, str]: ...
+    def list_named(self, resource: str, name: str) -> tuple[Obj | None, str]: ...
 
     def get_configmap(self, namespace: str, name: str) -> Obj: ...
 
-    def watch_controllerconfig(
-        self, name: str, resource_version: str, timeout_seconds: int
-    ) -> Iterator[tuple[str, Obj]]: ...
+    def watch(
+        self, resource: str, resource_version: str, timeout_seconds: int, *, name: str = ""
+    ) -> Iterator[tuple[str, Obj, bytes | None]]: ...
 
 
 class _NoNode(Exception):
@@ -108,8 +108,8 @@ class CertificateWriter:
         """List and watch the ControllerConfig, writing on each change, until `stop` is set."""
         follow(
             f"controllerconfig {CONTROLLER_CONFIG}",
-            lambda: self.api.list_controllerconfig(CONTROLLER_CONFIG),
-            lambda rv: self.api.watch_controllerconfig(CONTROLLER_CONFIG, rv, self._watch_timeout()),
+            lambda: self.api.list_named("controllerconfigs", CONTROLLER_CONFIG),
+            lambda rv: self.api.watch("controllerconfigs", rv, self._watch_timeout(), name=CONTROLLER_CONFIG),
             self._offer,
             self.stop,
             after_watch=self._resync,

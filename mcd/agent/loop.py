@@ -35,6 +35,7 @@ from mcd.agent.kube.annotations import NodeState
 from mcd.agent.kube.client import KubeClient
 from mcd.agent.kube.objectwatch import follow
 from mcd.agent.kubelet import KubeletHealth
+from mcd.agent.mccache import MachineConfigCache
 from mcd.agent.node_apply import NodeApplier
 from mcd.agent.report.events import EventRecorder
 from mcd.agent.report.mcn import MachineConfigNodeReporter
@@ -121,6 +122,9 @@ class Daemon:
             settings, client, applier, writer=self.writer, events=self.events, metrics=self.metrics,
             enqueue=self.enqueue,
         )
+        # the desired rendered config from a watch, as upstream's informer (not from a directory)
+        self.mcs = None if self.watchers.config_api else MachineConfigCache(
+            client, applier.disk_config, self.stop, settings.watch_timeout_seconds)  # fmt: skip
         self.syncer = Syncer(
             api=self.watchers.config_api or client,
             writer=self.writer,
@@ -131,6 +135,7 @@ class Daemon:
             before_update=self._before_update,
             watch=self.watchers.drift,
             mcn_reporter=self.mcn,
+            ahead=self.mcs.take if self.mcs is not None else None,
         )
         # upstream's ControllerConfig worker, beside the node sync (a thread of its own)
         self.certs = CertificateWriter(
@@ -161,7 +166,6 @@ class Daemon:
     def _before_update(self) -> None:
         self.machine.to(AgentState.UPDATING)
         self.watchers.before_update()
-
 
     def _state_changed(self, state: NodeState, reason: str) -> None:
         self.metrics.set_state(state.value, reason)
@@ -202,8 +206,8 @@ class Daemon:
         name = self.settings.node_name
         follow(
             f"node {name}",
-            lambda: self.client.list_node(name),
-            lambda rv: self.client.watch_node(name, rv, self.settings.watch_timeout_seconds),
+            lambda: self.client.list_named("nodes", name),
+            lambda rv: self.client.watch("nodes", rv, self.settings.watch_timeout_seconds, name=name),
             self._seen,
             self.stop,
         )
@@ -262,6 +266,8 @@ class Daemon:
         self._set_host_metrics()
         guard.spawn("watch", self._watch, self.stop)
         guard.spawn("certs", self.certs.run, self.stop)
+        if self.mcs is not None:
+            guard.spawn("mc-watch", self.mcs.run, self.stop)
         if self.settings.kubelet_healthz_enabled:
             poll = KubeletHealth(
                 self.settings.kubelet_healthz_endpoint,

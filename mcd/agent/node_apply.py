@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
@@ -132,6 +133,8 @@ class NodeApplier:
         self.lock_timeout = lock_timeout
         self._host: Host | None = None
         self._disk_cache: tuple[atomicfs.FileVersion, MachineConfig] | None = None
+        # the MachineConfig watch's thread reads it too (`mcd.agent.mccache`): one parse per version
+        self._disk_lock = threading.Lock()
 
     def host(self) -> Host:
         """The host wiring; built again after each update (accounts may have changed)."""
@@ -166,6 +169,10 @@ class NodeApplier:
         Parsed once per version of the file: a rendered config is megabytes, and every sync
         reads it.
         """
+        with self._disk_lock:
+            return self._disk_config()
+
+    def _disk_config(self) -> MachineConfig | None:
         key = atomicfs.version_of(self.root.join(state.CURRENT_CONFIG))
         if key is not None and self._disk_cache is not None and self._disk_cache[0] == key:
             return self._disk_cache[1]

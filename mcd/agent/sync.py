@@ -29,6 +29,7 @@ from mcd.agent.errors import McdError, NotFoundError, StoppingError, Unreconcila
 from mcd.agent.kube import annotations as ann
 from mcd.agent.kube import machineconfignode as mcn
 from mcd.agent.kube.annotations import NodeState, NodeView, decide_update
+from mcd.agent.mccache import Ahead
 from mcd.agent.node_apply import Applied, ApplyError, NodeApplier, parse_machineconfig
 from mcd.agent.report.events import EventRecorder, SigtermProtection
 from mcd.agent.report.mcn import MachineConfigNodeReporter
@@ -78,6 +79,7 @@ class Syncer:
         before_update: Callable[[], None] | None = None,
         watch: DiskWatch | None = None,
         mcn_reporter: MachineConfigNodeReporter | None = None,
+        ahead: Callable[[str], Ahead | None] | None = None,
     ) -> None:
         self.api, self.writer, self.events, self.metrics = api, writer, events, metrics
         self.mcn = mcn_reporter or MachineConfigNodeReporter(None, writer)
@@ -86,6 +88,8 @@ class Syncer:
         self._before_update = before_update
         # the drift monitor: armed before Done, trusted by the on-disk checks for what it saw
         self._watch = watch
+        # the desired config as a watch parsed it ahead (`mcd.agent.mccache`), taken by name
+        self._ahead = ahead
         # parsed MachineConfigs by name and resourceVersion (rendered configs are large and immutable)
         self._mcs: dict[str, tuple[str, MachineConfig]] = {}
         self._mcs_lock = threading.Lock()
@@ -212,8 +216,12 @@ class Syncer:
     # -- update
 
     def _machineconfig(self, name: str, like: MachineConfig | None = None) -> MachineConfig:
-        """The MachineConfig `name` from the API server, parsed; what it declares as `like` does
-        (the config on disk, which it mostly is) is taken over from that one."""
+        """The MachineConfig `name` as the watch parsed it ahead, else from the API server, parsed;
+        what it declares as `like` does (the config on disk, mostly) is taken over from that one."""
+        if (ahead := self._ahead(name) if self._ahead else None) is not None:  # kept for a retry
+            with self._mcs_lock:
+                self._mcs = {name: (ahead.resource_version, ahead.config)}
+            return ahead.config
         try:
             obj, text = self.api.get_machineconfig_json(name)
         except NotFoundError:
@@ -258,14 +266,9 @@ class Syncer:
             self.metrics.phase_seconds.labels(phase=name).observe(time.monotonic() - start)
 
     def _update(
-        self,
-        current: str,
-        desired: str,
-        images: Images,
-        prefetched: Future[MachineConfig] | None = None,
-        *,
-        checked: MachineConfig | None = None,
-    ) -> Result:
+        self, current: str, desired: str, images: Images, prefetched: Future[MachineConfig] | None = None,
+        *, checked: MachineConfig | None = None,
+    ) -> Result:  # fmt: skip
         if not desired:
             raise McdError(f"node {self.name} has no desiredConfig annotation")
         if self._before_update is not None:

@@ -52,7 +52,7 @@ def test_node_writes_and_events_go_out_as_the_node_and_reads_as_the_service_acco
     client = KubeClient.connect(str(reader), HostRoot(root))
     try:
         client.get_node(NODE)
-        client.list_node(NODE)
+        client.list_named("nodes", NODE)
         client.patch_node(NODE, {"metadata": {"annotations": {"a": "b"}}})
         client.create_event("openshift-machine-config-operator", _event("e1"))
         client.patch_event("openshift-machine-config-operator", "e1", {"count": 2})

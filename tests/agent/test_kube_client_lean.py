@@ -83,7 +83,7 @@ def test_in_cluster_credentials_reach_the_api_server(tmp_path: Path) -> None:
         client = KubeClient(configuration)
         try:
             assert client.get_node(NODE)["metadata"]["name"] == NODE
-            node, rv = client.list_node(NODE)
+            node, rv = client.list_named("nodes", NODE)
             assert node is not None and rv
         finally:
             client.close()

@@ -99,7 +99,7 @@ def test_a_cluster_without_controllerconfigs_is_said_once_and_looked_at_seldom(
     waits: list[float] = []
 
     class NoCrd(Api):
-        def list_controllerconfig(self, name: str) -> Any:
+        def list_named(self, resource: str, name: str) -> Any:
             lists.append(name)
             raise NotFoundError(404, "the server could not find the requested resource")
 

@@ -42,7 +42,7 @@ from mcd.agent.kube.identity import (
     direct_settings,
     node_writer_kubeconfig,
 )
-from mcd.agent.kube.wire import api_error, lines
+from mcd.agent.kube.wire import api_error, lines, watch_event
 from mcd.config.findings import InputError
 from mcd.host.root import HostRoot
 
@@ -57,9 +57,13 @@ CONTROLLERCONFIG_PATH = f"/apis/{MCO_GROUP}/v1/controllerconfigs"
 MACHINECONFIGURATION_PATH = "/apis/operator.openshift.io/v1/machineconfigurations"
 MCN_PATH = f"/apis/{MCO_GROUP}/v1/machineconfignodes"
 MERGE_PATCH = "application/merge-patch+json"
-# what the pool controller lists whole, every pass; where its Lease lives
+# what the agent lists and watches, and the pool controller lists whole; where its Lease lives
 COLLECTIONS = {"nodes": "/api/v1/nodes", "pods": "/api/v1/pods", "machineconfigs": MC_PATH,
-               "machineconfigpools": f"/apis/{MCO_GROUP}/v1/machineconfigpools"}  # fmt: skip
+               "machineconfigpools": f"/apis/{MCO_GROUP}/v1/machineconfigpools",
+               "controllerconfigs": CONTROLLERCONFIG_PATH}  # fmt: skip
+# a name no object can have (not a DNS subdomain): a list by it answers only the collection's
+# resourceVersion, which kube-apiserver reads as one key, so a watch starts from "now" for free
+NO_OBJECT = "-"
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/{}/leases"
 
 # (connect, read) seconds for one request; a watch reads for its own timeout plus this margin
@@ -263,28 +267,29 @@ class KubeClient:
     def get_node(self, name: str) -> Obj:
         return self._request("GET", f"/api/v1/nodes/{_path(name)}")
 
-    def list_node(self, name: str) -> tuple[Obj | None, str]:
-        """The node (None when it does not exist) and the list's resourceVersion to watch from."""
-        obj = self._request("GET", "/api/v1/nodes", query={"fieldSelector": f"metadata.name={name}"})
-        items = obj.get("items") or []
-        rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
-        return (items[0] if items else None), rv
+    # -- lists and watches: the Node and the ControllerConfig by name, the MachineConfigs whole
 
-    def watch_node(self, name: str, resource_version: str, timeout_seconds: int) -> Iterator[tuple[str, Obj]]:
-        """(type, object) events of this node from `resource_version` on, until the server ends the watch.
+    def list_named(self, resource: str, name: str) -> tuple[Obj | None, str]:
+        """The object `name` of `resource` (a key of COLLECTIONS; None when there is none) and
+        the list's resourceVersion to watch from. NO_OBJECT lists nothing: only that version."""
+        obj = self._request("GET", COLLECTIONS[resource], query={"fieldSelector": f"metadata.name={name}"})
+        items = obj.get("items") or []
+        return (items[0] if items else None), str((obj.get("metadata") or {}).get("resourceVersion", ""))
+
+    def watch(
+        self, resource: str, resource_version: str, timeout_seconds: int, *, name: str = ""
+    ) -> Iterator[tuple[str, Obj, bytes | None]]:
+        """(type, object, its JSON text when it could be cut out of the event) of `resource` (only
+        the object `name`, when given) from `resource_version` on, until the server ends the watch.
 
         GoneError when that version is too old (list again); ApiError when the stream breaks.
         Bookmarks are yielded too: they only carry a newer resourceVersion.
         """
-        return self._watch("/api/v1/nodes", f"node {name}", name, resource_version, timeout_seconds)
-
-    def _watch(
-        self, path: str, what: str, name: str, resource_version: str, timeout_seconds: int
-    ) -> Iterator[tuple[str, Obj]]:
-        """A watch of the one object `name` of the collection at `path` (by field selector)."""
-        query: dict[str, str | int | bool] = {"fieldSelector": f"metadata.name={name}", "watch": True,
-                 "resourceVersion": resource_version, "allowWatchBookmarks": True,
-                 "timeoutSeconds": timeout_seconds}  # fmt: skip
+        path, what = COLLECTIONS[resource], f"{resource} {name}".rstrip()
+        query: dict[str, str | int | bool] = {"watch": True, "resourceVersion": resource_version,
+                 "allowWatchBookmarks": True, "timeoutSeconds": timeout_seconds}  # fmt: skip
+        if name:
+            query["fieldSelector"] = f"metadata.name={name}"
         timeout = (REQUEST_TIMEOUT[0], timeout_seconds + WATCH_MARGIN)
         resp = self._send("GET", path, query=query, timeout=timeout)
         key = f"GET {path.rsplit('/', 1)[-1]} (watch)"
@@ -302,16 +307,17 @@ class KubeClient:
             streaming = True
             for line in lines(resp):
                 try:
-                    event = json.loads(line)
+                    # in a list, handed over by pop: this frame keeps no megabyte event while it waits
+                    event = [watch_event(line)]
                 except ValueError:
                     raise ApiError(0, f"watch of {what}: unreadable event") from None
-                etype, obj = str(event.get("type", "")), event.get("object") or {}
-                if etype == "ERROR":
-                    code = int(obj.get("code", 0) or 0)
-                    if code == 410:
+                del line
+                if event[0][0] == "ERROR":
+                    obj = event[0][1]
+                    if (code := int(obj.get("code", 0) or 0)) == 410:
                         raise GoneError(410, f"watch of {what}: {obj.get('message', 'gone')}")
                     raise ApiError(code, f"watch of {what}: {obj.get('message', 'error event')}")
-                yield etype, obj
+                yield event.pop()
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             # a stream cut is not an outage (proxies end idle streams); the next request tells
             raise ApiError(0, f"watch of {what} broken: {exc}") from None
@@ -352,23 +358,6 @@ class KubeClient:
         is a precondition (409 if stale)."""
         path = f"{MCN_PATH}/{_path(name)}" + ("/status" if status else "")
         return self._request("PUT", path, body=obj)
-
-    # -- the certificate writer's ControllerConfig (cluster-scoped; listed and watched by name)
-
-    def list_controllerconfig(self, name: str) -> tuple[Obj | None, str]:
-        """The ControllerConfig (None when it does not exist) and the list's resourceVersion."""
-        obj = self._request("GET", CONTROLLERCONFIG_PATH, query={"fieldSelector": f"metadata.name={name}"})
-        items = obj.get("items") or []
-        rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
-        return (items[0] if items else None), rv
-
-    def watch_controllerconfig(
-        self, name: str, resource_version: str, timeout_seconds: int
-    ) -> Iterator[tuple[str, Obj]]:
-        """As `watch_node`, for the ControllerConfig `name`."""
-        return self._watch(
-            CONTROLLERCONFIG_PATH, f"controllerconfig {name}", name, resource_version, timeout_seconds
-        )
 
     def get_configmap(self, namespace: str, name: str) -> Obj:
         """A ConfigMap (the certificate writer's `kubeconfig-data`, at a CA rotation)."""

@@ -1,0 +1,198 @@
+"""The MachineConfig cache in this process (`mcd.agent.mccache`), fed events by hand or from a
+scripted watch: one entry at most, of the node's pool, newest wins, dropped on DELETED and when
+the watch breaks off, never handed out for another name, nor twice; and what the watch stream
+is read into (`mcd.agent.kube.wire`): lines across chunks, the object's text cut out as served."""
+
+from __future__ import annotations
+
+import gc
+import json
+import threading
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from builders import ign_file, mc_object
+
+from mcd.agent.errors import ApiError, GoneError
+from mcd.agent.kube import objectwatch
+from mcd.agent.kube.client import NO_OBJECT
+from mcd.agent.kube.wire import lines, watch_event
+from mcd.agent.mccache import MachineConfigCache
+from mcd.agent.node_apply import parse_machineconfig
+from mcd.config.machineconfig import MachineConfig
+
+Obj = dict[str, Any]
+
+
+def _mc(name: str, rv: str = "1", content: str = "a=1\n") -> Obj:
+    obj: Obj = mc_object(name, files=[ign_file("/etc/mcd-test/a.conf", content)])
+    obj["metadata"]["resourceVersion"] = rv
+    return obj
+
+
+DISK = parse_machineconfig(_mc("rendered-worker-0"), "disk")
+
+
+def _cache(disk: MachineConfig | None = DISK, api: Any = None) -> MachineConfigCache:
+    return MachineConfigCache(api, lambda: disk, threading.Event())
+
+
+def _text(obj: Obj) -> bytes:
+    return json.dumps(obj).encode()
+
+
+def test_the_newest_config_of_the_pool_is_held_parsed_and_taken_once() -> None:
+    cache = _cache()
+    obj = _mc("rendered-worker-1", "7")
+    cache.event("ADDED", obj, _text(obj))
+    assert cache.take("rendered-worker-2") is None  # never for another name
+    ahead = cache.take("rendered-worker-1")
+    assert ahead is not None and (ahead.name, ahead.resource_version) == ("rendered-worker-1", "7")
+    assert ahead.config.name == "rendered-worker-1"
+    # as served: the update records this text, not the object encoded again
+    assert ahead.config.raw_text is not None and ahead.config.raw_text[1] == _text(obj)
+    assert cache.take("rendered-worker-1") is None and cache.held() is None
+    # taken is taken: a later version of it is not held (the sync keeps its copy, a retry reads)
+    cache.event("MODIFIED", _mc("rendered-worker-1", "8"), None)
+    assert cache.held() is None
+
+
+def test_a_newer_event_replaces_the_entry_and_what_it_held_is_freed() -> None:
+    cache = _cache()
+    refs = []
+    for i in range(1, 6):
+        cache.event("ADDED", _mc(f"rendered-worker-{i}", str(i), f"a={i}\n"), None)
+        entry = cache._entry
+        assert entry is not None
+        refs.append(weakref.ref(entry.config))
+    gc.collect()
+    # one entry: every config held before the newest is gone from memory
+    assert [r() is not None for r in refs] == [False, False, False, False, True]
+    cache.event("MODIFIED", _mc("rendered-worker-5", "9", "a=9\n"), None)
+    ahead = cache.take("rendered-worker-5")
+    assert ahead is not None and ahead.resource_version == "9"
+    assert ahead.config.raw["metadata"]["resourceVersion"] == "9"
+
+
+def test_only_rendered_configs_of_the_nodes_pool_are_held_and_not_the_one_on_disk() -> None:
+    cache = _cache()
+    for name in ("rendered-master-1", "rendered-worker-rt-1", "00-worker", "rendered-worker-0"):
+        cache.event("ADDED", _mc(name), None)
+        assert cache.held() is None, name
+    assert _cache(disk=None).held() is None  # no config on disk: no pool known, nothing held
+    nothing = _cache(disk=None)
+    nothing.event("ADDED", _mc("rendered-worker-1"), None)
+    assert nothing.held() is None
+
+
+def test_a_deleted_config_is_dropped_and_another_deletion_leaves_it() -> None:
+    cache = _cache()
+    cache.event("ADDED", _mc("rendered-worker-1"), None)
+    cache.event("DELETED", _mc("rendered-worker-9"), None)
+    assert cache.held() == "rendered-worker-1"
+    cache.event("DELETED", _mc("rendered-worker-1"), None)
+    assert cache.held() is None and cache.take("rendered-worker-1") is None
+
+
+def test_an_invalid_newest_config_is_not_held_nor_the_older_one() -> None:
+    cache = _cache()
+    cache.event("ADDED", _mc("rendered-worker-1"), None)
+    bad = _mc("rendered-worker-2")
+    bad["spec"]["config"] = {"ignition": {"version": "9.9.9"}}
+    cache.event("ADDED", bad, None)
+    assert cache.held() is None  # the sync reads it and reports what is wrong, as without the cache
+
+
+class ScriptedApi:
+    """list_named/watch as the client answers them: each watch plays the next script."""
+
+    def __init__(self, cache_box: list[MachineConfigCache], scripts: list[list[Any]]) -> None:
+        self.box, self.scripts = cache_box, scripts
+        self.lists: list[tuple[str, str]] = []
+        self.watches: list[str] = []
+
+    def list_named(self, resource: str, name: str) -> tuple[Obj | None, str]:
+        self.lists.append((resource, name))
+        return None, "100"
+
+    def watch(
+        self, resource: str, rv: str, timeout: int, *, name: str = ""
+    ) -> Iterator[tuple[str, Obj, bytes | None]]:
+        self.watches.append(rv)
+        if not self.scripts:
+            self.box[0].stop.set()
+            return
+        for step in self.scripts.pop(0):
+            if isinstance(step, Exception):
+                raise step
+            yield step
+
+
+class NoWait(threading.Event):
+    """A stop event whose backoff waits return at once (the retries are what is tested)."""
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self.is_set()
+
+
+@pytest.mark.parametrize(
+    "cut", [GoneError(410, "too old"), ApiError(500, "internal error"), ApiError(0, "watch broken")]
+)
+def test_the_watch_starts_from_now_and_a_break_drops_the_entry(cut: Exception) -> None:
+    box: list[MachineConfigCache] = []
+    one, bookmark = _mc("rendered-worker-1", "101"), {"metadata": {"resourceVersion": "102"}}
+    api = ScriptedApi(box, [[("ADDED", one, None), ("BOOKMARK", bookmark, None), cut]])
+    cache = MachineConfigCache(api, lambda: DISK, NoWait(), 5)
+    box.append(cache)
+    cache.run()
+    # the first list names no object: it only gives the version to watch from
+    assert api.lists[0] == ("machineconfigs", NO_OBJECT)
+    assert api.watches[:2] == ["100", "100" if isinstance(cut, GoneError) else "102"]
+    # the entry held before the break is gone once the watch broke off
+    assert cache.held() is None and cache.take("rendered-worker-1") is None
+
+
+def test_a_watch_the_server_ends_in_order_is_resumed_and_keeps_the_entry(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    box: list[MachineConfigCache] = []
+    api = ScriptedApi(box, [[("ADDED", _mc("rendered-worker-1", "101"), None)]])
+    cache = MachineConfigCache(api, lambda: DISK, threading.Event(), 5)
+    box.append(cache)
+    # every watch counts as one that ran to its timeout (not a server ending it at once)
+    monkeypatch.setattr(objectwatch, "WATCH_MIN_SECONDS", -1.0)
+    cache.run()
+    assert api.lists == [("machineconfigs", NO_OBJECT)] and api.watches == ["100", "101"]
+    assert cache.held() == "rendered-worker-1"
+
+
+# --- the stream
+
+
+class Chunks:
+    def __init__(self, *chunks: bytes) -> None:
+        self.chunks = chunks
+
+    def stream(self, size: int, decode_content: bool) -> Iterator[bytes]:
+        yield from self.chunks
+
+
+def test_lines_are_joined_across_chunks_and_blank_lines_skipped() -> None:
+    got = list(lines(Chunks(b'{"a":', b"1}\n\n  \n{", b'"b":2}\n{"c"', b":3}")))
+    assert got == [b'{"a":1}', b'{"b":2}', b'{"c":3}']
+
+
+def test_the_object_text_is_cut_out_of_the_event_as_served() -> None:
+    obj = {"metadata": {"name": "x", "resourceVersion": "5"}, "spec": {"object": {"type": "y"}}}
+    line = b'{"type":"MODIFIED","object":' + _text(obj) + b"}"
+    assert watch_event(line) == ("MODIFIED", obj, _text(obj))
+    # another shape (the object first, spaces) is decoded whole, without a text
+    other = b'{"object": ' + _text(obj) + b', "type": "ADDED"}'
+    assert watch_event(other) == ("ADDED", obj, None)
+    assert watch_event(b'{"type":"ERROR","object":{"code":410}}')[:2] == ("ERROR", {"code": 410})
+    with pytest.raises(ValueError):
+        watch_event(b'{"type":"ADDED","object":{')
+    with pytest.raises(ValueError):
+        watch_event(b"[1]")
