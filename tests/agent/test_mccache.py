@@ -1,7 +1,8 @@
 """The MachineConfig cache in this process (`mcd.agent.mccache`), fed events by hand or from a
 scripted watch: one entry at most, of the node's pool, newest wins, dropped on DELETED and when
 the watch breaks off, never handed out for another name, nor twice; and what the watch stream
-is read into (`mcd.agent.kube.wire`): lines across chunks, the object's text cut out as served."""
+is read into (`mcd.agent.kube.wire`): lines across chunks, the object's text cut out as served;
+and what the watch asks of the stand-in API server."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ import json
 import threading
 import weakref
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from builders import ign_file, mc_object
+from simcluster import Cluster
 
 from mcd.agent.errors import ApiError, GoneError
 from mcd.agent.kube import objectwatch
@@ -196,3 +199,29 @@ def test_the_object_text_is_cut_out_of_the_event_as_served() -> None:
         watch_event(b'{"type":"ADDED","object":{')
     with pytest.raises(ValueError):
         watch_event(b"[1]")
+
+
+def test_the_stand_in_lists_nothing_by_that_name_and_watches_machineconfigs_from_its_version(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """What the watch asks of `mcd sim-cluster`'s API server, through the agent's client: the
+    list by NO_OBJECT answers no items and the collection's version; a watch from it sees only
+    what is created later, with the object's text as served; a compacted version is 410 Gone."""
+    from mcd.agent.kube.client import KubeClient
+
+    cluster.add_mc(_mc("rendered-worker-0"))
+    client = KubeClient.from_kubeconfig(str(cluster.write_kubeconfig(tmp_path / "kubeconfig")))
+    try:
+        found, rv = client.list_named("machineconfigs", NO_OBJECT)
+        assert found is None and int(rv) > 0
+        cluster.add_mc(_mc("rendered-worker-1"))
+        events = client.watch("machineconfigs", rv, 1)
+        etype, obj, text = next(e for e in events if e[0] != "BOOKMARK")
+        events.close()  # type: ignore[attr-defined]
+        assert (etype, obj["metadata"]["name"]) == ("ADDED", "rendered-worker-1")
+        assert text is not None and json.loads(text) == obj
+        cluster.sim.store.compact()
+        with pytest.raises(GoneError):
+            list(client.watch("machineconfigs", rv, 1))
+    finally:
+        client.close()
