@@ -111,8 +111,13 @@ PHASES = {
 
 @pytest.mark.parametrize("phase", sorted(PHASES))
 def test_faults_in_each_phase_of_an_update(wire: Wire, phase: str) -> None:
+    # made before the agent starts, the config is read with a GET (its watch starts from "now")
+    read = phase == "machineconfig"
+    if read:
+        wire.cluster.add_mc(config_b())
     _, agent = started_on_a(wire)
-    wire.cluster.add_mc(config_b())
+    if not read:
+        wire.cluster.add_mc(config_b())
     match, faults = PHASES[phase]
     for action in faults:
         wire.proxy.add(action, **match)
