@@ -85,6 +85,8 @@ class MachineConfigCache:
 
     def run(self) -> None:
         """Watch the MachineConfigs from now on until `stop` is set."""
+        # run again by the guard after a failure: what was kept then may be stale by now
+        self._drop(None, "the watch starts again")
         follow_events(
             RESOURCE,
             lambda: self.api.list_named(RESOURCE, NO_OBJECT),

@@ -18,6 +18,7 @@ import pytest
 from builders import ign_file, mc_object
 from simcluster import Cluster
 
+from mcd.agent import guard
 from mcd.agent.errors import ApiError, GoneError
 from mcd.agent.kube import objectwatch
 from mcd.agent.kube.client import NO_OBJECT
@@ -155,6 +156,21 @@ def test_the_watch_starts_from_now_and_a_break_drops_the_entry(cut: Exception) -
     assert api.watches[:2] == ["100", "100" if isinstance(cut, GoneError) else "102"]
     # the entry held before the break is gone once the watch broke off
     assert cache.held() is None and cache.take("rendered-worker-1") is None
+
+
+def test_an_event_the_thread_fails_on_restarts_it_without_what_it_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(objectwatch, "WATCH_MIN_SECONDS", -1.0)  # no watch ends "at once" here
+    box: list[MachineConfigCache] = []
+    odd = {"metadata": "not an object"}  # a shape the thread does not expect: it raises
+    api = ScriptedApi(box, [[("ADDED", _mc("rendered-worker-1", "101"), None), ("ADDED", odd, None)]])
+    cache = MachineConfigCache(api, lambda: DISK, NoWait(), 5)
+    box.append(cache)
+    guard.run_guarded("mc-watch-test", cache.run, cache.stop, start=0.0)
+    assert guard.restart_counts()["mc-watch-test"] == 1
+    # started again from "now", without the config kept before the failure
+    assert api.lists == [("machineconfigs", NO_OBJECT)] * 2 and cache.held() is None
 
 
 def test_a_watch_the_server_ends_in_order_is_resumed_and_keeps_the_entry(
