@@ -19,6 +19,8 @@ with a GET and parses it on the update's path (the cold path, the agent's fallba
   cpu_ms_per_update        the agent's CPU time (user and system) per update, all its threads:
                            what an update costs the node, whatever else the machine runs
   idle_rss_mb              the agent's resident memory after the updates, idle
+  idle_rss_one_held_mb     the same once one more rendered config is made that no desiredConfig
+                           names: the MachineConfig watch keeps it parsed (its one entry)
   credentials              how the agent found the API server: "in-cluster" (as in the
                            DaemonSet: a service account token and CA mounted where the pod has
                            them, in a private mount namespace; needs root and unshare) or
@@ -268,6 +270,12 @@ def main() -> int:
                 time.sleep(args.idle_seconds)
                 cpu1, t1 = _cpu_seconds(pid), time.monotonic()
                 rss = _rss_mb(pid)
+                # one more rendered config that no desiredConfig names: the watch keeps it parsed
+                held = f"rendered-worker-{args.updates + 1}"
+                sim.put(_with_mirrors(base, held, args.updates + 1))
+                agent.wait_log(f"holding MachineConfig {held}", timeout=60)
+                time.sleep(1.0)
+                rss_held = _rss_mb(pid)
                 agent.stop()
         finally:
             sim.stop()
@@ -284,6 +292,7 @@ def main() -> int:
         "done_ms_max": round(max(times), 1),
         "cpu_ms_per_update": round(1000 * cpu_updates / args.updates, 1),
         "idle_rss_mb": round(rss, 1),
+        "idle_rss_one_held_mb": round(rss_held, 1),
         "credentials": "in-cluster" if in_cluster else "kubeconfig",
         "idle_cpu_percent": round(100 * (cpu1 - cpu0) / (t1 - t0), 2),
     }

@@ -18,15 +18,13 @@ deadline (`mcd.agent.health.SyncClock`) or when the API server has not answered 
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import logging
 import os
 import threading
 import time
-from collections.abc import Callable
 
-from mcd.agent import guard, sdnotify
+from mcd.agent import guard, memory, sdnotify
 from mcd.agent.certs import CertificateWriter
 from mcd.agent.drain import BuiltinDrainer, Drainer, HandshakeDrainer
 from mcd.agent.errors import ApiError, Backoff, StoppingError, classify
@@ -302,7 +300,7 @@ class Daemon:
         """Sync until stopped; SIMULATED_REBOOT when the caller must restart the process."""
         if threading.current_thread() is threading.main_thread():
             self.install_signal_handlers()
-        _limit_malloc_arenas()
+        memory.limit_malloc_arenas()
         self.start_threads()
         # what is loaded by now (modules, the API client, the threads) lives as long as the
         # process: kept out of every later collection, which then looks at a sync's objects only
@@ -328,7 +326,7 @@ class Daemon:
                 keys = self.queue.take() | self._due_retries()
                 if not keys and self._release_at is not None and time.monotonic() >= self._release_at:
                     self._release_at = None
-                    _release_memory()
+                    memory.release()
                 if not self.machine.syncs():
                     next_sync = time.monotonic() + self.settings.resync_seconds
                     continue
@@ -459,42 +457,3 @@ _AFTER = {
     Result.REBOOTING: AgentState.REBOOTING,
     Result.SIMULATED_REBOOT: AgentState.REBOOTING,
 }
-
-
-def _glibc() -> ctypes.CDLL | None:
-    try:
-        return ctypes.CDLL("libc.so.6")
-    except OSError:
-        return None  # not glibc: its allocator tunings do not apply
-
-
-_LIBC = _glibc()
-# None where the C library lacks them: nothing to hand back or tune explicitly
-_TRIM: Callable[[int], int] | None = getattr(_LIBC, "malloc_trim", None)
-_MALLOPT: Callable[[int, int], int] | None = getattr(_LIBC, "mallopt", None)
-
-
-def _limit_malloc_arenas(arenas: int = 2) -> None:
-    """Have glibc share `arenas` malloc arenas among all threads (before they start).
-
-    By default each thread that allocates under contention gets an arena of its own (up to
-    eight per core); the agent's dozen threads then hold the freed pages of a decoded config in
-    several arenas at once. Two keep the idle memory a few megabytes lower for no measurable
-    time. Not glibc: nothing to do.
-    """
-    if _MALLOPT is not None:
-        _MALLOPT(_M_ARENA_MAX, arenas)
-
-
-_M_ARENA_MAX = -8  # glibc's malloc.h
-
-
-def _release_memory() -> None:
-    """Hand the memory of a sync's configs back to the system (once the loop is idle).
-
-    A rendered config parsed is tens of megabytes of small objects; once a sync is over the
-    agent keeps one of them, and glibc would otherwise keep the freed arenas for the process.
-    """
-    gc.collect()
-    if _TRIM is not None:
-        _TRIM(0)

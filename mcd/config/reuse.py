@@ -9,6 +9,8 @@ is still checked on the whole new config.
 
 Items match only when their JSON is the same value with the same types all the way down: `1`,
 `1.0` and `true` are equal in Python but not in a config (the schema refuses `420.0` as a mode).
+The new document's items that match are replaced by the earlier document's (equal) values, so
+two configs alive at once share their decoded JSON too.
 """
 
 from __future__ import annotations
@@ -66,10 +68,26 @@ def reuse(
         return None  # not the document that parse built its config from
     files = {_key(raw, "path"): (raw, f) for raw, f in zip(old_files, config.files, strict=True)}
     units = {_key(raw, "name"): (raw, u) for raw, u in zip(old_units, config.units, strict=True)}
-    return Reused(
-        [_match(files, raw, "path") for raw in _items(doc, FILES)],
-        [_match(units, raw, "name") for raw in _items(doc, UNITS)],
-    )
+    return Reused(_matches(files, _items(doc, FILES), "path"), _matches(units, _items(doc, UNITS), "name"))
+
+
+def _matches(known: Mapping[object, tuple[Any, Any]], items: list[Any], name: str) -> list[Any]:
+    """The earlier object of each item declared alike, or None.
+
+    An item declared alike is also replaced in `items` (the new document) by the earlier one's
+    JSON value, equal to it down to the types: the two documents share it, so a config held
+    beside the one it was parsed like (the update's, the MachineConfig watch's) costs only what
+    differs, not a second copy of thousands of decoded files.
+    """
+    out = []
+    for i, raw in enumerate(items):
+        hit = known.get(_key(raw, name))
+        if hit is not None and same_json(hit[0], raw):
+            items[i] = hit[0]
+            out.append(hit[1])
+        else:
+            out.append(None)
+    return out
 
 
 def _items(doc: Mapping[str, Any], where: tuple[str, str]) -> list[Any]:
@@ -81,11 +99,6 @@ def _items(doc: Mapping[str, Any], where: tuple[str, str]) -> list[Any]:
 def _key(raw: object, name: str) -> object:
     value = raw.get(name) if type(raw) is dict else None
     return value if type(value) is str else None
-
-
-def _match(known: Mapping[object, tuple[Any, Any]], raw: object, name: str) -> Any:
-    hit = known.get(_key(raw, name))
-    return hit[1] if hit is not None and same_json(hit[0], raw) else None
 
 
 def same_json(a: object, b: object) -> bool:

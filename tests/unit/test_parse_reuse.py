@@ -106,6 +106,21 @@ def test_unchanged_files_and_units_are_the_earlier_objects() -> None:
     assert warm.config.files[2].data == b"changed"
 
 
+def test_the_new_document_shares_the_decoded_json_of_what_it_takes_over() -> None:
+    """Two configs alive at once (the one on disk and the one held for the next update) cost
+    what differs between them, not a second copy of every decoded file."""
+    before = _doc()
+    after = copy.deepcopy(before)
+    _set("storage.files.2.contents.source", "data:,changed")(after)
+    _set("storage.files.4.mode", 420.0)(after)  # equal in Python, not as JSON: not shared
+    parse_ignition(after, earlier=(before, parse_ignition(before)))
+    files = zip(after["storage"]["files"], before["storage"]["files"], strict=True)
+    shared = [new is old for new, old in files]
+    assert shared == [True, True, False, True, False]
+    assert after["systemd"]["units"][0] is before["systemd"]["units"][0]
+    assert after["storage"]["files"][2]["contents"]["source"] == "data:,changed"
+
+
 def test_nothing_is_taken_from_a_parse_with_findings_or_other_options() -> None:
     before = _doc()
     _set("storage.files.4.colour", "blue")(before)  # a warning: that parse is not reused
