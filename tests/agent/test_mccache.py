@@ -241,3 +241,28 @@ def test_the_stand_in_lists_nothing_by_that_name_and_watches_machineconfigs_from
             list(client.watch("machineconfigs", rv, 1))
     finally:
         client.close()
+
+
+class Event(dict[str, Any]):
+    """A decoded object that a weak reference can follow (a plain dict cannot)."""
+
+
+def test_each_event_is_let_go_before_the_memory_is_handed_back() -> None:
+    stop = threading.Event()
+    refs: list[weakref.ref[Event]] = []
+    freed: list[bool] = []
+
+    def watch_from(rv: str) -> Iterator[tuple[str, Obj, bytes | None]]:
+        yield "ADDED", Event(_mc("rendered-master-1", "5")), b"{}"
+        yield "BOOKMARK", {"metadata": {"resourceVersion": "6"}}, None  # nothing to hand back
+        stop.set()
+
+    def event(etype: str, obj: Obj, text: bytes | None) -> None:
+        assert isinstance(obj, Event)
+        refs.append(weakref.ref(obj))
+
+    objectwatch.follow_events(
+        "machineconfigs", lambda: (None, "1"), watch_from, event, stop,
+        settled=lambda: freed.append(refs[-1]() is None),
+    )  # fmt: skip
+    assert freed == [True]  # the trim runs when the megabytes are free, not while still held

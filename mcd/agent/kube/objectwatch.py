@@ -55,12 +55,14 @@ def follow_events(
     *,
     listed: Callable[[Obj | None], None] | None = None,
     cut: Callable[[], None] | None = None,
+    settled: Callable[[], None] | None = None,
     after_watch: Callable[[], None] | None = None,
     absent: Callable[[], float] | None = None,
 ) -> None:
     """`follow` by events: `listed` gets what a list found, `event` each (type, object, text)
     but bookmarks; `cut` runs whenever a watch broke off (an error, 410 Gone, a server that ends
-    it at once), before anything is listed or watched again: what came meanwhile is not known."""
+    it at once), before anything is listed or watched again: what came meanwhile is not known;
+    `settled` after each such event, once this loop let go of it."""
     rv = ""
     backoff = Backoff(cap=WATCH_RETRY_MAX)
     while not stop.is_set():
@@ -75,6 +77,8 @@ def follow_events(
                 if etype != "BOOKMARK":
                     event(etype, obj, text)
                 del obj, text  # a MachineConfig's event is megabytes: not kept while the watch waits
+                if etype != "BOOKMARK" and settled is not None:
+                    settled()
                 backoff.reset()
                 if stop.is_set():
                     return
