@@ -6,6 +6,7 @@ config's expectations for another's in place.
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
@@ -80,6 +81,7 @@ class Expected:
     """One config's paths as the monitor indexes them."""
 
     def __init__(self, config: IgnitionConfig) -> None:
+        self.config = config
         self.managed = managed_paths(config)
         self.by_dir: dict[str, set[str]] = {}
         for path in self.managed:
@@ -96,11 +98,67 @@ class Expected:
                 walked.add(up)
         self.needed |= walked
         # units whose enablement is declared, by name: their links are watched too
-        self.enablement = {
-            u.name: unit_path(u.name)
-            for u in config.units
-            if u.enabled is not None and u.contents and not u.mask
-        }
+        self.enablement = {u.name: unit_path(u.name) for u in config.units if _has_enablement(u)}
+        # no path declared twice: then the paths are the declarations, one for one
+        self.distinct = len(self.managed) == len(config.files) + sum(len(u.dropins) + 1 for u in config.units)
+
+    def follow(self, config: IgnitionConfig) -> tuple[Expected, list[str]]:
+        """`config`'s expectations, and its paths declared differently from these or new.
+
+        A config parsed like this one (`mcd.config.reuse`) holds the very objects of every file
+        and unit declared alike: when its files and units name the same paths in the same
+        places, only the items that are other objects are looked at (the rest of the index is
+        this one's, shared). Otherwise it is indexed from scratch and compared path by path.
+        """
+        changed = _changed_items(self.config, config) if self.distinct else None
+        if changed is None:
+            fresh = Expected(config)
+            old = self.managed
+            return fresh, [p for p, m in fresh.managed.items() if not same_declaration(old.get(p), m)]
+        files, units = changed
+        new = copy.copy(self)
+        new.config = config
+        new.managed = dict(self.managed)
+        differ: list[str] = []
+
+        def put(path: str, file: File | None, unit: Unit | None, dropin: str | None) -> None:
+            m = Managed(path, self.managed[path].order, file, unit, dropin)
+            new.managed[path] = m
+            if not same_declaration(self.managed[path], m):
+                differ.append(path)
+
+        for f in files:
+            put(f.path, f, None, None)
+        if units:
+            new.enablement = dict(self.enablement)
+            for u in units:
+                for d in u.dropins:
+                    put(dropin_path(u.name, d.name), None, None, d.contents or "")
+                put(unit_path(u.name), None, u, None)
+                if _has_enablement(u):
+                    new.enablement[u.name] = unit_path(u.name)
+                else:
+                    new.enablement.pop(u.name, None)
+        return new, differ
+
+
+def _has_enablement(u: Unit) -> bool:
+    return u.enabled is not None and bool(u.contents) and not u.mask
+
+
+def _changed_items(old: IgnitionConfig, new: IgnitionConfig) -> tuple[list[File], list[Unit]] | None:
+    """The files and units of `new` that are not the objects `old` has in their places, when
+    every one of them names the paths its counterpart names (None when one does not, or the
+    lists differ in length: the paths are not the same)."""
+    if len(old.files) != len(new.files) or len(old.units) != len(new.units):
+        return None
+    files = [(a, b) for a, b in zip(old.files, new.files, strict=True) if a is not b]
+    units = [(a, b) for a, b in zip(old.units, new.units, strict=True) if a is not b]
+    if any(a.path != b.path for a, b in files):
+        return None
+    if any(a.name != b.name or [d.name for d in a.dropins] != [d.name for d in b.dropins] for a, b in units):
+        return None
+    return [b for _, b in files], [b for _, b in units]
 
 
 class Unverified:
@@ -127,9 +185,9 @@ class Unverified:
             paths, self._paths = self._paths, set()
         return None if everything else frozenset(paths)
 
-    def retarget(self, old: Mapping[str, Managed], new: Mapping[str, Managed]) -> None:
-        """Another config is watched: its paths declared as in `old` keep their state, the
-        others (new, or declared differently: the update wrote them) are unverified."""
+    def retarget(self, managed: Mapping[str, Managed], differ: Iterable[str]) -> None:
+        """Another config is watched: its paths declared as before keep their state, those
+        in `differ` (new, or declared differently: the update wrote them) are unverified."""
         with self._lock:
-            self._paths = {p for p in self._paths if p in new}
-            self._paths.update(p for p, m in new.items() if not same_declaration(old.get(p), m))
+            self._paths = {p for p in self._paths if p in managed}
+            self._paths.update(differ)
