@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from builders import ign_file, mc_object
+from configpairs import SEEDS, config_pair, parsed_pair, unit
 from drifttools import laid_down
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -23,95 +24,6 @@ from mcd.agent.watch.managed import Expected, same_declaration
 from mcd.config.ignition import IgnitionConfig
 from mcd.config.machineconfig import MachineConfig, machineconfig_from_object
 from mcd.host.root import HostRoot
-
-DIRS = ("/etc/mcd-t", "/etc/mcd-t/sub", "/etc/mcd-t/sub/deep", "/etc/other", "/usr/local/mcd-t")
-# a file where a unit or dropin of the pool goes: a config declaring both is refused
-UNIT_DIR_FILES = ("/etc/systemd/system/mcd-t0.service", "/etc/systemd/system/mcd-t1.service.d/10-a.conf")
-FILES = tuple(f"{d}/f{i}.conf" for d in DIRS for i in range(3)) + UNIT_DIR_FILES
-UNITS = tuple(f"mcd-t{i}.service" for i in range(5))
-# a seed per pair: hypothesis's own random draws lean to the first choices, a seeded Random
-# spreads the pairs over every kind of change
-SEEDS = st.integers(min_value=0, max_value=2**32)
-DROPINS = ("10-a.conf", "20-b.conf")
-DROPIN_TEXTS = ("", "[Service]\nEnvironment=X=1\n", "[Service]\nEnvironment=X=2\n")
-
-
-def _file(rnd: random.Random, path: str) -> dict[str, Any]:
-    return ign_file(path, rnd.choice(("a=1\n", "b=2\n", "")), mode=rnd.choice((420, 384, None)))
-
-
-def _unit(rnd: random.Random, name: str) -> dict[str, Any]:
-    unit: dict[str, Any] = {"name": name}
-    for key, values in (("enabled", (True, False)), ("mask", (True, False))):
-        if rnd.random() < 0.4:
-            unit[key] = rnd.choice(values)
-    if rnd.random() < 0.7:
-        text = rnd.choice(("x", "y"))
-        unit["contents"] = f"[Unit]\nDescription={text}\n[Install]\nWantedBy=multi-user.target\n"
-    dropins = []
-    for d in rnd.sample(DROPINS, rnd.randint(0, len(DROPINS))):
-        dropin: dict[str, Any] = {"name": d}
-        if rnd.random() < 0.7:
-            dropin["contents"] = rnd.choice(DROPIN_TEXTS)
-        dropins.append(dropin)
-    if dropins:
-        unit["dropins"] = dropins
-    return unit
-
-
-def _unit_again(rnd: random.Random, name: str, old: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Unit `name` declared again: half the time with `old`'s dropins (their contents maybe not)."""
-    new = _unit(rnd, name)
-    if old is not None and rnd.random() < 0.5:
-        new.pop("dropins", None)
-        dropins = [{**d, "contents": rnd.choice(DROPIN_TEXTS)} for d in old.get("dropins", ())]
-        if dropins:
-            new["dropins"] = dropins
-    return new
-
-
-def _file_again(rnd: random.Random, path: str, old: dict[str, Any] | None = None) -> dict[str, Any]:
-    return _file(rnd, path)
-
-
-def _mutate(
-    rnd: random.Random, items: list[dict[str, Any]], key: str, make: Any, pool: tuple[str, ...]
-) -> None:
-    """Change, drop, add or move a few of `items` (most stay as they are)."""
-    for i in range(len(items)):
-        if rnd.random() < 0.25:
-            items[i] = make(rnd, items[i][key], items[i])  # declared again: maybe alike, maybe not
-    if items and rnd.random() < 0.1:
-        del items[rnd.randrange(len(items))]
-    unused = [p for p in pool if p not in {item[key] for item in items}]
-    if unused and rnd.random() < 0.1:
-        items.insert(rnd.randint(0, len(items)), make(rnd, rnd.choice(unused)))
-    if len(items) > 1 and rnd.random() < 0.05:
-        i, j = rnd.sample(range(len(items)), 2)
-        items[i], items[j] = items[j], items[i]
-
-
-def _pair(rnd: random.Random) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Config objects A and B: B mostly declares what A declares."""
-    files = [_file(rnd, p) for p in rnd.sample(FILES, rnd.randint(0, 8))]
-    units = [_unit(rnd, n) for n in rnd.sample(UNITS, rnd.randint(0, 4))]
-    a = mc_object("rendered-a", files=files, units=units)
-    files, units = copy.deepcopy(files), copy.deepcopy(units)
-    _mutate(rnd, files, "path", _file_again, FILES)
-    _mutate(rnd, units, "name", _unit_again, UNITS)
-    return a, mc_object("rendered-b", files=files, units=units)
-
-
-def _parsed(
-    a_obj: dict[str, Any], b_obj: dict[str, Any], *, like: bool
-) -> tuple[MachineConfig, MachineConfig] | None:
-    """A, and B parsed like A (taking over the items declared alike) or on its own; None when
-    either is not a valid config."""
-    a = machineconfig_from_object(copy.deepcopy(a_obj), "A")
-    if a.config is None:
-        return None
-    b = machineconfig_from_object(copy.deepcopy(b_obj), "B", like=a if like else None)
-    return None if b.config is None else (a, b)
 
 
 def _twice(config: IgnitionConfig, first: bool) -> IgnitionConfig:
@@ -132,7 +44,7 @@ def _assert_same_index(got: Expected, want: Expected) -> None:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(SEEDS, st.booleans(), st.booleans())
 def test_following_a_config_indexes_it_as_a_fresh_index_would(seed: int, like: bool, dup: bool) -> None:
-    pair = _parsed(*_pair(random.Random(seed)), like=like)
+    pair = parsed_pair(*config_pair(random.Random(seed)), like=like)
     if pair is None:
         return
     a, b = pair
@@ -152,7 +64,7 @@ def test_following_a_config_indexes_it_as_a_fresh_index_would(seed: int, like: b
 
 def test_a_config_parsed_like_the_watched_one_shares_the_index_of_what_it_declares_alike() -> None:
     files = [ign_file(f"/etc/mcd-t/f{i}.conf", f"{i}\n") for i in range(50)]
-    units = [_unit(random.Random(i), f"u{i}.service") for i in range(10)]
+    units = [unit(random.Random(i), f"u{i}.service") for i in range(10)]
     a = machineconfig_from_object(mc_object("a", files=files, units=units), "A")
     changed = copy.deepcopy(files)
     changed[7] = ign_file("/etc/mcd-t/f7.conf", "seven\n")
@@ -167,15 +79,15 @@ def test_a_config_parsed_like_the_watched_one_shares_the_index_of_what_it_declar
     _assert_same_index(got, Expected(b.config))
 
 
-def _link_dirs(dirs: list[str]) -> set[str]:
+def _link_dirs(dirs: set[str]) -> set[str]:
     return {d for d in dirs if d.endswith(LINK_DIR_SUFFIXES)}
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(SEEDS)
 def test_a_retargeted_monitor_watches_and_distrusts_what_a_fresh_one_would(seed: int) -> None:
-    a_obj, b_obj = _pair(random.Random(seed))
-    pair = _parsed(a_obj, b_obj, like=True)
+    a_obj, b_obj = config_pair(random.Random(seed))
+    pair = parsed_pair(a_obj, b_obj, like=True)
     if pair is None:
         return
     a, b = pair
@@ -195,10 +107,11 @@ def test_a_retargeted_monitor_watches_and_distrusts_what_a_fresh_one_would(seed:
             fresh.start()
             try:
                 assert retargeted.managed == fresh.managed
-                got, want = retargeted.watched_dirs, fresh.watched_dirs
-                # link directories stay watched once watched, whether B declares an enablement or not
-                assert set(got) - _link_dirs(got) == set(want) - _link_dirs(want)
-                assert _link_dirs(want) <= _link_dirs(got)
+                got, want = set(retargeted.watched_dirs), set(fresh.watched_dirs)
+                # and maybe more: the directories on the way to B's that were watched (a
+                # directory of A's, say) stay, and so do link directories once watched
+                assert want <= got
+                assert got - want <= Expected(b.config).needed | _link_dirs(got)
             finally:
                 fresh.stop()
         finally:

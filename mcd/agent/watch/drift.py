@@ -204,7 +204,7 @@ class DriftMonitor:
 
     def _expect(self, e: Expected) -> None:
         """Take `e`'s paths as the ones watched (the index only; watches are placed apart)."""
-        self._expected, self.config, self.managed = e, e.config, e.managed
+        self.expected, self.config, self.managed = e, e.config, e.managed
         self._by_dir, self._needed, self._enablement = e.by_dir, e.needed, e.enablement
 
     # -- lifecycle
@@ -254,7 +254,7 @@ class DriftMonitor:
         wrote it, maybe before its directory was watched). The work is in proportion to what
         changed when `config` was parsed like the one watched (`Expected.follow`)."""
         with self._watch_lock:
-            expected, differ = self._expected.follow(config)
+            expected, differ = self.expected.follow(config)
             self._expect(expected)
             with self._lock:
                 self._pending = {p for p in self._pending if p in self.managed}

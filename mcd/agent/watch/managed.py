@@ -9,23 +9,9 @@ from __future__ import annotations
 import copy
 import threading
 from collections.abc import Iterable, Mapping
-from typing import NamedTuple
 
 from mcd.config.ignition import File, IgnitionConfig, Unit
-from mcd.planner.managed_paths import dropin_path, unit_path
-
-
-class Managed(NamedTuple):
-    """One path the config declares: a file, a unit file (or mask) or a dropin.
-
-    A named tuple, not a frozen dataclass: the monitor builds one per path of every config it
-    is armed with (thousands), and a tuple is made several times faster."""
-
-    path: str
-    order: int  # position in upstream's validation order: the reason names the first drifted path
-    file: File | None = None
-    unit: Unit | None = None
-    dropin: str | None = None  # dropin contents ("" when the dropin must be absent)
+from mcd.planner.managed_paths import Managed, dropin_path, unit_path
 
 
 def managed_paths(config: IgnitionConfig) -> dict[str, Managed]:
