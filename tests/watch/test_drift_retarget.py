@@ -79,6 +79,22 @@ def test_a_config_parsed_like_the_watched_one_shares_the_index_of_what_it_declar
     _assert_same_index(got, Expected(b.config))
 
 
+def test_a_config_with_a_file_more_takes_over_the_entries_and_directories_of_the_rest() -> None:
+    files = [ign_file(f"/etc/mcd-t/d{i % 5}/f{i}.conf", f"{i}\n") for i in range(50)]
+    units = [unit(random.Random(i), f"u{i}.service") for i in range(10)]
+    a = machineconfig_from_object(mc_object("a", files=files, units=units), "A")
+    more = [*files, ign_file("/etc/mcd-t/new/g.conf", "g\n")]
+    b = machineconfig_from_object(mc_object("b", files=more, units=units), "B", like=a)
+    assert a.config is not None and b.config is not None
+    old = Expected(a.config)
+    got, differ = old.follow(b.config)
+    assert differ == ["/etc/mcd-t/new/g.conf"]
+    assert all(got.managed[f.path] is old.managed[f.path] for f in a.config.files)
+    assert all(got.by_dir[d] is old.by_dir[d] for d in old.by_dir)
+    assert got.enablement is old.enablement
+    _assert_same_index(got, Expected(b.config))
+
+
 def _link_dirs(dirs: set[str]) -> set[str]:
     return {d for d in dirs if d.endswith(LINK_DIR_SUFFIXES)}
 

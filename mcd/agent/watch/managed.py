@@ -72,21 +72,11 @@ class Expected:
         self.by_dir: dict[str, set[str]] = {}
         for path in self.managed:
             self.by_dir.setdefault(path.rpartition("/")[0] or "/", set()).add(path)  # `parent`, inline
-        # directories on the way to a managed one: a missing one is waited for from its parent
-        self.needed: set[str] = set(self.by_dir)
-        walked: set[str] = set()
-        for d in self.by_dir:
-            for up in ancestors(d):
-                # walked up from before: so were its ancestors (a config has hundreds of
-                # directories below a few dozen)
-                if up in walked:
-                    break
-                walked.add(up)
-        self.needed |= walked
+        self.needed = _needed(self.by_dir)
         # units whose enablement is declared, by name: their links are watched too
-        self.enablement = {u.name: unit_path(u.name) for u in config.units if _has_enablement(u)}
+        self.enablement = _enablement(config)
         # no path declared twice: then the paths are the declarations, one for one
-        self.distinct = len(self.managed) == len(config.files) + sum(len(u.dropins) + 1 for u in config.units)
+        self.distinct = len(self.managed) == _declarations(config)
 
     def follow(self, config: IgnitionConfig) -> tuple[Expected, list[str]]:
         """`config`'s expectations, and its paths declared differently from these or new.
@@ -94,10 +84,15 @@ class Expected:
         A config parsed like this one (`mcd.config.reuse`) holds the very objects of every file
         and unit declared alike: when its files and units name the same paths in the same
         places, only the items that are other objects are looked at (the rest of the index is
-        this one's, shared). Otherwise it is indexed from scratch and compared path by path.
+        this one's, shared). When paths come, go or move, the entries of the items that are the
+        same objects are taken over, and the directories change only where paths came or went.
+        A config declaring a path twice is indexed from scratch and compared path by path.
         """
         changed = _changed_items(self.config, config) if self.distinct else None
         if changed is None:
+            reindexed = self._reindexed(config) if self.distinct else None
+            if reindexed is not None:
+                return reindexed
             fresh = Expected(config)
             old = self.managed
             return fresh, [p for p, m in fresh.managed.items() if not same_declaration(old.get(p), m)]
@@ -126,6 +121,79 @@ class Expected:
                 else:
                     new.enablement.pop(u.name, None)
         return new, differ
+
+
+    def _reindexed(self, config: IgnitionConfig) -> tuple[Expected, list[str]] | None:
+        """`follow` for a config whose paths differ from these (None: it declares one twice)."""
+        old = self.managed
+        managed: dict[str, Managed] = {}
+        differ: list[str] = []
+
+        def put(path: str, file: File | None, unit: Unit | None, dropin: str | None) -> None:
+            held = old.get(path)
+            order = len(managed)
+            if held is None or held.order != order or held.unit is not unit or held.dropin != dropin:
+                m = Managed(path, order, file, unit, dropin)
+                if not same_declaration(held, m):
+                    differ.append(path)
+                held = m
+            managed[path] = held
+
+        for f in config.files:  # most of a config: `put`, inline
+            held = old.get(f.path)
+            if held is None or held.order != len(managed) or held.file is not f:
+                m = Managed(f.path, len(managed), f)
+                if not same_declaration(held, m):
+                    differ.append(f.path)
+                held = m
+            managed[f.path] = held
+        for u in config.units:
+            for d in u.dropins:
+                put(dropin_path(u.name, d.name), None, None, d.contents or "")
+            put(unit_path(u.name), None, u, None)
+        if len(managed) != _declarations(config):
+            return None
+        new = copy.copy(self)
+        new.config, new.managed = config, managed
+        if managed.keys() != old.keys():
+            gone, came = old.keys() - managed.keys(), managed.keys() - old.keys()
+            new.by_dir = dict(self.by_dir)
+            for directory in {parent(p) for p in gone | came}:
+                paths = new.by_dir.get(directory, set()) - gone
+                paths.update(p for p in came if parent(p) == directory)
+                if paths:
+                    new.by_dir[directory] = paths
+                else:
+                    del new.by_dir[directory]
+            if new.by_dir.keys() != self.by_dir.keys():
+                new.needed = _needed(new.by_dir)
+        if len(config.units) != len(self.config.units) or any(
+            a is not b for a, b in zip(config.units, self.config.units, strict=True)
+        ):
+            new.enablement = _enablement(config)
+        return new, differ
+
+
+def _needed(by_dir: Mapping[str, object]) -> set[str]:
+    """The directories on the way to a managed one (a missing one is waited for from its
+    parent): those of `by_dir` and their ancestors."""
+    walked: set[str] = set()
+    for d in by_dir:
+        for up in ancestors(d):
+            # walked up from before: so were its ancestors (a config has hundreds of
+            # directories below a few dozen)
+            if up in walked:
+                break
+            walked.add(up)
+    return walked.union(by_dir)
+
+
+def _enablement(config: IgnitionConfig) -> dict[str, str]:
+    return {u.name: unit_path(u.name) for u in config.units if _has_enablement(u)}
+
+
+def _declarations(config: IgnitionConfig) -> int:
+    return len(config.files) + sum(len(u.dropins) + 1 for u in config.units)
 
 
 def _has_enablement(u: Unit) -> bool:
