@@ -275,8 +275,8 @@ def iter_errors(
     With `only`, just those paths are read (a unit's path stands for its file, mask and
     enablement): the rest is known to be as declared (the drift monitor saw no change to it).
     `only` as a mapping of the paths to their declarations in `config` (as the drift monitor
-    indexes it) is read in proportion to its size; any other collection costs a pass over
-    the whole config.
+    indexes it; one per path, so not for a config declaring a path twice) is read in
+    proportion to its size; any other collection costs a pass over the whole config.
     """
     if only is not None:
         config = _restricted(config, only)

@@ -400,7 +400,7 @@ class DriftMonitor:
             names = [e.name for e in host.iterdir() if e.name.endswith(LINK_DIR_SUFFIXES) and e.is_dir()]
         except OSError:
             return
-        self._links_watched = all([self._add_link_dir(child(UNIT_DIR, name)) for name in names])
+        self._links_watched = all([self._add_link_dir(child(UNIT_DIR, name)) for name in names])  # each tried
 
     def _add_link_dir(self, directory: str) -> bool:
         host = self._host_dir(directory)

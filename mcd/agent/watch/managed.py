@@ -122,7 +122,6 @@ class Expected:
                     new.enablement.pop(u.name, None)
         return new, differ
 
-
     def _reindexed(self, config: IgnitionConfig) -> tuple[Expected, list[str]] | None:
         """`follow` for a config whose paths differ from these (None: it declares one twice)."""
         old = self.managed
@@ -132,7 +131,13 @@ class Expected:
         def put(path: str, file: File | None, unit: Unit | None, dropin: str | None) -> None:
             held = old.get(path)
             order = len(managed)
-            if held is None or held.order != order or held.unit is not unit or held.dropin != dropin:
+            if (
+                held is None
+                or held.order != order
+                or held.file is not file
+                or held.unit is not unit
+                or held.dropin != dropin
+            ):
                 m = Managed(path, order, file, unit, dropin)
                 if not same_declaration(held, m):
                     differ.append(path)
