@@ -7,6 +7,7 @@ config's expectations for another's in place.
 from __future__ import annotations
 
 import copy
+import operator
 import threading
 from collections.abc import Iterable, Mapping
 
@@ -86,16 +87,15 @@ class Expected:
         places, only the items that are other objects are looked at (the rest of the index is
         this one's, shared). When paths come, go or move, the entries of the items that are the
         same objects are taken over, and the directories change only where paths came or went.
-        A config declaring a path twice is indexed from scratch and compared path by path.
+        A config declaring a path twice, or one whose items are mostly other objects (not parsed
+        like this one), is indexed from scratch and compared path by path.
         """
-        changed = _changed_items(self.config, config) if self.distinct else None
+        if not self.distinct or _mostly_other_objects(self.config, config):
+            # a path declared twice, or a config not parsed like this one: from scratch is cheaper
+            return self._afresh(config)
+        changed = _changed_items(self.config, config)
         if changed is None:
-            reindexed = self._reindexed(config) if self.distinct else None
-            if reindexed is not None:
-                return reindexed
-            fresh = Expected(config)
-            old = self.managed
-            return fresh, [p for p, m in fresh.managed.items() if not same_declaration(old.get(p), m)]
+            return self._reindexed(config) or self._afresh(config)
         files, units = changed
         new = copy.copy(self)
         new.config = config
@@ -121,6 +121,12 @@ class Expected:
                 else:
                     new.enablement.pop(u.name, None)
         return new, differ
+
+    def _afresh(self, config: IgnitionConfig) -> tuple[Expected, list[str]]:
+        """`follow` from scratch, comparing path by path."""
+        fresh = Expected(config)
+        old = self.managed
+        return fresh, [p for p, m in fresh.managed.items() if not same_declaration(old.get(p), m)]
 
     def _reindexed(self, config: IgnitionConfig) -> tuple[Expected, list[str]] | None:
         """`follow` for a config whose paths differ from these (None: it declares one twice)."""
@@ -203,6 +209,15 @@ def _declarations(config: IgnitionConfig) -> int:
 
 def _has_enablement(u: Unit) -> bool:
     return u.enabled is not None and bool(u.contents) and not u.mask
+
+
+def _mostly_other_objects(old: IgnitionConfig, new: IgnitionConfig) -> bool:
+    """Whether most of `new`'s files and units are not the objects `old` has in their places
+    (as many of each as `old`: else items came or went, and moved the rest out of place)."""
+    if len(old.files) != len(new.files) or len(old.units) != len(new.units):
+        return False
+    same = sum(map(operator.is_, old.files, new.files)) + sum(map(operator.is_, old.units, new.units))
+    return 2 * same < len(new.files) + len(new.units)
 
 
 def _changed_items(old: IgnitionConfig, new: IgnitionConfig) -> tuple[list[File], list[Unit]] | None:
