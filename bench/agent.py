@@ -274,7 +274,7 @@ def main() -> int:
                 held = f"rendered-worker-{args.updates + 1}"
                 sim.put(_with_mirrors(base, held, args.updates + 1))
                 agent.wait_log(f"holding MachineConfig {held}", timeout=60)
-                time.sleep(1.0)
+                time.sleep(2.0)  # the agent hands the decoding's memory back after 1 s idle
                 rss_held = _rss_mb(pid)
                 agent.stop()
         finally:

@@ -59,6 +59,8 @@ SYNC_MARGIN = 300.0
 # the memory of a sync's configs is handed back once the loop has been idle this long: a full
 # collection takes tens of milliseconds, which an update coming right after must not wait for
 RELEASE_IDLE_SECONDS = 1.0
+# the MachineConfig watch decoded a config: its memory is handed back the same way, once idle
+RELEASE = "release"
 
 
 class _ClockedDrainer:
@@ -122,7 +124,8 @@ class Daemon:
         )
         # the desired rendered config from a watch, as upstream's informer (not from a directory)
         self.mcs = None if self.watchers.config_api else MachineConfigCache(
-            client, applier.disk_config, self.stop, settings.watch_timeout_seconds)  # fmt: skip
+            client, applier.disk_config, self.stop, settings.watch_timeout_seconds,
+            release=lambda: self.enqueue(RELEASE))  # fmt: skip
         self.syncer = Syncer(
             api=self.watchers.config_api or client,
             writer=self.writer,
@@ -324,6 +327,8 @@ class Daemon:
                 if self.stop.is_set():
                     break
                 keys = self.queue.take() | self._due_retries()
+                if RELEASE in keys:
+                    self._release_at = time.monotonic() + RELEASE_IDLE_SECONDS
                 if not keys and self._release_at is not None and time.monotonic() >= self._release_at:
                     self._release_at = None
                     memory.release()

@@ -35,7 +35,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from mcd.agent import memory
 from mcd.agent.errors import McdError
 from mcd.agent.kube.client import NO_OBJECT
 from mcd.agent.kube.machineconfignode import pool_of
@@ -76,9 +75,14 @@ class MachineConfigCache:
         disk: Callable[[], MachineConfig | None],
         stop: threading.Event,
         watch_timeout_seconds: int = 300,
+        *,
+        release: Callable[[], None] | None = None,
     ) -> None:
-        """`disk`: the config on disk (its pool is the one followed; its parse is `like`)."""
-        self.api, self._disk, self.stop = api, disk, stop
+        """`disk`: the config on disk (its pool is the one followed; its parse is `like`);
+        `release`: asks for the memory an event's decoding left free to be handed back to the
+        system once the agent is idle (the loop's release; never in the middle of an update,
+        whose allocations would wait for it and fault the pages in again)."""
+        self.api, self._disk, self.stop, self._release = api, disk, stop, release
         self.watch_timeout_seconds = watch_timeout_seconds
         self._lock = threading.Lock()
         self._entry: Ahead | None = None
@@ -97,8 +101,8 @@ class MachineConfigCache:
             listed=lambda _nothing: LOG.debug("watching MachineConfigs from now on"),
             cut=lambda: self._drop(None, "the watch broke off"),
             # what an event's decoding left free (its line and chunks, a config not kept: 6 to 15
-            # MB) goes back to the system at once, not at the next sync: the agent may idle long
-            settled=memory.trim,
+            # MB) goes back to the system, not only after the next sync: the agent may idle long
+            settled=self._release,
         )
 
     def take(self, name: str) -> Ahead | None:

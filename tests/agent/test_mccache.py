@@ -177,14 +177,20 @@ def test_a_watch_the_server_ends_in_order_is_resumed_and_keeps_the_entry(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     box: list[MachineConfigCache] = []
-    api = ScriptedApi(box, [[("ADDED", _mc("rendered-worker-1", "101"), None)]])
-    cache = MachineConfigCache(api, lambda: DISK, threading.Event(), 5)
+    bookmark = {"metadata": {"resourceVersion": "102"}}
+    api = ScriptedApi(box, [[("ADDED", _mc("rendered-worker-1", "101"), None), ("BOOKMARK", bookmark, None)]])
+    releases: list[str | None] = []
+    cache = MachineConfigCache(
+        api, lambda: DISK, threading.Event(), 5, release=lambda: releases.append(cache.held())
+    )
     box.append(cache)
     # every watch counts as one that ran to its timeout (not a server ending it at once)
     monkeypatch.setattr(objectwatch, "WATCH_MIN_SECONDS", -1.0)
     cache.run()
-    assert api.lists == [("machineconfigs", NO_OBJECT)] and api.watches == ["100", "101"]
+    assert api.lists == [("machineconfigs", NO_OBJECT)] and api.watches == ["100", "102"]
     assert cache.held() == "rendered-worker-1"
+    # the loop is asked to hand the decoding's memory back once per event, after it was handled
+    assert releases == ["rendered-worker-1"]
 
 
 # --- the stream
