@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
@@ -132,6 +134,8 @@ class NodeApplier:
         self.lock_timeout = lock_timeout
         self._host: Host | None = None
         self._disk_cache: tuple[atomicfs.FileVersion, MachineConfig] | None = None
+        self._staged: state.Staged | None = None
+        self._staged_lock = threading.Lock()
 
     def host(self) -> Host:
         """The host wiring; built again after each update (accounts may have changed)."""
@@ -176,6 +180,33 @@ class NodeApplier:
         mc = None if obj is None else load_mc(obj, state.CURRENT_CONFIG)
         self._disk_cache = None if key is None or mc is None else (key, mc)
         return mc
+
+    # -- the update record written ahead (`state.stage`)
+
+    def stage(self, text: bytes) -> None:
+        """Start writing the update record of the config whose JSON text (as read) is `text`, on
+        a writer thread: the next `apply` of that config only renames it. One at a time."""
+        with self._staged_lock:
+            old = self._staged
+            if old is not None and old.text is text:
+                return
+            self._staged = state.stage(self.root, text)
+        if old is not None:
+            old.discard()
+
+    def unstage(self, after: Future[Any] | None = None) -> None:
+        """Drop the staged record unless an update took it (its file is removed); `after`: a
+        task that may stage still, waited for first."""
+        if after is not None:
+            wait([after])
+        with self._staged_lock:
+            staged, self._staged = self._staged, None
+        if staged is not None:
+            staged.discard()
+
+    def remove_staged(self) -> list[str]:
+        """Remove the update records a killed process staged and never used."""
+        return state.remove_staged(self.root)
 
     def disk_image(self) -> str | None:
         data = atomicfs.read_bytes_nofollow(self.root.join(state.CURRENT_IMAGE))
@@ -351,7 +382,10 @@ class NodeApplier:
         planned: Plan | None = None,
     ) -> Applied:
         """Run the update transaction (rolled back on failure); the reboot is left to the caller.
-        `planned`: what `plan` gave for the same arguments (it is not made again)."""
+        `planned`: what `plan` gave for the same arguments (it is not made again). The record
+        staged (`stage`) is taken over when it holds `new`'s text."""
+        with self._staged_lock:
+            staged = self._staged
         try:
             outcome = update(
                 self.host(),
@@ -365,6 +399,7 @@ class NodeApplier:
                 drain=drain,
                 storage_overrides=storage_overrides,
                 planned=planned,
+                staged=staged,
             )
         except Unreconcilable as exc:
             raise McdError(exc.plan.reason) from exc
@@ -372,6 +407,7 @@ class NodeApplier:
             raise ApplyError(str(exc), _action_event(exc)) from exc
         finally:
             self._host = None
+            self.unstage()  # taken, or of no use any more (the config's text held for nothing)
         # `new` is what was just recorded as currentconfig: no need to read and parse it back;
         # without its JSON text, which was for the record (megabytes held for nothing)
         key = atomicfs.version_of(self.root.join(state.CURRENT_CONFIG))

@@ -204,8 +204,8 @@ def refuse_directory(path: Path, st: os.stat_result | None) -> None:
         raise IsADirectoryError(errno.EISDIR, "refusing to replace a directory", str(path))
 
 
-def _temp_name(path: Path) -> Path:
-    return path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+def _temp_name(path: Path, suffix: str = ".tmp") -> Path:
+    return path.with_name(f".{path.name}.{secrets.token_hex(8)}{suffix}")
 
 
 # the names _temp_name makes: a dot, the target's name, 16 hex digits, ".tmp"
@@ -272,12 +272,13 @@ def is_link_to(path: Path, target: str) -> bool:
     return st is not None and stat.S_ISLNK(st.st_mode) and os.readlink(path) == target
 
 
-def durable_temp(path: Path, fill: Callable[[int], None]) -> Path:
+def durable_temp(path: Path, fill: Callable[[int], None], *, suffix: str = ".tmp") -> Path:
     """A temp file beside `path`, written by `fill` and fsynced; removed again on any error.
 
-    It starts with mode 0o600 so nobody can read a half-written secret.
+    It starts with mode 0o600 so nobody can read a half-written secret. Another `suffix` keeps
+    it out of `sweep_temp_files` (a file made ahead of the update that renames it).
     """
-    tmp = _temp_name(path)
+    tmp = _temp_name(path, suffix)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         try:

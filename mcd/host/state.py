@@ -7,6 +7,12 @@ record: the new config in `pendingconfig` and a small `txn.json`, both on disk b
 host change. The commit is one rename of `pendingconfig` onto `currentconfig`; then the record
 goes. A process killed in between finds the record on restart and re-runs the same update,
 which converges (every step is idempotent).
+
+The agent knows the new config's text some tens of milliseconds before the update starts (it
+plans meanwhile): `stage` writes and fsyncs it then, on a writer thread, under a temp name of
+its own in the daemon's directory, and `begin` only renames that file onto `pendingconfig`
+when it holds the very text being recorded. A staged file nobody took is removed by its owner
+(`Staged.discard`), or, after a crash, by `remove_staged` when the agent starts.
 """
 
 from __future__ import annotations
@@ -15,8 +21,12 @@ import contextlib
 import json
 import logging
 import os
+import re
+import threading
 from collections.abc import Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from mcd.host import atomicfs, failpoints
@@ -33,6 +43,10 @@ PENDING_CONFIG = f"{STATE_DIR}/pendingconfig"
 REBOOT_PENDING = f"{STATE_DIR}/reboot-pending"
 BOOT_ID = "/proc/sys/kernel/random/boot_id"
 FORCEFILE = "/run/machine-config-daemon-force"
+# a staged config's name: `.pendingconfig.<16 hex>.staged` (not the temp files' `.tmp`, which
+# every update sweeps from this directory before it starts, staged file included)
+STAGED_SUFFIX = ".staged"
+_STAGED_NAME = re.compile(r"^\.pendingconfig\.[0-9a-f]{16}\.staged$")
 
 
 class StateError(RuntimeError):
@@ -45,6 +59,87 @@ def _write_record(root: HostRoot, what: str, path: str, data: bytes, mode: int) 
         atomicfs.atomic_write(root.join(path), data, mode)
     except OSError as exc:
         raise StepError(f"{what} {path}: {os_error_text(exc)}") from exc
+
+
+class Staged:
+    """A config's text being written and fsynced ahead of its update (see `stage`).
+
+    Thread-safe: the agent's threads stage and discard, the update's thread takes.
+    """
+
+    def __init__(self, text: bytes, future: Future[tuple[Path, tuple[int, int, int]]]) -> None:
+        self.text = text
+        self._future = future
+        self._lock = threading.Lock()
+        self._done = False  # taken (renamed away) or discarded
+
+    def _written(self) -> tuple[Path, tuple[int, int, int]] | None:
+        """The staged file and its (device, inode, size) once written; None when staging failed."""
+        try:
+            return self._future.result()
+        except OSError as exc:
+            LOG.debug("staging the update record failed (it is written at the update): %s", exc)
+            return None
+
+    def take(self, text: bytes) -> Path | None:
+        """The staged file for the record of `text`, if it holds exactly that text (None else).
+
+        Waits for the write. The file must still be the one written (same inode and size): the
+        caller renames it, so it is handed out once.
+        """
+        written = self._written()
+        with self._lock:
+            if written is None or self._done or (text is not self.text and text != self.text):
+                return None
+            path, identity = written
+            st = atomicfs.lstat_or_none(path)
+            if st is None or (st.st_dev, st.st_ino, st.st_size) != identity:
+                return None
+            self._done = True
+            return path
+
+    def discard(self) -> None:
+        """Remove the staged file unless it was taken (waits for a write still under way)."""
+        written = self._written()
+        with self._lock:
+            if self._done:
+                return
+            self._done = True
+        if written is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(written[0])
+
+
+def stage(root: HostRoot, text: bytes) -> Staged:
+    """Start writing `text` (a config's JSON text, as `begin` records it) durably beside
+    `pendingconfig`, on a writer thread; the returned `Staged` is taken by `begin` or discarded.
+
+    Not a host change: until renamed the file is nobody's record (its directory is not synced;
+    a power cut may keep or lose it, `remove_staged` clears it either way).
+    """
+    target = root.join(PENDING_CONFIG)
+    fill = atomicfs.owned_fill(text, 0o644, -1, -1)
+
+    def write() -> tuple[Path, tuple[int, int, int]]:
+        path = atomicfs.durable_temp(target, fill, suffix=STAGED_SUFFIX)
+        st = os.lstat(path)
+        failpoints.hit("update record staged")
+        return path, (st.st_dev, st.st_ino, st.st_size)
+
+    return Staged(text, atomicfs.pool().submit(write))
+
+
+def remove_staged(root: HostRoot) -> list[str]:
+    """Remove the staged configs a killed agent left (at its start: none is in flight then)."""
+    directory = root.join(STATE_DIR, follow_final=True)
+    try:
+        names = os.listdir(directory)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    removed = [f"{STATE_DIR}/{name}" for name in sorted(names) if _STAGED_NAME.match(name)]
+    for name in removed:
+        atomicfs.remove(root.join(name))
+    return removed
 
 
 @dataclass(frozen=True)
@@ -60,6 +155,8 @@ class Transaction:
     # what the update may create that was not there before it (deepest first): a rollback,
     # also one after a restart, removes those directories it leaves empty
     created: tuple[str, ...] = ()
+    # `new_text` written ahead (`stage`): renamed onto `pendingconfig` if it holds that text
+    staged: Staged | None = field(default=None, compare=False, repr=False)
 
 
 def _dump(obj: Any) -> bytes:
@@ -100,13 +197,30 @@ def begin(root: HostRoot, txn: Transaction) -> None:
     Both renames are made durable by one fsync of their directory, before this returns (so
     before the first host change): a power cut before it leaves the host unchanged, and either
     record alone is harmless (`pending` takes a `txn.json` without `pendingconfig` as finished).
+    A staged file of the same text (already fsynced) is renamed instead of writing it again.
     """
     with atomicfs.deferred_dir_sync():
         if txn.phase == "apply":
             text = txn.new_text if txn.new_text is not None else _dump(txn.new)
-            _write_record(root, "writing the update record", PENDING_CONFIG, text, 0o644)
+            staged = txn.staged.take(text) if txn.staged is not None else None
+            if staged is None:
+                _write_record(root, "writing the update record", PENDING_CONFIG, text, 0o644)
+            else:
+                _rename_staged(root, staged)
         record = {"phase": txn.phase, "mode": txn.mode, "version": 2, "created": list(txn.created)}
         _write_record(root, "writing the update record", TRANSACTION, _dump(record), 0o600)
+
+
+def _rename_staged(root: HostRoot, staged: Path) -> None:
+    pending_path = root.join(PENDING_CONFIG)
+    try:
+        os.rename(staged, pending_path)
+    except OSError as exc:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(staged)
+        raise StepError(f"writing the update record {PENDING_CONFIG}: {os_error_text(exc)}") from exc
+    failpoints.hit("staged record renamed, directory not synced")
+    atomicfs.fsync_dir(pending_path.parent)
 
 
 def pending(root: HostRoot) -> Transaction | None:
