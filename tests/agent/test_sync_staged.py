@@ -1,0 +1,117 @@
+"""The update record staged ahead (`NodeApplier.stage`): the sync writes the desired config's
+text while it plans, the update renames that file, and nothing staged outlives the sync or a
+killed process (in process, on a sandbox root)."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from builders import ign_file, mc_object
+from harness import make_root
+from inproc import MemoryApi, syncer
+from killing import in_child
+
+from mcd.agent.errors import McdError, UnreconcilableError
+from mcd.agent.kube import annotations as ann
+from mcd.agent.sync import Result
+from mcd.host import failpoints, state
+from mcd.host.root import HostRoot
+
+POLICY = "/etc/containers/policy.json"  # the default policy reloads crio: rebootless
+OLD = mc_object("rendered-old", files=[ign_file(POLICY, "{}\n")])
+NEW = mc_object("rendered-new", files=[ign_file(POLICY, '{"default": []}\n')])
+STATE_DIR = state.STATE_DIR.lstrip("/")
+
+
+def _api(desired: dict[str, Any]) -> MemoryApi:
+    api = MemoryApi({ann.CURRENT_CONFIG: "rendered-old", ann.DESIRED_CONFIG: desired["metadata"]["name"],
+                     ann.STATE: "Done"})  # fmt: skip
+    api.mcs[desired["metadata"]["name"]] = desired
+    api.mcs["rendered-old"] = OLD
+    return api
+
+
+def _litter(root: Path) -> list[str]:
+    return sorted(p.name for p in (root / STATE_DIR).iterdir() if p.name.startswith("."))
+
+
+def _current(root: Path) -> str:
+    return state.read_current_config(HostRoot(root))["metadata"]["name"]  # type: ignore[index]
+
+
+def test_the_update_renames_the_record_staged_while_it_planned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = make_root(tmp_path, OLD)
+    renamed: list[tuple[str, str]] = []
+    real_rename = os.rename
+
+    def rename(src: Any, dst: Any) -> None:
+        renamed.append((Path(src).suffix, Path(dst).name))
+        real_rename(src, dst)
+
+    monkeypatch.setattr(os, "rename", rename)
+    assert syncer(root, _api(NEW)).sync(boot=False) is Result.IDLE
+    # the record is the staged file: it is not written a second time
+    assert [r for r in renamed if r[1] == "pendingconfig"] == [(".staged", "pendingconfig")]
+    assert _current(root) == "rendered-new"
+    assert _litter(root) == []
+
+
+@pytest.mark.parametrize("boot", [False, True])
+def test_nothing_staged_is_left_by_an_update_that_did_not_happen(tmp_path: Path, boot: bool) -> None:
+    disks = mc_object("rendered-new")
+    disks["spec"]["config"]["storage"] = {"disks": [{"device": "/dev/vdb", "wipeTable": True}]}
+    root = make_root(tmp_path, OLD)
+    with pytest.raises(UnreconcilableError):
+        syncer(root, _api(disks)).sync(boot=boot)
+    assert _litter(root) == []
+    assert _current(root) == "rendered-old"
+
+
+def test_nothing_staged_is_left_by_a_refused_update(tmp_path: Path) -> None:
+    root = make_root(tmp_path, OLD)
+    (root / "etc/app.d").mkdir()
+    refused = mc_object("rendered-new", files=[ign_file(POLICY, "{}\n"), ign_file("/etc/app.d", "x\n")])
+    with pytest.raises(McdError, match="it is a directory"):
+        syncer(root, _api(refused)).sync(boot=False)
+    assert _litter(root) == []
+
+
+def test_nothing_staged_is_left_when_the_preflight_check_fails(tmp_path: Path) -> None:
+    root = make_root(tmp_path, OLD)
+    (root / POLICY.lstrip("/")).write_text("edited\n")
+    with pytest.raises(McdError, match="unexpected on-disk state"):
+        syncer(root, _api(NEW)).sync(boot=False)
+    assert _litter(root) == []
+
+
+def _killed_once_staged(root: Path, api: MemoryApi) -> None:
+    def kill_when_staged(name: str) -> None:
+        if name == "update record staged":
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    failpoints.install(kill_when_staged)
+    syncer(root, api).sync(boot=False)
+
+
+def test_a_process_killed_between_staging_and_the_update_leaves_the_old_config_and_no_litter(
+    tmp_path: Path,
+) -> None:
+    root = make_root(tmp_path, OLD)
+    api = _api(NEW)
+    assert in_child(lambda: _killed_once_staged(root, api), None) == signal.SIGKILL
+    # killed with the record staged (written and fsynced) but not taken: the node is in the old
+    # config, no update record, and the staged file is litter
+    assert _current(root) == "rendered-old"
+    assert not (root / state.TRANSACTION.lstrip("/")).exists()
+    assert (root / POLICY.lstrip("/")).read_text() == "{}\n"
+    assert [n for n in _litter(root) if n.endswith(".staged")]
+    # the restart removes it before anything else, then updates as usual
+    assert syncer(root, api).sync(boot=True) is Result.IDLE
+    assert _litter(root) == []
+    assert _current(root) == "rendered-new"
