@@ -136,6 +136,8 @@ class NodeApplier:
         self._disk_cache: tuple[atomicfs.FileVersion, MachineConfig] | None = None
         self._staged: state.Staged | None = None
         self._staged_lock = threading.Lock()
+        # the old config's second name being removed on a writer thread (see `apply`)
+        self._releasing: Future[None] | None = None
 
     def host(self) -> Host:
         """The host wiring; built again after each update (accounts may have changed)."""
@@ -194,19 +196,25 @@ class NodeApplier:
         if old is not None:
             old.discard()
 
-    def unstage(self, after: Future[Any] | None = None) -> None:
-        """Drop the staged record unless an update took it (its file is removed); `after`: a
-        task that may stage still, waited for first."""
-        if after is not None:
-            wait([after])
+    def _unstage(self) -> None:
         with self._staged_lock:
             staged, self._staged = self._staged, None
         if staged is not None:
             staged.discard()
 
-    def remove_staged(self) -> list[str]:
-        """Remove the update records a killed process staged and never used."""
-        return state.remove_staged(self.root)
+    def settle(self, after: Future[Any] | None = None) -> None:
+        """The loose ends of a sync, once it is over: the staged record dropped unless an update
+        took it, the old config's second name removed. `after`: a task that may stage still."""
+        if after is not None:
+            wait([after])
+        self._unstage()
+        releasing, self._releasing = self._releasing, None
+        if releasing is not None:
+            releasing.result()
+
+    def remove_leftovers(self) -> list[str]:
+        """Remove the update records a killed process staged, and its old configs' second names."""
+        return state.remove_leftovers(self.root)
 
     def disk_image(self) -> str | None:
         data = atomicfs.read_bytes_nofollow(self.root.join(state.CURRENT_IMAGE))
@@ -386,6 +394,8 @@ class NodeApplier:
         staged (`stage`) is taken over when it holds `new`'s text."""
         with self._staged_lock:
             staged = self._staged
+        # the commit's rename then frees no blocks: a writer thread does, once it is over
+        aside = state.keep_aside(self.root)
         try:
             outcome = update(
                 self.host(),
@@ -407,7 +417,9 @@ class NodeApplier:
             raise ApplyError(str(exc), _action_event(exc)) from exc
         finally:
             self._host = None
-            self.unstage()  # taken, or of no use any more (the config's text held for nothing)
+            self._unstage()  # taken, or of no use any more (the config's text held for nothing)
+            if aside is not None:
+                self._releasing = atomicfs.pool().submit(state.release_aside, aside)
         # `new` is what was just recorded as currentconfig: no need to read and parse it back;
         # without its JSON text, which was for the record (megabytes held for nothing)
         key = atomicfs.version_of(self.root.join(state.CURRENT_CONFIG))

@@ -114,7 +114,7 @@ class Syncer:
             try:
                 return self._first_run(node)
             finally:
-                self.applier.unstage()  # staged for an update that did not take it
+                self.applier.settle()
         if node.drain_pending:
             LOG.info("a previously requested drain has not yet completed: waiting for the controller")
             return Result.WAITING
@@ -138,7 +138,7 @@ class Syncer:
             current, desired = decision.current_config, decision.desired_config
             return self._update(current, desired, images, new, checked=checked)
         finally:
-            self.applier.unstage(after=new)  # what the prefetch staged, unless the update took it
+            self.applier.settle(after=new)  # the prefetch may still stage: it is waited for
 
     # -- boot path
 

@@ -12,7 +12,11 @@ The agent knows the new config's text some tens of milliseconds before the updat
 plans meanwhile): `stage` writes and fsyncs it then, on a writer thread, under a temp name of
 its own in the daemon's directory, and `begin` only renames that file onto `pendingconfig`
 when it holds the very text being recorded. A staged file nobody took is removed by its owner
-(`Staged.discard`), or, after a crash, by `remove_staged` when the agent starts.
+(`Staged.discard`), or, after a crash, by `remove_leftovers` when the agent starts.
+
+Replacing `currentconfig` frees the old config's blocks, which takes milliseconds for a rendered
+config (ext4): the agent gives the old file a second name first (`keep_aside`), so the commit's
+rename only drops a name, and removes that name once the update is over, off its path.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import json
 import logging
 import os
 import re
+import secrets
 import threading
 from collections.abc import Mapping
 from concurrent.futures import Future
@@ -46,7 +51,8 @@ FORCEFILE = "/run/machine-config-daemon-force"
 # a staged config's name: `.pendingconfig.<16 hex>.staged` (not the temp files' `.tmp`, which
 # every update sweeps from this directory before it starts, staged file included)
 STAGED_SUFFIX = ".staged"
-_STAGED_NAME = re.compile(r"^\.pendingconfig\.[0-9a-f]{16}\.staged$")
+# the names of a killed agent's leftovers: a staged record, an old config's second name
+_LEFTOVER_NAME = re.compile(r"^\.(pendingconfig\.[0-9a-f]{16}\.staged|currentconfig\.[0-9a-f]{16}\.aside)$")
 
 
 class StateError(RuntimeError):
@@ -64,47 +70,53 @@ def _write_record(root: HostRoot, what: str, path: str, data: bytes, mode: int) 
 class Staged:
     """A config's text being written and fsynced ahead of its update (see `stage`).
 
+    The file written stays open until it is taken or discarded, so its inode cannot be another
+    file's meanwhile: `take` hands out the path only while it still names that very file.
     Thread-safe: the agent's threads stage and discard, the update's thread takes.
     """
 
-    def __init__(self, text: bytes, future: Future[tuple[Path, tuple[int, int, int]]]) -> None:
+    def __init__(self, text: bytes, future: Future[tuple[Path, int]]) -> None:
         self.text = text
         self._future = future
         self._lock = threading.Lock()
         self._done = False  # taken (renamed away) or discarded
 
-    def _written(self) -> tuple[Path, tuple[int, int, int]] | None:
-        """The staged file and its (device, inode, size) once written; None when staging failed."""
+    def _written(self) -> tuple[Path, int] | None:
+        """The staged file and a descriptor of it once written; None when staging failed."""
         try:
             return self._future.result()
         except OSError as exc:
             LOG.debug("staging the update record failed (it is written at the update): %s", exc)
             return None
 
-    def take(self, text: bytes) -> Path | None:
-        """The staged file for the record of `text`, if it holds exactly that text (None else).
-
-        Waits for the write. The file must still be the one written (same inode and size): the
-        caller renames it, so it is handed out once.
-        """
+    def _finish(self) -> tuple[Path, int] | None:
+        """The written file, marked done and its descriptor closed (None: failed or done before)."""
         written = self._written()
         with self._lock:
-            if written is None or self._done or (text is not self.text and text != self.text):
-                return None
-            path, identity = written
-            st = atomicfs.lstat_or_none(path)
-            if st is None or (st.st_dev, st.st_ino, st.st_size) != identity:
+            if self._done or written is None:
+                self._done = True
                 return None
             self._done = True
-            return path
+        os.close(written[1])
+        return written
+
+    def take(self, text: bytes) -> Path | None:
+        """The staged file for the record of `text` if it holds exactly that text (None else);
+        waits for the write. Handed out once: the caller renames it."""
+        if text is not self.text and text != self.text:
+            return None
+        written = self._written()
+        if written is None:
+            return None
+        path, fd = written
+        st, held = atomicfs.lstat_or_none(path), os.fstat(fd)
+        if st is None or (st.st_dev, st.st_ino) != (held.st_dev, held.st_ino) or st.st_size != len(text):
+            return None
+        return path if self._finish() is not None else None
 
     def discard(self) -> None:
         """Remove the staged file unless it was taken (waits for a write still under way)."""
-        written = self._written()
-        with self._lock:
-            if self._done:
-                return
-            self._done = True
+        written = self._finish()
         if written is not None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(written[0])
@@ -115,28 +127,66 @@ def stage(root: HostRoot, text: bytes) -> Staged:
     `pendingconfig`, on a writer thread; the returned `Staged` is taken by `begin` or discarded.
 
     Not a host change: until renamed the file is nobody's record (its directory is not synced;
-    a power cut may keep or lose it, `remove_staged` clears it either way).
+    a power cut may keep or lose it, `remove_leftovers` clears it either way).
     """
     target = root.join(PENDING_CONFIG)
     fill = atomicfs.owned_fill(text, 0o644, -1, -1)
 
-    def write() -> tuple[Path, tuple[int, int, int]]:
-        path = atomicfs.durable_temp(target, fill, suffix=STAGED_SUFFIX)
-        st = os.lstat(path)
+    def write() -> tuple[Path, int]:
+        kept: list[int] = []
+
+        def fill_and_keep(fd: int) -> None:
+            fill(fd)
+            kept.append(os.dup(fd))  # the very file written, held open (see `Staged`)
+
+        try:
+            path = atomicfs.durable_temp(target, fill_and_keep, suffix=STAGED_SUFFIX)
+        except BaseException:
+            for fd in kept:
+                os.close(fd)
+            raise
         failpoints.hit("update record staged")
-        return path, (st.st_dev, st.st_ino, st.st_size)
+        return path, kept[0]
 
     return Staged(text, atomicfs.pool().submit(write))
 
 
-def remove_staged(root: HostRoot) -> list[str]:
-    """Remove the staged configs a killed agent left (at its start: none is in flight then)."""
+def keep_aside(root: HostRoot) -> Path | None:
+    """A second name for the applied config's file (None when there is none), to be removed with
+    `release_aside` after the update: the commit's rename then frees nothing.
+
+    Not a host change: the file is the same, and the name is nobody's record (not synced;
+    `remove_leftovers` removes it after a crash).
+    """
+    current = root.join(CURRENT_CONFIG)
+    aside = current.with_name(f".currentconfig.{secrets.token_hex(8)}.aside")
+    try:
+        os.link(current, aside, follow_symlinks=False)
+    except OSError:  # no config yet, or a filesystem without hard links: the rename frees it
+        return None
+    failpoints.hit("old config kept aside")
+    return aside
+
+
+def release_aside(aside: Path) -> None:
+    """Remove the name `keep_aside` gave (freeing the old config's blocks, if nothing else holds them)."""
+    try:
+        os.unlink(aside)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:  # left for the next start (`remove_leftovers`)
+        LOG.warning("cannot remove %s: %s", aside, os_error_text(exc))
+
+
+def remove_leftovers(root: HostRoot) -> list[str]:
+    """Remove what a killed agent left of its own (staged records, second names of old configs);
+    at its start, when none of its own is in flight."""
     directory = root.join(STATE_DIR, follow_final=True)
     try:
         names = os.listdir(directory)
     except (FileNotFoundError, NotADirectoryError):
         return []
-    removed = [f"{STATE_DIR}/{name}" for name in sorted(names) if _STAGED_NAME.match(name)]
+    removed = [f"{STATE_DIR}/{name}" for name in sorted(names) if _LEFTOVER_NAME.match(name)]
     for name in removed:
         atomicfs.remove(root.join(name))
     return removed

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from mcd.host import state
+from mcd.host import failpoints, state
 from mcd.host.root import HostRoot
 
 MC = {
@@ -133,19 +133,28 @@ def test_a_staged_record_of_another_config_is_never_taken(
 
 
 def test_a_staged_file_replaced_on_disk_is_not_taken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / state.STATE_DIR.lstrip("/")).mkdir(parents=True)
+    d = tmp_path / state.STATE_DIR.lstrip("/")
+    d.mkdir(parents=True)
     root = HostRoot(tmp_path)
     text = _text(MC)
-    staged = state.stage(root, text)
-    assert staged.take(b"not this text") is None  # waits for the write, takes nothing
-    [name] = _staged_files(tmp_path)
-    path = tmp_path / state.STATE_DIR.lstrip("/") / name
-    path.unlink()
-    path.write_bytes(text.replace(b'"c"', b'"x"'))  # another inode: not the file written
-    renames = _renames(monkeypatch)
-    state.begin(root, state.Transaction(None, MC, "apply", "policy", new_text=text, staged=staged))
+
+    def replace_it(name: str) -> None:  # someone replaces the file just written: another file
+        if name == "update record staged":
+            [path] = d.glob("*.staged")
+            path.unlink()
+            path.write_bytes(text.replace(b'"c"', b'"x"'))
+
+    failpoints.install(replace_it)
+    try:
+        staged = state.stage(root, text)
+        renames = _renames(monkeypatch)
+        state.begin(root, state.Transaction(None, MC, "apply", "policy", new_text=text, staged=staged))
+    finally:
+        failpoints.install(None)
     assert renames == [(".tmp", "pendingconfig"), (".tmp", "txn.json")]
-    assert state.pending(root) is not None and state.pending(root).new == MC  # type: ignore[union-attr]
+    assert (tmp_path / state.PENDING_CONFIG.lstrip("/")).read_bytes() == text
+    staged.discard()
+    assert _staged_files(tmp_path) == []
 
 
 def test_a_staging_that_failed_leaves_begin_to_write_the_record(tmp_path: Path) -> None:
@@ -158,14 +167,45 @@ def test_a_staging_that_failed_leaves_begin_to_write_the_record(tmp_path: Path) 
     assert _staged_files(tmp_path) == []
 
 
-def test_remove_staged_removes_the_staged_records_and_nothing_else(tmp_path: Path) -> None:
+def test_remove_leftovers_removes_staged_records_and_second_names_and_nothing_else(tmp_path: Path) -> None:
     d = tmp_path / state.STATE_DIR.lstrip("/")
     d.mkdir(parents=True)
-    keep = ["currentconfig", ".pendingconfig.0123456789abcdef.tmp", ".other.0123456789abcdef.staged"]
-    for name in [*keep, ".pendingconfig.0123456789abcdef.staged"]:
+    keep = ["currentconfig", ".pendingconfig.0123456789abcdef.tmp", ".other.0123456789abcdef.staged",
+            ".currentconfig.0123456789abcdef.tmp"]  # fmt: skip
+    gone = [".currentconfig.0123456789abcdef.aside", ".pendingconfig.0123456789abcdef.staged"]
+    for name in [*keep, *gone]:
         (d / name).write_text("x")
-    assert state.remove_staged(HostRoot(tmp_path)) == [
-        f"{state.STATE_DIR}/.pendingconfig.0123456789abcdef.staged"
-    ]
+    assert state.remove_leftovers(HostRoot(tmp_path)) == [f"{state.STATE_DIR}/{name}" for name in gone]
     assert sorted(p.name for p in d.iterdir()) == sorted(keep)
-    assert state.remove_staged(HostRoot(tmp_path / "none")) == []
+    assert state.remove_leftovers(HostRoot(tmp_path / "none")) == []
+
+
+def test_an_old_config_kept_aside_is_not_freed_by_the_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / state.STATE_DIR.lstrip("/")).mkdir(parents=True)
+    root = HostRoot(tmp_path)
+    assert state.keep_aside(root) is None  # no config yet: nothing to keep
+    state.begin(root, state.Transaction(None, MC, "apply", "policy"))
+    state.commit(root, "")
+    current = tmp_path / state.CURRENT_CONFIG.lstrip("/")
+    old_inode = current.stat().st_ino
+    aside = state.keep_aside(root)
+    assert aside is not None and aside.stat().st_ino == old_inode
+    new = {**MC, "metadata": {"name": "d"}}
+    state.begin(root, state.Transaction(MC, new, "apply", "policy"))
+    links_when_replaced: list[int] = []
+    real_rename = os.rename
+
+    def rename(src: Any, dst: Any) -> None:
+        if Path(dst) == current:
+            links_when_replaced.append(os.stat(dst).st_nlink)
+        real_rename(src, dst)
+
+    monkeypatch.setattr(os, "rename", rename)
+    state.commit(root, "")
+    assert links_when_replaced == [2]  # the rename only dropped a name: nothing was freed there
+    assert state.read_current_config(root) == new
+    state.release_aside(aside)
+    state.release_aside(aside)  # gone already: nothing to do
+    assert state.remove_leftovers(root) == []
