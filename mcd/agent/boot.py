@@ -11,7 +11,6 @@ each process runs them; `mcd.agent.sync` orders them as upstream's `syncNode` do
   and is appended to an on-disk check failure as its `possible root cause`: a staged update that
   did not finalize leaves the node booted in the old deployment.
 * The extensions of the config the node is in, checked in the booted deployment before Done.
-* What a process killed around an update left in the daemon's directory (`state.remove_leftovers`).
 """
 
 from __future__ import annotations
@@ -53,10 +52,6 @@ class BootChecks:
             LOG.warning("Failed to complete machine-config-daemon-firstboot before joining cluster!")
         if self.applier.remove_ignition_preset():
             LOG.info("removed %s: the units of later configs keep their own enablement", IGNITION_PRESET)
-        # what a killed process left of an update: a record staged ahead, an old config's second
-        # name (none of this process is left at this point: every sync settles its own)
-        for path in self.applier.remove_leftovers():
-            LOG.info("removed %s, left by a process killed around an update", path)
 
     def load_annotations(self, node: NodeView) -> NodeView:
         """Upstream's loadNodeAnnotations: a node without currentConfig gets the bootstrap ones."""

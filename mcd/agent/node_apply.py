@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, wait
 from dataclasses import dataclass, replace
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from mcd import policy
@@ -136,8 +137,8 @@ class NodeApplier:
         self._disk_cache: tuple[atomicfs.FileVersion, MachineConfig] | None = None
         self._staged: state.Staged | None = None
         self._staged_lock = threading.Lock()
-        # the old config's second name being removed on a writer thread (see `apply`)
-        self._releasing: Future[None] | None = None
+        # the applied config's second name, until the sync is over (`keep_aside`)
+        self._aside: Path | None = None
 
     def host(self) -> Host:
         """The host wiring; built again after each update (accounts may have changed)."""
@@ -158,7 +159,10 @@ class NodeApplier:
     # -- records
 
     def recover(self) -> None:
-        """Finish an update a killed process left half done (it converges to its new config)."""
+        """Finish an update a killed process left half done (it converges to its new config);
+        first remove what such a process left of its own (`state.remove_leftovers`)."""
+        for path in state.remove_leftovers(self.root):
+            LOG.info("removed %s, left by a process killed around an update", path)
         try:
             recover(self.host(), skip_reboot=True)
         except UpdateError as exc:
@@ -202,19 +206,21 @@ class NodeApplier:
         if staged is not None:
             staged.discard()
 
+    def keep_aside(self) -> None:
+        """Give the applied config's file a second name until `settle`: an update's commit then
+        frees no blocks (milliseconds for a rendered config on ext4), `settle` does."""
+        if self._aside is None:
+            self._aside = state.keep_aside(self.root)
+
     def settle(self, after: Future[Any] | None = None) -> None:
         """The loose ends of a sync, once it is over: the staged record dropped unless an update
         took it, the old config's second name removed. `after`: a task that may stage still."""
         if after is not None:
             wait([after])
         self._unstage()
-        releasing, self._releasing = self._releasing, None
-        if releasing is not None:
-            releasing.result()
-
-    def remove_leftovers(self) -> list[str]:
-        """Remove the update records a killed process staged, and its old configs' second names."""
-        return state.remove_leftovers(self.root)
+        aside, self._aside = self._aside, None
+        if aside is not None:
+            state.release_aside(aside)
 
     def disk_image(self) -> str | None:
         data = atomicfs.read_bytes_nofollow(self.root.join(state.CURRENT_IMAGE))
@@ -394,8 +400,6 @@ class NodeApplier:
         staged (`stage`) is taken over when it holds `new`'s text."""
         with self._staged_lock:
             staged = self._staged
-        # the commit's rename then frees no blocks: a writer thread does, once it is over
-        aside = state.keep_aside(self.root)
         try:
             outcome = update(
                 self.host(),
@@ -418,8 +422,6 @@ class NodeApplier:
         finally:
             self._host = None
             self._unstage()  # taken, or of no use any more (the config's text held for nothing)
-            if aside is not None:
-                self._releasing = atomicfs.pool().submit(state.release_aside, aside)
         # `new` is what was just recorded as currentconfig: no need to read and parse it back;
         # without its JSON text, which was for the record (megabytes held for nothing)
         key = atomicfs.version_of(self.root.join(state.CURRENT_CONFIG))

@@ -16,7 +16,7 @@ when it holds the very text being recorded. A staged file nobody took is removed
 
 Replacing `currentconfig` frees the old config's blocks, which takes milliseconds for a rendered
 config (ext4): the agent gives the old file a second name first (`keep_aside`), so the commit's
-rename only drops a name, and removes that name once the update is over, off its path.
+rename only drops a name, and removes that name once its sync is over (after Done).
 """
 
 from __future__ import annotations

@@ -50,15 +50,21 @@ def test_the_update_renames_the_record_staged_while_it_planned(
     renamed: list[tuple[str, str]] = []
     real_rename = os.rename
 
+    links: list[int] = []  # of the old currentconfig when the commit renames over it
+
     def rename(src: Any, dst: Any) -> None:
         renamed.append((Path(src).suffix, Path(dst).name))
+        if Path(dst).name == "currentconfig":
+            links.append(os.stat(dst).st_nlink)
         real_rename(src, dst)
 
     monkeypatch.setattr(os, "rename", rename)
     assert syncer(root, _api(NEW)).sync(boot=False) is Result.IDLE
     # the record is the staged file: it is not written a second time
     assert [r for r in renamed if r[1] == "pendingconfig"] == [(".staged", "pendingconfig")]
-    # and the old config's second name, kept over the commit, is gone once the sync is over
+    # the old config had a second name over the commit (the rename freed nothing), removed
+    # once the sync was over
+    assert links == [2]
     assert _current(root) == "rendered-new"
     assert _litter(root) == []
 
