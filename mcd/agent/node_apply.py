@@ -137,8 +137,11 @@ class NodeApplier:
         self._disk_cache: tuple[atomicfs.FileVersion, MachineConfig] | None = None
         self._staged: state.Staged | None = None
         self._staged_lock = threading.Lock()
-        # the applied config's second name, until the sync is over (`keep_aside`)
+        # an update's clean-up left to `settle` (see `defer_cleanup`): the applied config's
+        # second name, whether a finished update record is to be removed
+        self._deferring = False
         self._aside: Path | None = None
+        self._finished = False
 
     def host(self) -> Host:
         """The host wiring; built again after each update (accounts may have changed)."""
@@ -206,9 +209,13 @@ class NodeApplier:
         if staged is not None:
             staged.discard()
 
-    def keep_aside(self) -> None:
-        """Give the applied config's file a second name until `settle`: an update's commit then
-        frees no blocks (milliseconds for a rendered config on ext4), `settle` does."""
+    def defer_cleanup(self) -> None:
+        """Leave the next `apply`'s clean-up to `settle`, off the way to Done: the applied
+        config's file gets a second name (the commit's rename frees no blocks, milliseconds for
+        a rendered config on ext4) and the finished update record stays (its removal would
+        wait for the commit's journal flush); a process killed before `settle` leaves both to
+        the next start (`recover`)."""
+        self._deferring = True
         if self._aside is None:
             self._aside = state.keep_aside(self.root)
 
@@ -218,6 +225,10 @@ class NodeApplier:
         if after is not None:
             wait([after])
         self._unstage()
+        self._deferring = False
+        if self._finished:
+            self._finished = False
+            state.drop_finished_record(self.root)
         aside, self._aside = self._aside, None
         if aside is not None:
             state.release_aside(aside)
@@ -414,6 +425,7 @@ class NodeApplier:
                 storage_overrides=storage_overrides,
                 planned=planned,
                 staged=staged,
+                drop_record=not self._deferring,
             )
         except Unreconcilable as exc:
             raise McdError(exc.plan.reason) from exc
@@ -422,6 +434,7 @@ class NodeApplier:
         finally:
             self._host = None
             self._unstage()  # taken, or of no use any more (the config's text held for nothing)
+        self._finished = self._deferring
         # `new` is what was just recorded as currentconfig: no need to read and parse it back;
         # without its JSON text, which was for the record (megabytes held for nothing)
         key = atomicfs.version_of(self.root.join(state.CURRENT_CONFIG))

@@ -321,7 +321,7 @@ class Syncer:
             if self.applier.coreos:
                 for reason, message in os_events_before(p, new):
                     self.events.normal(reason, message)
-            self.applier.keep_aside()  # the commit frees the old config's blocks after Done
+            self.applier.defer_cleanup()  # done once the sync is over (`settle`), after Done
             with self._phase("apply"):
                 try:
                     applied = self.applier.apply(

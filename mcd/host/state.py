@@ -304,8 +304,13 @@ def _paths(value: object) -> tuple[str, ...]:
     return tuple(p for p in value if isinstance(p, str) and p.startswith("/"))
 
 
-def commit(root: HostRoot, image: str = "") -> None:
-    """The update is applied: `pendingconfig` becomes `currentconfig` (one rename), record dropped."""
+def commit(root: HostRoot, image: str = "", *, drop_record: bool = True) -> None:
+    """The update is applied: `pendingconfig` becomes `currentconfig` (one rename), record dropped.
+
+    `drop_record` False leaves `txn.json` to the caller (`drop_finished_record`): without
+    `pendingconfig` it is a finished update's, and removing it right after the commit's
+    directory fsync waits for that journal commit (milliseconds, on the agent's path to Done).
+    """
     _write_record(root, "committing the update: writing", CURRENT_IMAGE, image.encode(), 0o644)
     pending_path, current_path = root.join(PENDING_CONFIG), root.join(CURRENT_CONFIG)
     failpoints.hit("before the commit rename")
@@ -317,6 +322,14 @@ def commit(root: HostRoot, image: str = "") -> None:
             f"committing the update: renaming onto {CURRENT_CONFIG}: {os_error_text(exc)}"
         ) from exc
     failpoints.hit("committed, record not removed")
+    if drop_record:
+        drop_finished_record(root)
+
+
+def drop_finished_record(root: HostRoot) -> None:
+    """Remove `txn.json` if it is a finished update's (no `pendingconfig`: see `pending`)."""
+    if atomicfs.lstat_or_none(root.join(PENDING_CONFIG)) is not None:
+        return
     # not fsynced: a record that outlives a power cut is known as finished (`pending`), and the
     # next update's record syncs the directory anyway
     with contextlib.suppress(FileNotFoundError):

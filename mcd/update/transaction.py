@@ -151,6 +151,7 @@ def update(
     earlier_created: Sequence[str] = (),
     planned: Plan | None = None,
     staged: state.Staged | None = None,
+    drop_record: bool = True,
 ) -> Outcome:
     """Apply `new` over `old` on the host; on failure roll back and raise UpdateError.
 
@@ -160,7 +161,8 @@ def update(
     irreconcilableValidationOverrides.storage; `earlier_created` what an interrupted run of this
     update had found absent (its record's `created`), for a rollback to remove as well;
     `planned` the plan the caller made of the same configs, `facts`, policies and overrides;
-    `staged` the new config's text written ahead (`state.stage`), for the record to take over.
+    `staged` the new config's text written ahead (`state.stage`), for the record to take over;
+    `drop_record` False leaves the finished record to the caller (`state.commit`).
     """
     # one update per root at a time; an update joins thousands of paths in a few directories:
     # resolve each directory once
@@ -179,6 +181,7 @@ def update(
             drain=drain,
             earlier=earlier_created,
             staged=staged,
+            drop_record=drop_record,
         )
 
 
@@ -193,6 +196,7 @@ def _apply(
     drain: DrainHook | None,
     earlier: Sequence[str],
     staged: state.Staged | None = None,
+    drop_record: bool = True,
 ) -> Outcome:
     old_ign = old.config or EMPTY_IGNITION
     new_ign = new.config or EMPTY_IGNITION
@@ -258,7 +262,7 @@ def _apply(
                 run.action(step)
         if reboot is not None and not reboot.owed:
             state.mark_reboot(host.root, new.name, reboot.reason)
-        state.commit(host.root, new.ocl_image)
+        state.commit(host.root, new.ocl_image, drop_record=drop_record)
         failpoints.hit("transaction committed")
     except Exception as exc:
         try:

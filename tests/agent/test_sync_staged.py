@@ -69,6 +69,27 @@ def test_the_update_renames_the_record_staged_while_it_planned(
     assert _litter(root) == []
 
 
+def test_the_clean_up_of_the_update_waits_until_done_is_reported(tmp_path: Path) -> None:
+    root = make_root(tmp_path, OLD)
+    api = _api(NEW)
+    seen: list[tuple[bool, int]] = []  # when Done is patched: the record there? old config's links?
+    patch = api.patch_node
+
+    def patch_node(name: str, body: dict[str, Any], *, status: bool = False) -> dict[str, Any]:
+        if (body.get("metadata", {}).get("annotations") or {}).get(ann.STATE) == "Done":
+            old_names = [p for p in (root / STATE_DIR).iterdir() if p.name.endswith(".aside")]
+            seen.append(((root / state.TRANSACTION.lstrip("/")).exists(), len(old_names)))
+        return patch(name, body, status=status)
+
+    api.patch_node = patch_node  # type: ignore[method-assign]
+    assert syncer(root, api).sync(boot=False) is Result.IDLE
+    # a finished record (no pendingconfig) and the old config's second name until then
+    assert seen == [(True, 1)]
+    assert not (root / state.PENDING_CONFIG.lstrip("/")).exists()
+    assert not (root / state.TRANSACTION.lstrip("/")).exists()
+    assert _litter(root) == []
+
+
 @pytest.mark.parametrize("boot", [False, True])
 def test_nothing_staged_is_left_by_an_update_that_did_not_happen(tmp_path: Path, boot: bool) -> None:
     disks = mc_object("rendered-new")
@@ -126,3 +147,16 @@ def test_a_process_killed_between_staging_and_the_update_leaves_the_old_config_a
     assert syncer(root, api).sync(boot=True) is Result.IDLE
     assert _litter(root) == []
     assert _current(root) == "rendered-new"
+
+
+def test_a_process_killed_after_the_commit_leaves_its_clean_up_to_the_restart(tmp_path: Path) -> None:
+    root = make_root(tmp_path, OLD)
+    api = _api(NEW)
+    assert in_child(lambda: _killed_at("transaction committed", root, api), None) == signal.SIGKILL
+    assert _current(root) == "rendered-new"
+    assert (root / state.TRANSACTION.lstrip("/")).exists()  # a finished record: no pendingconfig
+    assert {Path(n).suffix for n in _litter(root)} == {".aside"}
+    assert syncer(root, api).sync(boot=True) is Result.IDLE
+    assert not (root / state.TRANSACTION.lstrip("/")).exists()
+    assert _litter(root) == []
+    assert api.history[-1][ann.STATE] == "Done"

@@ -209,3 +209,18 @@ def test_an_old_config_kept_aside_is_not_freed_by_the_commit(
     state.release_aside(aside)
     state.release_aside(aside)  # gone already: nothing to do
     assert state.remove_leftovers(root) == []
+
+
+def test_a_record_kept_by_the_commit_is_a_finished_one_and_dropped_later(tmp_path: Path) -> None:
+    (tmp_path / state.STATE_DIR.lstrip("/")).mkdir(parents=True)
+    root = HostRoot(tmp_path)
+    txn = tmp_path / state.TRANSACTION.lstrip("/")
+    state.begin(root, state.Transaction(None, MC, "apply", "policy"))
+    state.drop_finished_record(root)  # not finished: pendingconfig is there
+    assert txn.exists()
+    state.commit(root, "", drop_record=False)
+    assert txn.exists()
+    assert state.read_current_config(root) == MC
+    state.drop_finished_record(root)
+    assert not txn.exists()
+    state.drop_finished_record(root)  # nothing left: nothing to do
