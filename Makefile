@@ -6,20 +6,13 @@ BIN := .venv/bin
 setup:
 	@bash scripts/setup.sh
 
-# Runs every check even when an earlier one fails, then fails if any did. The import contract
+# scripts/test.sh runs every check even when an earlier one fails, then fails if any did; the
+# static checks run alongside pytest. The import contract
 # is in pyproject.toml ([tool.importlinter]); vulture's short list of names used where it cannot
 # look is scripts/vulture_whitelist.py. The simulator (sim/mcd_sim, a distribution of its own) is
 # left out: it is the tests', the bench's and the demo's, not production code.
 test: setup
-	@failed=""; \
-	echo "== ruff check ."; $(BIN)/ruff check . || failed="$$failed ruff"; \
-	echo "== mypy"; $(BIN)/mypy || failed="$$failed mypy"; \
-	echo "== lint-imports"; out=$$($(BIN)/lint-imports --no-logo --no-cache 2>&1) && echo "$$out" | grep KEPT \
-		|| { echo "$$out"; failed="$$failed lint-imports"; }; \
-	echo "== vulture (dead code)"; $(BIN)/vulture mcd scripts/vulture_whitelist.py || failed="$$failed vulture"; \
-	echo "== pytest -q -n auto"; $(BIN)/python -m pytest -q -n auto || failed="$$failed pytest"; \
-	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
-	echo "make test: ruff, mypy, lint-imports, vulture and pytest passed"
+	@bash scripts/test.sh
 
 # The real-node tier (tests/node/, not part of `make test`): Debian roots built by mmdebstrap
 # (cached in /var/tmp/mcd-node-cache), installed as nodes and booted by systemd-nspawn with the

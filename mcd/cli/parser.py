@@ -343,6 +343,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="seconds a leader that stops renewing keeps the Lease (default 15)")
     pc.add_argument("--interval", type=float, default=2.0, metavar="S",
                     help="seconds between passes (default 2)")
+    pc.add_argument("--eviction-retry", type=float, default=5.0, metavar="S",
+                    help="seconds before an eviction a PodDisruptionBudget refused is tried again "
+                    "(default 5, as upstream's drain)")
     pc.add_argument("--once", action="store_true", help="one pass as the leader, then release the Lease")
     pc.add_argument("-v", "--verbose", action="count", default=0)
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from mcd.agent.errors import ApiError
 from mcd.agent.guard import SignalFlag
 from mcd.agent.kube.client import CONTROLLER_USER_AGENT, KubeClient
-from mcd.controller.drain import DrainSync
+from mcd.controller.drain import EVICT_RETRY_SECONDS, DrainSync
 from mcd.controller.events import PoolEvents
 from mcd.controller.lease import LeaderElector, LeaseSettings
 from mcd.controller.pools import PoolSync
@@ -32,6 +32,7 @@ class ControllerOptions:
     lease: LeaseSettings
     interval: float = 2.0
     once: bool = False
+    eviction_retry: float = EVICT_RETRY_SECONDS
 
 
 class PoolController:
@@ -41,7 +42,7 @@ class PoolController:
         self.api = api
         self.options = options
         self.elector = LeaderElector(api, options.lease)
-        self.drains = DrainSync(api)
+        self.drains = DrainSync(api, retry_seconds=options.eviction_retry)
         self.pools = PoolSync(api, events=PoolEvents(api, options.lease.namespace))
 
     def one_pass(self) -> bool:
@@ -106,16 +107,19 @@ def serve(api: KubeClient, options: ControllerOptions) -> int:
 def start(
     kubeconfig: str, namespace: str, lease_name: str, *,
     identity: str, lease_duration: float, interval: float, once: bool,
+    eviction_retry: float = EVICT_RETRY_SECONDS,
 ) -> int:  # fmt: skip
     """`mcd pool-controller`: the client (the pod's account when `kubeconfig` is empty), then `serve`."""
-    if lease_duration < 3 or interval <= 0:
-        raise ValueError("--lease-duration must be at least 3 seconds and --interval positive")
+    if lease_duration < 3 or interval <= 0 or eviction_retry <= 0:
+        raise ValueError(
+            "--lease-duration must be at least 3 seconds, --interval and --eviction-retry positive"
+        )
     identity = identity or f"{socket.gethostname()}_{uuid.uuid4()}"
     # renew well within the duration, as client-go's defaults do (15 s: renew by 10, retry every 2)
     lease = LeaseSettings(namespace, lease_name, identity, lease_duration, lease_duration * 2 / 3,
                           min(2.0, lease_duration / 5))  # fmt: skip
     api = KubeClient.from_kubeconfig(kubeconfig, CONTROLLER_USER_AGENT)
     try:
-        return serve(api, ControllerOptions(lease, interval, once))
+        return serve(api, ControllerOptions(lease, interval, once, eviction_retry))
     finally:
         api.close()

@@ -12,10 +12,12 @@ from mcd_sim.apiserver import ApiServer
 from mcd.cli.main import main
 
 
-def test_a_bad_flag_value_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["pool-controller", "--lease-duration", "1", "--kubeconfig", "/nonexistent"]) == 1
+@pytest.mark.parametrize("flag", [["--lease-duration", "1"], ["--interval", "0"], ["--eviction-retry", "0"]])
+def test_a_bad_flag_value_is_one_line(capsys: pytest.CaptureFixture[str], flag: list[str]) -> None:
+    assert main(["pool-controller", *flag, "--kubeconfig", "/nonexistent"]) == 1
     out, err = capsys.readouterr()
-    assert (out, err) == ("", "mcd: --lease-duration must be at least 3 seconds and --interval positive\n")
+    want = "mcd: --lease-duration must be at least 3 seconds, --interval and --eviction-retry positive\n"
+    assert (out, err) == ("", want)
 
 
 def test_an_unreadable_kubeconfig_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
