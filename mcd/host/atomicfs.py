@@ -272,25 +272,30 @@ def is_link_to(path: Path, target: str) -> bool:
     return st is not None and stat.S_ISLNK(st.st_mode) and os.readlink(path) == target
 
 
-def durable_temp(path: Path, fill: Callable[[int], None], *, suffix: str = ".tmp") -> Path:
+def durable_temp(path: Path, fill: Callable[[int], None]) -> Path:
     """A temp file beside `path`, written by `fill` and fsynced; removed again on any error.
 
-    It starts with mode 0o600 so nobody can read a half-written secret. Another `suffix` keeps
-    it out of `sweep_temp_files` (a file made ahead of the update that renames it).
+    It starts with mode 0o600 so nobody can read a half-written secret.
     """
+    tmp, fd = durable_temp_open(path, fill)
+    os.close(fd)
+    return tmp
+
+
+def durable_temp_open(path: Path, fill: Callable[[int], None], *, suffix: str = ".tmp") -> tuple[Path, int]:
+    """`durable_temp`, left open (the caller closes the descriptor). Another `suffix` keeps the
+    file out of `sweep_temp_files` (a file made ahead of the update that renames it)."""
     tmp = _temp_name(path, suffix)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
-        try:
-            fill(fd)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fill(fd)
+        os.fsync(fd)
     except BaseException:
+        os.close(fd)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-    return tmp
+    return tmp, fd
 
 
 def _replace_via_temp(path: Path, fill: Callable[[int], None], *, sync_now: bool = False) -> None:

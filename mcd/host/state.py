@@ -133,20 +133,11 @@ def stage(root: HostRoot, text: bytes) -> Staged:
     fill = atomicfs.owned_fill(text, 0o644, -1, -1)
 
     def write() -> tuple[Path, int]:
-        kept: list[int] = []
-
-        def fill_and_keep(fd: int) -> None:
-            fill(fd)
-            kept.append(os.dup(fd))  # the very file written, held open (see `Staged`)
-
-        try:
-            path = atomicfs.durable_temp(target, fill_and_keep, suffix=STAGED_SUFFIX)
-        except BaseException:
-            for fd in kept:
-                os.close(fd)
-            raise
+        # held open (see `Staged`); few system calls: each one gives the interpreter lock away,
+        # and getting it back waits for the thread parsing the config meanwhile
+        written = atomicfs.durable_temp_open(target, fill, suffix=STAGED_SUFFIX)
         failpoints.hit("update record staged")
-        return path, kept[0]
+        return written
 
     return Staged(text, atomicfs.pool().submit(write))
 
