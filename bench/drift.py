@@ -6,6 +6,10 @@ sandbox root by the real update transaction. Figures:
   setup_ms              DriftMonitor(...).start() in this process: the path index and the
                         inotify watches of the 100 directories (median of 5)
   setup_peak_kib        memory allocated by the monitor while it starts (tracemalloc peak)
+  retarget_ms           the running monitor retargeted to the config with one file's contents
+                        changed, parsed like the watched one (as after a one-file update): the
+                        new expectations, unverified paths and watches (median of 20)
+  retarget_added_ms     the same with one file added in a new directory (median of 20)
   agent_rss_mib         resident memory of the agent process, idle with the monitor running
   agent_idle_cpu_s      CPU seconds (user + system) the idle agent used over 10 s
   write_to_patch_ms     from a write to a managed file until the API server received the agent's
@@ -89,8 +93,33 @@ def _setup(root: Path, obj: dict[str, Any]) -> dict[str, float]:
     m.start()
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    m.stop()
-    return {"setup_ms": round(statistics.median(times), 1), "setup_peak_kib": round(peak / 1024)}
+    from builders import ign_file
+
+    out = {"setup_ms": round(statistics.median(times), 1), "setup_peak_kib": round(peak / 1024)}
+    try:
+        out["retarget_ms"] = _retarget(m, obj, lambda fs: fs[0].update(ign_file(fs[0]["path"], "x\n")))
+        out["retarget_added_ms"] = _retarget(m, obj, lambda fs: fs.append(ign_file("/etc/bench/new/f", "")))
+    finally:
+        m.stop()
+    return out
+
+
+def _retarget(monitor: Any, obj: dict[str, Any], change: Callable[[list[dict[str, Any]]], None]) -> float:
+    """Median ms of retargeting `monitor` (watching `obj`) to `obj` changed, and back."""
+    from mcd.config.machineconfig import machineconfig_from_object
+
+    other = json.loads(json.dumps(obj))
+    change(other["spec"]["config"]["storage"]["files"])
+    first = machineconfig_from_object(obj, "bench")
+    second = machineconfig_from_object(other, "bench", like=first)
+    assert first.config is not None and second.config is not None
+    monitor.retarget(first.config)
+    times = []
+    for i in range(20):
+        t0 = time.perf_counter()
+        monitor.retarget(second.config if i % 2 == 0 else first.config)
+        times.append((time.perf_counter() - t0) * 1000)
+    return round(statistics.median(times), 2)
 
 
 class Server:

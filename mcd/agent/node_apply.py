@@ -11,7 +11,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future, wait
 from dataclasses import dataclass, replace
 from functools import partial
@@ -309,7 +309,7 @@ class NodeApplier:
 
     # -- checks
 
-    def check(self, mc: MachineConfig, *, only: frozenset[str] | None = None) -> str | None:
+    def check(self, mc: MachineConfig, *, only: Collection[str] | None = None) -> str | None:
         """The first difference between the node and `mc` (OS image, kernel arguments, files, units);
         with `only`, of the files, units and dropins those paths name (the rest is known as declared)."""
         host = self.host()

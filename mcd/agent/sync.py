@@ -15,7 +15,7 @@ import enum
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -52,9 +52,9 @@ class DiskWatch(Protocol):
 
     def arm(self, mc: MachineConfig) -> bool: ...
 
-    def unverified(self, mc: MachineConfig) -> frozenset[str] | None: ...
+    def unverified(self, mc: MachineConfig) -> Collection[str] | None: ...
 
-    def unverify(self, paths: frozenset[str] | None) -> None: ...
+    def unverify(self, paths: Collection[str] | None) -> None: ...
 
 
 class Result(enum.Enum):

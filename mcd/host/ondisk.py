@@ -12,10 +12,10 @@ from __future__ import annotations
 import logging
 import os
 import stat
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 
-from mcd.config.ignition import File, IgnitionConfig, Unit
+from mcd.config.ignition import Dropin, File, IgnitionConfig, Unit
 from mcd.host.atomicfs import holds_bytes, read_bytes_nofollow
 from mcd.host.root import DirCache, HostRoot, PathEscapeError
 from mcd.host.streamdata import Data, Stream, contents, data_size
@@ -24,6 +24,7 @@ from mcd.planner.managed_paths import (
     INTERNAL_REGISTRY_PULL_SECRET,
     KUBELET_CA,
     UNIT_FILE_MODE,
+    Managed,
     dropin_path,
     unit_path,
 )
@@ -273,6 +274,9 @@ def iter_errors(
     file already drifted. With `owners`, a file's owner is compared after its mode and content.
     With `only`, just those paths are read (a unit's path stands for its file, mask and
     enablement): the rest is known to be as declared (the drift monitor saw no change to it).
+    `only` as a mapping of the paths to their declarations in `config` (as the drift monitor
+    indexes it; one per path, so not for a config declaring a path twice) is read in
+    proportion to its size; any other collection costs a pass over the whole config.
     """
     if only is not None:
         config = _restricted(config, only)
@@ -310,6 +314,8 @@ def iter_errors(
 
 def _restricted(config: IgnitionConfig, only: Collection[str]) -> IgnitionConfig:
     """`config` with the files, dropins and units of `only` alone."""
+    if isinstance(only, Mapping):
+        return _selected(config, only.values())
     units = []
     for u in config.units:
         dropins = tuple(d for d in u.dropins if dropin_path(u.name, d.name) in only)
@@ -319,6 +325,35 @@ def _restricted(config: IgnitionConfig, only: Collection[str]) -> IgnitionConfig
             # the dropins alone: no contents and no mask, so the unit file is not looked at
             units.append(replace(u, dropins=dropins, contents=None, mask=None, enabled=None))
     return replace(config, files=tuple(f for f in config.files if f.path in only), units=tuple(units))
+
+
+def _selected(config: IgnitionConfig, declared: Iterable[Managed]) -> IgnitionConfig:
+    """`_restricted` from the declarations of the paths: what the config's order puts first
+    comes first, and a unit's dropins (which come right before its file) go with it."""
+    files: list[File] = []
+    units: dict[str, tuple[Unit | None, list[Dropin]]] = {}  # by name, in the config's order
+    for m in sorted(declared, key=_order):
+        if m.file is not None:
+            files.append(m.file)
+        elif m.unit is not None:
+            units[m.unit.name] = (m.unit, units.get(m.unit.name, (None, []))[1])
+        else:
+            directory, _, name = m.path.rpartition("/")
+            owner = directory.rpartition("/")[2].removesuffix(".d")
+            units.setdefault(owner, (None, []))[1].append(Dropin(name, m.dropin))
+    restricted = []
+    for name, (unit, dropins) in units.items():
+        if unit is None:
+            # the dropins alone: no contents and no mask, so the unit file is not looked at
+            restricted.append(Unit(name, dropins=tuple(dropins)))
+        else:
+            chosen = {d.name for d in dropins}
+            restricted.append(replace(unit, dropins=tuple(d for d in unit.dropins if d.name in chosen)))
+    return replace(config, files=tuple(files), units=tuple(restricted))
+
+
+def _order(m: Managed) -> int:
+    return m.order
 
 
 def check_config(root: HostRoot, config: IgnitionConfig, is_enabled: IsEnabled | None = None) -> list[str]:

@@ -25,12 +25,15 @@ NODE_USER = f"system:node:{NODE}"
 
 
 def _users(cluster: Cluster) -> list[tuple[str, str, str]]:
-    """(verb, resource, user) of every request in the audit log, in order. The server is stopped
-    first: a request's record is written after its answer is sent."""
+    """(verb, resource, user) of every request in the audit log, in the order received. The
+    server is stopped first: a request's record is written after its answer is sent, so the
+    records of requests sent one after another may be written out of order (by two server
+    threads), but not received out of order."""
     cluster.sim.stop()
+    entries = [json.loads(line) for line in cluster.audit_path.read_text().splitlines()]
+    entries.sort(key=lambda e: str(e["requestReceivedTimestamp"]))
     out = []
-    for line in cluster.audit_path.read_text().splitlines():
-        e = json.loads(line)
+    for e in entries:
         ref = e.get("objectRef") or {}
         out.append((e["verb"], ref.get("resource", ""), e["user"]["username"]))
     return out

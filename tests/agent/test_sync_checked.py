@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -33,7 +34,7 @@ class RecordingApplier(NodeApplier):
         self.checked: list[MachineConfig | None] = []
         self.checks: list[MachineConfig] = []
 
-    def check(self, mc: MachineConfig, *, only: frozenset[str] | None = None) -> str | None:
+    def check(self, mc: MachineConfig, *, only: Collection[str] | None = None) -> str | None:
         self.checks.append(mc)
         return super().check(mc, only=only)
 

@@ -4,6 +4,7 @@ ran is, and the on-disk checks read only what the monitor saw change."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -135,8 +136,8 @@ class CountingApplier(NodeApplier):
         super().__init__(*args, **kwargs)
         self.read: list[frozenset[str] | None] = []
 
-    def check(self, mc: MachineConfig, *, only: frozenset[str] | None = None) -> str | None:
-        self.read.append(only)
+    def check(self, mc: MachineConfig, *, only: Collection[str] | None = None) -> str | None:
+        self.read.append(None if only is None else frozenset(only))
         return super().check(mc, only=only)
 
 

@@ -12,11 +12,12 @@ from builders import ign_file, mc_object
 from drifttools import laid_down
 
 from mcd.agent.watch.heal import Healer
-from mcd.agent.watch.managed import Managed, managed_paths
+from mcd.agent.watch.managed import managed_paths
 from mcd.config.ignition import KEEP_DATA_UP_TO, File
 from mcd.host.accounts import Accounts
 from mcd.host.files import FileWriter
 from mcd.host.root import HostRoot
+from mcd.planner.managed_paths import Managed
 
 POLICY_JSON = "/etc/containers/policy.json"
 OTHER = "/etc/mcd-test/a.conf"

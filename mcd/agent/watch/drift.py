@@ -188,7 +188,7 @@ class DriftMonitor:
         self._on_change = on_change
         self._is_enabled = is_enabled
         self._owners = owners
-        self._expect(config)
+        self._expect(Expected(config))
         self._lock = threading.Lock()
         self._pending: set[str] = set()
         self._unverified = Unverified()
@@ -198,11 +198,13 @@ class DriftMonitor:
         self._notifier: _NotifierThread | None = None
         self._wd_dir: dict[int, str] = {}
         self._dir_wd: dict[str, int] = {}
+        # the link directories present under the unit directory have been watched since its
+        # own watch was placed (later ones are added on their creation events)
+        self._links_watched = False
 
-    def _expect(self, config: IgnitionConfig) -> None:
-        """Take `config`'s paths as the ones watched (the index only; watches are placed apart)."""
-        e = Expected(config)
-        self.config, self.managed = config, e.managed
+    def _expect(self, e: Expected) -> None:
+        """Take `e`'s paths as the ones watched (the index only; watches are placed apart)."""
+        self.expected, self.config, self.managed = e, e.config, e.managed
         self._by_dir, self._needed, self._enablement = e.by_dir, e.needed, e.enablement
 
     # -- lifecycle
@@ -227,6 +229,7 @@ class DriftMonitor:
             self._wm = None
             self._wd_dir.clear()
             self._dir_wd.clear()
+            self._links_watched = False
             raise
         LOG.info("drift monitor watching %d paths in %d directories", len(self.managed), len(self._dir_wd))
 
@@ -246,29 +249,27 @@ class DriftMonitor:
 
     def retarget(self, config: IgnitionConfig) -> None:
         """Watch `config` instead, without a moment unwatched: the new paths' watches are added,
-        those no path needs any more dropped. Events seen so far stay for the paths both configs
-        manage; a path declared differently, or new, counts as unverified (the update wrote it,
-        maybe before its directory was watched)."""
+        then those no path needs any more dropped. Events seen so far stay for the paths both
+        configs manage; a path declared differently, or new, counts as unverified (the update
+        wrote it, maybe before its directory was watched). The work is in proportion to what
+        changed when `config` was parsed like the one watched (`Expected.follow`)."""
         with self._watch_lock:
-            old = self.managed
-            self._expect(config)
+            expected, differ = self.expected.follow(config)
+            self._expect(expected)
             with self._lock:
                 self._pending = {p for p in self._pending if p in self.managed}
-            self._unverified.retarget(old, self.managed)
+            self._unverified.retarget(self.managed, differ)
             if self._wm is None:
                 return
-            keep = self._needed | {
-                d for d in self._dir_wd if parent(d) == UNIT_DIR and d.endswith(LINK_DIR_SUFFIXES)
-            }
-            for d in [d for d in self._dir_wd if d not in keep]:
-                wd = self._dir_wd.pop(d)
-                self._wd_dir.pop(wd, None)
-                self._wm.rm_watch(wd, quiet=True)
-            for d in sorted(self._by_dir):
-                if d not in self._dir_wd:  # the others are watched already
-                    self._place(d)
-            if self._enablement:
+            for d in sorted(self._by_dir.keys() - self._dir_wd.keys()):  # the others are watched
+                self._place(d)
+            if self._enablement and not self._links_watched:
                 self._watch_link_dirs()
+            for d in self._dir_wd.keys() - self._needed:
+                if not (parent(d) == UNIT_DIR and d.endswith(LINK_DIR_SUFFIXES)):
+                    wd = self._dir_wd.pop(d)
+                    self._wd_dir.pop(wd, None)
+                    self._wm.rm_watch(wd, quiet=True)
         LOG.info("drift monitor watching %d paths in %d directories", len(self.managed), len(self._dir_wd))
 
     def stop(self) -> None:
@@ -282,6 +283,7 @@ class DriftMonitor:
         with self._watch_lock:
             self._wd_dir.clear()
             self._dir_wd.clear()
+            self._links_watched = False
             self._wm = None
 
     @property
@@ -361,6 +363,8 @@ class DriftMonitor:
             self._dir_wd.pop(old, None)
         self._wd_dir[wd] = directory
         self._dir_wd[directory] = wd
+        if directory == UNIT_DIR:  # a new watch: link directories made before it were not seen
+            self._links_watched = False
         return True
 
     def _place(self, directory: str) -> None:
@@ -396,13 +400,11 @@ class DriftMonitor:
             names = [e.name for e in host.iterdir() if e.name.endswith(LINK_DIR_SUFFIXES) and e.is_dir()]
         except OSError:
             return
-        for name in names:
-            self._add_link_dir(child(UNIT_DIR, name))
+        self._links_watched = all([self._add_link_dir(child(UNIT_DIR, name)) for name in names])  # each tried
 
-    def _add_link_dir(self, directory: str) -> None:
+    def _add_link_dir(self, directory: str) -> bool:
         host = self._host_dir(directory)
-        if host is not None:
-            self._add(directory, host)
+        return host is None or self._add(directory, host)  # one gone since is not to be watched
 
     def _on_event(self, event: Any) -> None:
         with self._watch_lock:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import enum
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Protocol
 
 from mcd.agent.kube.annotations import NodeState
@@ -158,15 +158,20 @@ class DriftReporter:
         looks at them against the config it left on disk."""
         self._suspended = True
 
-    def unverified(self, mc: MachineConfig) -> frozenset[str] | None:
+    def unverified(self, mc: MachineConfig) -> Collection[str] | None:
         """The paths of `mc` the check must read (None: all): when the monitor watches `mc`
-        itself, only those it saw change since the last check (or all, after an overflow)."""
+        itself, only those it saw change since the last check (or all, after an overflow).
+        With their declarations, so the check finds them without a pass over the config,
+        unless a path is declared twice (a file and a dropin, say): the index has one of them."""
         monitor = self.monitor
         if monitor is None or mc.config is None or monitor.config is not mc.config:
             return None
-        return monitor.take_unverified()
+        paths = monitor.take_unverified()
+        if paths is None or not monitor.expected.distinct:
+            return paths
+        return {p: monitor.managed[p] for p in paths if p in monitor.managed}
 
-    def unverify(self, paths: frozenset[str] | None) -> None:
+    def unverify(self, paths: Collection[str] | None) -> None:
         """The check of what `unverified` gave failed: read those paths again next time."""
         if self.monitor is not None:
             self.monitor.unverify(paths)

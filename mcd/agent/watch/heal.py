@@ -17,10 +17,9 @@ from collections.abc import Callable
 from typing import Any
 
 from mcd import policy
-from mcd.agent.watch.managed import Managed
 from mcd.host import atomicfs
 from mcd.host.streamdata import contents
-from mcd.planner.managed_paths import UNIT_DIR
+from mcd.planner.managed_paths import UNIT_DIR, Managed
 from mcd.policy import ActionKind, PostConfigAction
 
 LOG = logging.getLogger(__name__)

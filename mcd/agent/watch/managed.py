@@ -6,25 +6,13 @@ config's expectations for another's in place.
 
 from __future__ import annotations
 
+import copy
+import operator
 import threading
 from collections.abc import Iterable, Mapping
-from typing import NamedTuple
 
 from mcd.config.ignition import File, IgnitionConfig, Unit
-from mcd.planner.managed_paths import dropin_path, unit_path
-
-
-class Managed(NamedTuple):
-    """One path the config declares: a file, a unit file (or mask) or a dropin.
-
-    A named tuple, not a frozen dataclass: the monitor builds one per path of every config it
-    is armed with (thousands), and a tuple is made several times faster."""
-
-    path: str
-    order: int  # position in upstream's validation order: the reason names the first drifted path
-    file: File | None = None
-    unit: Unit | None = None
-    dropin: str | None = None  # dropin contents ("" when the dropin must be absent)
+from mcd.planner.managed_paths import Managed, dropin_path, unit_path
 
 
 def managed_paths(config: IgnitionConfig) -> dict[str, Managed]:
@@ -80,27 +68,171 @@ class Expected:
     """One config's paths as the monitor indexes them."""
 
     def __init__(self, config: IgnitionConfig) -> None:
+        self.config = config
         self.managed = managed_paths(config)
         self.by_dir: dict[str, set[str]] = {}
         for path in self.managed:
             self.by_dir.setdefault(path.rpartition("/")[0] or "/", set()).add(path)  # `parent`, inline
-        # directories on the way to a managed one: a missing one is waited for from its parent
-        self.needed: set[str] = set(self.by_dir)
-        walked: set[str] = set()
-        for d in self.by_dir:
-            for up in ancestors(d):
-                # walked up from before: so were its ancestors (a config has hundreds of
-                # directories below a few dozen)
-                if up in walked:
-                    break
-                walked.add(up)
-        self.needed |= walked
+        self.needed = _needed(self.by_dir)
         # units whose enablement is declared, by name: their links are watched too
-        self.enablement = {
-            u.name: unit_path(u.name)
-            for u in config.units
-            if u.enabled is not None and u.contents and not u.mask
-        }
+        self.enablement = _enablement(config)
+        # no path declared twice: then the paths are the declarations, one for one
+        self.distinct = len(self.managed) == _declarations(config)
+
+    def follow(self, config: IgnitionConfig) -> tuple[Expected, list[str]]:
+        """`config`'s expectations, and its paths declared differently from these or new.
+
+        A config parsed like this one (`mcd.config.reuse`) holds the very objects of every file
+        and unit declared alike: when its files and units name the same paths in the same
+        places, only the items that are other objects are looked at (the rest of the index is
+        this one's, shared). When paths come, go or move, the entries of the items that are the
+        same objects are taken over, and the directories change only where paths came or went.
+        A config declaring a path twice, or one whose items are mostly other objects (not parsed
+        like this one), is indexed from scratch and compared path by path.
+        """
+        if not self.distinct or _mostly_other_objects(self.config, config):
+            # a path declared twice, or a config not parsed like this one: from scratch is cheaper
+            return self._afresh(config)
+        changed = _changed_items(self.config, config)
+        if changed is None:
+            return self._reindexed(config) or self._afresh(config)
+        files, units = changed
+        new = copy.copy(self)
+        new.config = config
+        new.managed = dict(self.managed)
+        differ: list[str] = []
+
+        def put(path: str, file: File | None, unit: Unit | None, dropin: str | None) -> None:
+            m = Managed(path, self.managed[path].order, file, unit, dropin)
+            new.managed[path] = m
+            if not same_declaration(self.managed[path], m):
+                differ.append(path)
+
+        for f in files:
+            put(f.path, f, None, None)
+        if units:
+            new.enablement = dict(self.enablement)
+            for u in units:
+                for d in u.dropins:
+                    put(dropin_path(u.name, d.name), None, None, d.contents or "")
+                put(unit_path(u.name), None, u, None)
+                if _has_enablement(u):
+                    new.enablement[u.name] = unit_path(u.name)
+                else:
+                    new.enablement.pop(u.name, None)
+        return new, differ
+
+    def _afresh(self, config: IgnitionConfig) -> tuple[Expected, list[str]]:
+        """`follow` from scratch, comparing path by path."""
+        fresh = Expected(config)
+        old = self.managed
+        return fresh, [p for p, m in fresh.managed.items() if not same_declaration(old.get(p), m)]
+
+    def _reindexed(self, config: IgnitionConfig) -> tuple[Expected, list[str]] | None:
+        """`follow` for a config whose paths differ from these (None: it declares one twice)."""
+        old = self.managed
+        managed: dict[str, Managed] = {}
+        differ: list[str] = []
+
+        def put(path: str, file: File | None, unit: Unit | None, dropin: str | None) -> None:
+            held = old.get(path)
+            order = len(managed)
+            if (
+                held is None
+                or held.order != order
+                or held.file is not file
+                or held.unit is not unit
+                or held.dropin != dropin
+            ):
+                m = Managed(path, order, file, unit, dropin)
+                if not same_declaration(held, m):
+                    differ.append(path)
+                held = m
+            managed[path] = held
+
+        for f in config.files:  # most of a config: `put`, inline
+            held = old.get(f.path)
+            if held is None or held.order != len(managed) or held.file is not f:
+                m = Managed(f.path, len(managed), f)
+                if not same_declaration(held, m):
+                    differ.append(f.path)
+                held = m
+            managed[f.path] = held
+        for u in config.units:
+            for d in u.dropins:
+                put(dropin_path(u.name, d.name), None, None, d.contents or "")
+            put(unit_path(u.name), None, u, None)
+        if len(managed) != _declarations(config):
+            return None
+        new = copy.copy(self)
+        new.config, new.managed = config, managed
+        if managed.keys() != old.keys():
+            gone, came = old.keys() - managed.keys(), managed.keys() - old.keys()
+            new.by_dir = dict(self.by_dir)
+            for directory in {parent(p) for p in gone | came}:
+                paths = new.by_dir.get(directory, set()) - gone
+                paths.update(p for p in came if parent(p) == directory)
+                if paths:
+                    new.by_dir[directory] = paths
+                else:
+                    del new.by_dir[directory]
+            if new.by_dir.keys() != self.by_dir.keys():
+                new.needed = _needed(new.by_dir)
+        if len(config.units) != len(self.config.units) or any(
+            a is not b for a, b in zip(config.units, self.config.units, strict=True)
+        ):
+            new.enablement = _enablement(config)
+        return new, differ
+
+
+def _needed(by_dir: Mapping[str, object]) -> set[str]:
+    """The directories on the way to a managed one (a missing one is waited for from its
+    parent): those of `by_dir` and their ancestors."""
+    walked: set[str] = set()
+    for d in by_dir:
+        for up in ancestors(d):
+            # walked up from before: so were its ancestors (a config has hundreds of
+            # directories below a few dozen)
+            if up in walked:
+                break
+            walked.add(up)
+    return walked.union(by_dir)
+
+
+def _enablement(config: IgnitionConfig) -> dict[str, str]:
+    return {u.name: unit_path(u.name) for u in config.units if _has_enablement(u)}
+
+
+def _declarations(config: IgnitionConfig) -> int:
+    return len(config.files) + sum(len(u.dropins) + 1 for u in config.units)
+
+
+def _has_enablement(u: Unit) -> bool:
+    return u.enabled is not None and bool(u.contents) and not u.mask
+
+
+def _mostly_other_objects(old: IgnitionConfig, new: IgnitionConfig) -> bool:
+    """Whether most of `new`'s files and units are not the objects `old` has in their places
+    (as many of each as `old`: else items came or went, and moved the rest out of place)."""
+    if len(old.files) != len(new.files) or len(old.units) != len(new.units):
+        return False
+    same = sum(map(operator.is_, old.files, new.files)) + sum(map(operator.is_, old.units, new.units))
+    return 2 * same < len(new.files) + len(new.units)
+
+
+def _changed_items(old: IgnitionConfig, new: IgnitionConfig) -> tuple[list[File], list[Unit]] | None:
+    """The files and units of `new` that are not the objects `old` has in their places, when
+    every one of them names the paths its counterpart names (None when one does not, or the
+    lists differ in length: the paths are not the same)."""
+    if len(old.files) != len(new.files) or len(old.units) != len(new.units):
+        return None
+    files = [(a, b) for a, b in zip(old.files, new.files, strict=True) if a is not b]
+    units = [(a, b) for a, b in zip(old.units, new.units, strict=True) if a is not b]
+    if any(a.path != b.path for a, b in files):
+        return None
+    if any(a.name != b.name or [d.name for d in a.dropins] != [d.name for d in b.dropins] for a, b in units):
+        return None
+    return [b for _, b in files], [b for _, b in units]
 
 
 class Unverified:
@@ -127,9 +259,9 @@ class Unverified:
             paths, self._paths = self._paths, set()
         return None if everything else frozenset(paths)
 
-    def retarget(self, old: Mapping[str, Managed], new: Mapping[str, Managed]) -> None:
-        """Another config is watched: its paths declared as in `old` keep their state, the
-        others (new, or declared differently: the update wrote them) are unverified."""
+    def retarget(self, managed: Mapping[str, Managed], differ: Iterable[str]) -> None:
+        """Another config is watched: its paths declared as before keep their state, those
+        in `differ` (new, or declared differently: the update wrote them) are unverified."""
         with self._lock:
-            self._paths = {p for p in self._paths if p in new}
-            self._paths.update(p for p, m in new.items() if not same_declaration(old.get(p), m))
+            self._paths = {p for p in self._paths if p in managed}
+            self._paths.update(differ)
