@@ -12,8 +12,10 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, replace
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from mcd import policy
@@ -135,6 +137,13 @@ class NodeApplier:
         self._disk_cache: tuple[atomicfs.FileVersion, MachineConfig] | None = None
         # the MachineConfig watch's thread reads it too (`mcd.agent.mccache`): one parse per version
         self._disk_lock = threading.Lock()
+        self._staged: state.Staged | None = None
+        self._staged_lock = threading.Lock()
+        # an update's clean-up left to `settle` (see `defer_cleanup`): the applied config's
+        # second name, whether a finished update record is to be removed
+        self._deferring = False
+        self._aside: Path | None = None
+        self._finished = False
 
     def host(self) -> Host:
         """The host wiring; built again after each update (accounts may have changed)."""
@@ -155,7 +164,10 @@ class NodeApplier:
     # -- records
 
     def recover(self) -> None:
-        """Finish an update a killed process left half done (it converges to its new config)."""
+        """Finish an update a killed process left half done (it converges to its new config);
+        first remove what such a process left of its own (`state.remove_leftovers`)."""
+        for path in state.remove_leftovers(self.root):
+            LOG.info("removed %s, left by a process killed around an update", path)
         try:
             recover(self.host(), skip_reboot=True)
         except UpdateError as exc:
@@ -183,6 +195,49 @@ class NodeApplier:
         mc = None if obj is None else load_mc(obj, state.CURRENT_CONFIG)
         self._disk_cache = None if key is None or mc is None else (key, mc)
         return mc
+
+    # -- the update record written ahead (`state.stage`)
+
+    def stage(self, text: bytes) -> None:
+        """Start writing the update record of the config whose JSON text (as read) is `text`, on
+        a writer thread: the next `apply` of that config only renames it. One at a time."""
+        with self._staged_lock:
+            old = self._staged
+            if old is not None and old.text is text:
+                return
+            self._staged = state.stage(self.root, text)
+        if old is not None:
+            old.discard()
+
+    def _unstage(self) -> None:
+        with self._staged_lock:
+            staged, self._staged = self._staged, None
+        if staged is not None:
+            staged.discard()
+
+    def defer_cleanup(self) -> None:
+        """Leave the next `apply`'s clean-up to `settle`, off the way to Done: the applied
+        config's file gets a second name (the commit's rename frees no blocks, milliseconds for
+        a rendered config on ext4) and the finished update record stays (its removal would
+        wait for the commit's journal flush); a process killed before `settle` leaves both to
+        the next start (`recover`)."""
+        self._deferring = True
+        if self._aside is None:
+            self._aside = state.keep_aside(self.root)
+
+    def settle(self, after: Future[Any] | None = None) -> None:
+        """The loose ends of a sync, once it is over: the staged record dropped unless an update
+        took it, the old config's second name removed. `after`: a task that may stage still."""
+        if after is not None:
+            wait([after])
+        self._unstage()
+        self._deferring = False
+        if self._finished:
+            self._finished = False
+            state.drop_finished_record(self.root)
+        aside, self._aside = self._aside, None
+        if aside is not None:
+            state.release_aside(aside)
 
     def disk_image(self) -> str | None:
         data = atomicfs.read_bytes_nofollow(self.root.join(state.CURRENT_IMAGE))
@@ -358,7 +413,10 @@ class NodeApplier:
         planned: Plan | None = None,
     ) -> Applied:
         """Run the update transaction (rolled back on failure); the reboot is left to the caller.
-        `planned`: what `plan` gave for the same arguments (it is not made again)."""
+        `planned`: what `plan` gave for the same arguments (it is not made again). The record
+        staged (`stage`) is taken over when it holds `new`'s text."""
+        with self._staged_lock:
+            staged = self._staged
         try:
             outcome = update(
                 self.host(),
@@ -372,6 +430,8 @@ class NodeApplier:
                 drain=drain,
                 storage_overrides=storage_overrides,
                 planned=planned,
+                staged=staged,
+                drop_record=not self._deferring,
             )
         except Unreconcilable as exc:
             raise McdError(exc.plan.reason) from exc
@@ -379,6 +439,8 @@ class NodeApplier:
             raise ApplyError(str(exc), _action_event(exc)) from exc
         finally:
             self._host = None
+            self._unstage()  # taken, or of no use any more (the config's text held for nothing)
+        self._finished = self._deferring
         # `new` is what was just recorded as currentconfig: no need to read and parse it back;
         # without its JSON text, which was for the record (megabytes held for nothing)
         key = atomicfs.version_of(self.root.join(state.CURRENT_CONFIG))

@@ -31,13 +31,12 @@ from mcd.agent.kube import machineconfignode as mcn
 from mcd.agent.kube.annotations import NodeState, NodeView, decide_update
 from mcd.agent.mccache import Ahead
 from mcd.agent.node_apply import Applied, ApplyError, NodeApplier, parse_machineconfig
+from mcd.agent.osevents import OS_UPDATE_STAGED, os_events_after, os_events_before, os_update_staged
 from mcd.agent.report.events import EventRecorder, SigtermProtection
 from mcd.agent.report.mcn import MachineConfigNodeReporter
 from mcd.agent.report.metrics import Metrics, update_label
 from mcd.agent.report.node import NodeWriter
 from mcd.config.machineconfig import OCL_IMAGE_ANNOTATION, ORIGINAL_OS_IMAGE_ANNOTATION, MachineConfig
-from mcd.planner import steps
-from mcd.planner.plan import Plan
 
 LOG = logging.getLogger(__name__)
 
@@ -116,7 +115,10 @@ class Syncer:
             self.mcn.report(mcn.rebooted())
             node = self.writer.set_annotations({ann.POST_CONFIG_ACTION: ""})
         if boot:
-            return self._first_run(node)
+            try:
+                return self._first_run(node)
+            finally:
+                self.applier.settle()
         if node.drain_pending:
             LOG.info("a previously requested drain has not yet completed: waiting for the controller")
             return Result.WAITING
@@ -129,14 +131,18 @@ class Syncer:
         images = Images(decision.current_image, decision.desired_image)
         # the desired config is read and parsed while the disk is checked: both take a while
         # on a large config, and one waits on the API server and the other on the disk
-        new = self._pool.submit(self._machineconfig, decision.desired_config, disk)
-        checked = None
-        if not self.applier.forcefile_present():
-            with self._phase("check"):
-                checked = self._check_disk(
-                    decision.current_config, images.current, "PreflightConfigDriftCheckFailed"
-                )
-        return self._update(decision.current_config, decision.desired_config, images, new, checked=checked)
+        new = self._pool.submit(self._machineconfig, decision.desired_config, disk, stage=True)
+        try:
+            checked = None
+            if not self.applier.forcefile_present():
+                with self._phase("check"):
+                    checked = self._check_disk(
+                        decision.current_config, images.current, "PreflightConfigDriftCheckFailed"
+                    )
+            current, desired = decision.current_config, decision.desired_config
+            return self._update(current, desired, images, new, checked=checked)
+        finally:
+            self.applier.settle(after=new)  # the prefetch may still stage: it is waited for
 
     # -- boot path
 
@@ -215,10 +221,16 @@ class Syncer:
 
     # -- update
 
-    def _machineconfig(self, name: str, like: MachineConfig | None = None) -> MachineConfig:
+    def _machineconfig(
+        self, name: str, like: MachineConfig | None = None, *, stage: bool = False
+    ) -> MachineConfig:
         """The MachineConfig `name` as the watch parsed it ahead, else from the API server, parsed;
-        what it declares as `like` does (the config on disk, mostly) is taken over from that one."""
+        what it declares as `like` does (the config on disk, mostly) is taken over from that one.
+        `stage`: the config to update to, whose update record is written meanwhile
+        (`NodeApplier.stage`)."""
         if (ahead := self._ahead(name) if self._ahead else None) is not None:  # kept for a retry
+            if stage and (text := ahead.config.source_text) is not None:
+                self.applier.stage(text)
             with self._mcs_lock:
                 self._mcs = {name: (ahead.resource_version, ahead.config)}
             return ahead.config
@@ -226,6 +238,8 @@ class Syncer:
             obj, text = self.api.get_machineconfig_json(name)
         except NotFoundError:
             raise McdError(f'machineconfig.machineconfiguration.openshift.io "{name}" not found') from None
+        if stage and text is not None:
+            self.applier.stage(text)
         rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
         with self._mcs_lock:
             cached = self._mcs.get(name)
@@ -275,7 +289,10 @@ class Syncer:
             self._before_update()
         with self._phase("prepare"):
             old = with_image(self._disk_or_cluster(current), images.current)
-            new = prefetched.result() if prefetched is not None else self._machineconfig(desired, old)
+            if prefetched is not None:
+                new = prefetched.result()
+            else:
+                new = self._machineconfig(desired, old, stage=True)
             # upstream's triggerUpdate: the layered images ride in copies of the configs, so the
             # update rebases to the desired one (and reboots) like any OS change
             new = with_image(new, images.desired)
@@ -310,6 +327,7 @@ class Syncer:
             if self.applier.coreos:
                 for reason, message in os_events_before(p, new):
                     self.events.normal(reason, message)
+            self.applier.defer_cleanup()  # done once the sync is over (`settle`), after Done
             with self._phase("apply"):
                 try:
                     applied = self.applier.apply(
@@ -439,62 +457,3 @@ def with_image(mc: MachineConfig, image: str) -> MachineConfig:
     annotations[ORIGINAL_OS_IMAGE_ANNOTATION] = mc.os_image_url
     annotations[OCL_IMAGE_ANNOTATION] = image
     return replace(mc, os_image_url=image, annotations=tuple(annotations.items()))
-
-
-# --- upstream's OS update events (spec §5.1, §12) ---------------------------------------------
-
-
-def os_events_before(p: Plan, new: MachineConfig) -> list[tuple[str, str]]:
-    """`InClusterUpgrade` and `OSUpdateStarted`, as upstream posts them before an OS change."""
-    d = p.diff
-    out: list[tuple[str, str]] = []
-    if d.os_update or d.extensions or d.kernel_type or d.ocl_enabled:
-        out.append(("InClusterUpgrade", f"Updating from oscontainer {new.os_image_url}"))
-    what = [
-        text
-        for flag, text in (
-            (d.os_update, "Upgrading OS"),
-            (d.extensions, "Installing extensions"),
-            (d.kernel_type, "Changing kernel type"),
-            (d.kargs, "Changing kernel arguments"),
-        )
-        if flag
-    ]
-    if what:
-        out.append(("OSUpdateStarted", "; ".join(what)))
-    elif new.kernel_type in _REAPPLIED_KERNELS:
-        # upstream re-applies a non-default kernel on every update
-        out.append(("OSUpdateStarted", f"Updating to a target config with {new.kernel_type} kernel"))
-    return out
-
-
-OS_UPDATE_STAGED = "OSUpdateStaged"
-# the kernels upstream applies again on every update, whatever changed
-_REAPPLIED_KERNELS = ("realtime", "64k-pages")
-
-
-def os_update_staged(p: Plan, new: MachineConfig) -> bool:
-    """Whether upstream's OS step ran to its end, where it posts `OSUpdateStaged`: it runs for
-    an OS change (image, extensions, kernel type, kernel arguments) or a kernel it re-applies,
-    and returns early, before the event, under on-cluster layering."""
-    d = p.diff
-    if d.ocl_enabled:
-        return False
-    return d.os_update or d.extensions or d.kernel_type or d.kargs or new.kernel_type in _REAPPLIED_KERNELS
-
-
-def os_events_after(p: Plan, old: MachineConfig, new: MachineConfig) -> list[tuple[str, str]]:
-    """`OSUpgradeApplied`, or `OSUpgradeSkipped` when the node already booted the new image."""
-    if not p.diff.os_update:
-        return []
-    url = new.ocl_image or new.os_image_url
-    if any(isinstance(s, steps.Rebase) for s in p.steps):
-        applied = f"OS upgrade applied; new MachineConfig ({new.name}) has new OS image ({url})"
-        return [("OSUpgradeApplied", applied)]
-    return [
-        (
-            "OSUpgradeSkipped",
-            f"OS upgrade skipped; new MachineConfig ({new.name}) has same OS image ({url}) "
-            f"as old MachineConfig ({old.name})",
-        )
-    ]

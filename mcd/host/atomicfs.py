@@ -204,8 +204,8 @@ def refuse_directory(path: Path, st: os.stat_result | None) -> None:
         raise IsADirectoryError(errno.EISDIR, "refusing to replace a directory", str(path))
 
 
-def _temp_name(path: Path) -> Path:
-    return path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+def _temp_name(path: Path, suffix: str = ".tmp") -> Path:
+    return path.with_name(f".{path.name}.{secrets.token_hex(8)}{suffix}")
 
 
 # the names _temp_name makes: a dot, the target's name, 16 hex digits, ".tmp"
@@ -277,19 +277,25 @@ def durable_temp(path: Path, fill: Callable[[int], None]) -> Path:
 
     It starts with mode 0o600 so nobody can read a half-written secret.
     """
-    tmp = _temp_name(path)
+    tmp, fd = durable_temp_open(path, fill)
+    os.close(fd)
+    return tmp
+
+
+def durable_temp_open(path: Path, fill: Callable[[int], None], *, suffix: str = ".tmp") -> tuple[Path, int]:
+    """`durable_temp`, left open (the caller closes the descriptor). Another `suffix` keeps the
+    file out of `sweep_temp_files` (a file made ahead of the update that renames it)."""
+    tmp = _temp_name(path, suffix)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
-        try:
-            fill(fd)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fill(fd)
+        os.fsync(fd)
     except BaseException:
+        os.close(fd)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-    return tmp
+    return tmp, fd
 
 
 def _replace_via_temp(path: Path, fill: Callable[[int], None], *, sync_now: bool = False) -> None:

@@ -7,6 +7,16 @@ record: the new config in `pendingconfig` and a small `txn.json`, both on disk b
 host change. The commit is one rename of `pendingconfig` onto `currentconfig`; then the record
 goes. A process killed in between finds the record on restart and re-runs the same update,
 which converges (every step is idempotent).
+
+The agent knows the new config's text some tens of milliseconds before the update starts (it
+plans meanwhile): `stage` writes and fsyncs it then, on a writer thread, under a temp name of
+its own in the daemon's directory, and `begin` only renames that file onto `pendingconfig`
+when it holds the very text being recorded. A staged file nobody took is removed by its owner
+(`Staged.discard`), or, after a crash, by `remove_leftovers` when the agent starts.
+
+Replacing `currentconfig` frees the old config's blocks, which takes milliseconds for a rendered
+config (ext4): the agent gives the old file a second name first (`keep_aside`), so the commit's
+rename only drops a name, and removes that name once its sync is over (after Done).
 """
 
 from __future__ import annotations
@@ -15,8 +25,13 @@ import contextlib
 import json
 import logging
 import os
+import re
+import secrets
+import threading
 from collections.abc import Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from mcd.host import atomicfs, failpoints
@@ -33,6 +48,11 @@ PENDING_CONFIG = f"{STATE_DIR}/pendingconfig"
 REBOOT_PENDING = f"{STATE_DIR}/reboot-pending"
 BOOT_ID = "/proc/sys/kernel/random/boot_id"
 FORCEFILE = "/run/machine-config-daemon-force"
+# a staged config's name: `.pendingconfig.<16 hex>.staged` (not the temp files' `.tmp`, which
+# every update sweeps from this directory before it starts, staged file included)
+STAGED_SUFFIX = ".staged"
+# the names of a killed agent's leftovers: a staged record, an old config's second name
+_LEFTOVER_NAME = re.compile(r"^\.(pendingconfig\.[0-9a-f]{16}\.staged|currentconfig\.[0-9a-f]{16}\.aside)$")
 
 
 class StateError(RuntimeError):
@@ -45,6 +65,122 @@ def _write_record(root: HostRoot, what: str, path: str, data: bytes, mode: int) 
         atomicfs.atomic_write(root.join(path), data, mode)
     except OSError as exc:
         raise StepError(f"{what} {path}: {os_error_text(exc)}") from exc
+
+
+class Staged:
+    """A config's text being written and fsynced ahead of its update (see `stage`).
+
+    The file written stays open until it is taken or discarded, so its inode cannot be another
+    file's meanwhile: `take` hands out the path only while it still names that very file.
+    Thread-safe: the agent's threads stage and discard, the update's thread takes.
+    """
+
+    def __init__(self, text: bytes, future: Future[tuple[Path, int]]) -> None:
+        self.text = text
+        self._future = future
+        self._lock = threading.Lock()
+        self._done = False  # taken (renamed away) or discarded
+
+    def _written(self) -> tuple[Path, int] | None:
+        """The staged file and a descriptor of it once written; None when staging failed."""
+        try:
+            return self._future.result()
+        except OSError as exc:
+            LOG.debug("staging the update record failed (it is written at the update): %s", exc)
+            return None
+
+    def _finish(self) -> tuple[Path, int] | None:
+        """The written file, marked done and its descriptor closed (None: failed or done before)."""
+        written = self._written()
+        with self._lock:
+            if self._done or written is None:
+                self._done = True
+                return None
+            self._done = True
+        os.close(written[1])
+        return written
+
+    def take(self, text: bytes) -> Path | None:
+        """The staged file for the record of `text` if it holds exactly that text (None else);
+        waits for the write. Handed out once: the caller renames it."""
+        if text is not self.text and text != self.text:
+            return None
+        written = self._written()
+        if written is None:
+            return None
+        path, fd = written
+        st, held = atomicfs.lstat_or_none(path), os.fstat(fd)
+        if st is None or (st.st_dev, st.st_ino) != (held.st_dev, held.st_ino) or st.st_size != len(text):
+            return None
+        return path if self._finish() is not None else None
+
+    def discard(self) -> None:
+        """Remove the staged file unless it was taken (waits for a write still under way)."""
+        written = self._finish()
+        if written is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(written[0])
+
+
+def stage(root: HostRoot, text: bytes) -> Staged:
+    """Start writing `text` (a config's JSON text, as `begin` records it) durably beside
+    `pendingconfig`, on a writer thread; the returned `Staged` is taken by `begin` or discarded.
+
+    Not a host change: until renamed the file is nobody's record (its directory is not synced;
+    a power cut may keep or lose it, `remove_leftovers` clears it either way).
+    """
+    target = root.join(PENDING_CONFIG)
+    fill = atomicfs.owned_fill(text, 0o644, -1, -1)
+
+    def write() -> tuple[Path, int]:
+        # held open (see `Staged`); few system calls: each one gives the interpreter lock away,
+        # and getting it back waits for the thread parsing the config meanwhile
+        written = atomicfs.durable_temp_open(target, fill, suffix=STAGED_SUFFIX)
+        failpoints.hit("update record staged")
+        return written
+
+    return Staged(text, atomicfs.pool().submit(write))
+
+
+def keep_aside(root: HostRoot) -> Path | None:
+    """A second name for the applied config's file (None when there is none), to be removed with
+    `release_aside` after the update: the commit's rename then frees nothing.
+
+    Not a host change: the file is the same, and the name is nobody's record (not synced;
+    `remove_leftovers` removes it after a crash).
+    """
+    current = root.join(CURRENT_CONFIG)
+    aside = current.with_name(f".currentconfig.{secrets.token_hex(8)}.aside")
+    try:
+        os.link(current, aside, follow_symlinks=False)
+    except OSError:  # no config yet, or a filesystem without hard links: the rename frees it
+        return None
+    failpoints.hit("old config kept aside")
+    return aside
+
+
+def release_aside(aside: Path) -> None:
+    """Remove the name `keep_aside` gave (freeing the old config's blocks, if nothing else holds them)."""
+    try:
+        os.unlink(aside)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:  # left for the next start (`remove_leftovers`)
+        LOG.warning("cannot remove %s: %s", aside, os_error_text(exc))
+
+
+def remove_leftovers(root: HostRoot) -> list[str]:
+    """Remove what a killed agent left of its own (staged records, second names of old configs);
+    at its start, when none of its own is in flight."""
+    directory = root.join(STATE_DIR, follow_final=True)
+    try:
+        names = os.listdir(directory)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    removed = [f"{STATE_DIR}/{name}" for name in sorted(names) if _LEFTOVER_NAME.match(name)]
+    for name in removed:
+        atomicfs.remove(root.join(name))
+    return removed
 
 
 @dataclass(frozen=True)
@@ -60,6 +196,8 @@ class Transaction:
     # what the update may create that was not there before it (deepest first): a rollback,
     # also one after a restart, removes those directories it leaves empty
     created: tuple[str, ...] = ()
+    # `new_text` written ahead (`stage`): renamed onto `pendingconfig` if it holds that text
+    staged: Staged | None = field(default=None, compare=False, repr=False)
 
 
 def _dump(obj: Any) -> bytes:
@@ -100,13 +238,30 @@ def begin(root: HostRoot, txn: Transaction) -> None:
     Both renames are made durable by one fsync of their directory, before this returns (so
     before the first host change): a power cut before it leaves the host unchanged, and either
     record alone is harmless (`pending` takes a `txn.json` without `pendingconfig` as finished).
+    A staged file of the same text (already fsynced) is renamed instead of writing it again.
     """
     with atomicfs.deferred_dir_sync():
         if txn.phase == "apply":
             text = txn.new_text if txn.new_text is not None else _dump(txn.new)
-            _write_record(root, "writing the update record", PENDING_CONFIG, text, 0o644)
+            staged = txn.staged.take(text) if txn.staged is not None else None
+            if staged is None:
+                _write_record(root, "writing the update record", PENDING_CONFIG, text, 0o644)
+            else:
+                _rename_staged(root, staged)
         record = {"phase": txn.phase, "mode": txn.mode, "version": 2, "created": list(txn.created)}
         _write_record(root, "writing the update record", TRANSACTION, _dump(record), 0o600)
+
+
+def _rename_staged(root: HostRoot, staged: Path) -> None:
+    pending_path = root.join(PENDING_CONFIG)
+    try:
+        os.rename(staged, pending_path)
+    except OSError as exc:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(staged)
+        raise StepError(f"writing the update record {PENDING_CONFIG}: {os_error_text(exc)}") from exc
+    failpoints.hit("staged record renamed, directory not synced")
+    atomicfs.fsync_dir(pending_path.parent)
 
 
 def pending(root: HostRoot) -> Transaction | None:
@@ -140,8 +295,13 @@ def _paths(value: object) -> tuple[str, ...]:
     return tuple(p for p in value if isinstance(p, str) and p.startswith("/"))
 
 
-def commit(root: HostRoot, image: str = "") -> None:
-    """The update is applied: `pendingconfig` becomes `currentconfig` (one rename), record dropped."""
+def commit(root: HostRoot, image: str = "", *, drop_record: bool = True) -> None:
+    """The update is applied: `pendingconfig` becomes `currentconfig` (one rename), record dropped.
+
+    `drop_record` False leaves `txn.json` to the caller (`drop_finished_record`): without
+    `pendingconfig` it is a finished update's, and removing it right after the commit's
+    directory fsync waits for that journal commit (milliseconds, on the agent's path to Done).
+    """
     _write_record(root, "committing the update: writing", CURRENT_IMAGE, image.encode(), 0o644)
     pending_path, current_path = root.join(PENDING_CONFIG), root.join(CURRENT_CONFIG)
     failpoints.hit("before the commit rename")
@@ -153,6 +313,14 @@ def commit(root: HostRoot, image: str = "") -> None:
             f"committing the update: renaming onto {CURRENT_CONFIG}: {os_error_text(exc)}"
         ) from exc
     failpoints.hit("committed, record not removed")
+    if drop_record:
+        drop_finished_record(root)
+
+
+def drop_finished_record(root: HostRoot) -> None:
+    """Remove `txn.json` if it is a finished update's (no `pendingconfig`: see `pending`)."""
+    if atomicfs.lstat_or_none(root.join(PENDING_CONFIG)) is not None:
+        return
     # not fsynced: a record that outlives a power cut is known as finished (`pending`), and the
     # next update's record syncs the directory anyway
     with contextlib.suppress(FileNotFoundError):

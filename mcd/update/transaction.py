@@ -150,6 +150,8 @@ def update(
     storage_overrides: Sequence[str] = (),
     earlier_created: Sequence[str] = (),
     planned: Plan | None = None,
+    staged: state.Staged | None = None,
+    drop_record: bool = True,
 ) -> Outcome:
     """Apply `new` over `old` on the host; on failure roll back and raise UpdateError.
 
@@ -158,7 +160,9 @@ def update(
     planned drain is reported skipped); `storage_overrides` are the MachineConfiguration's
     irreconcilableValidationOverrides.storage; `earlier_created` what an interrupted run of this
     update had found absent (its record's `created`), for a rollback to remove as well;
-    `planned` the plan the caller made of the same configs, `facts`, policies and overrides.
+    `planned` the plan the caller made of the same configs, `facts`, policies and overrides;
+    `staged` the new config's text written ahead (`state.stage`), for the record to take over;
+    `drop_record` False leaves the finished record to the caller (`state.commit`).
     """
     # one update per root at a time; an update joins thousands of paths in a few directories:
     # resolve each directory once
@@ -168,7 +172,16 @@ def update(
         # `planned`: the caller's plan of these very configs, facts and policies (not made twice)
         p = planned or plan(old, new, facts, policies, legacy=legacy, storage_overrides=storage_overrides)
         return _apply(
-            host, old, new, p, facts, skip_reboot=skip_reboot, drain=drain, earlier=earlier_created
+            host,
+            old,
+            new,
+            p,
+            facts,
+            skip_reboot=skip_reboot,
+            drain=drain,
+            earlier=earlier_created,
+            staged=staged,
+            drop_record=drop_record,
         )
 
 
@@ -182,6 +195,8 @@ def _apply(
     skip_reboot: bool,
     drain: DrainHook | None,
     earlier: Sequence[str],
+    staged: state.Staged | None = None,
+    drop_record: bool = True,
 ) -> Outcome:
     old_ign = old.config or EMPTY_IGNITION
     new_ign = new.config or EMPTY_IGNITION
@@ -222,6 +237,7 @@ def _apply(
                 "legacy" if p.legacy else "policy",
                 new_text=new.source_text,
                 created=tuple(created),
+                staged=staged,
             ),
         )
     except HostError as exc:
@@ -246,7 +262,7 @@ def _apply(
                 run.action(step)
         if reboot is not None and not reboot.owed:
             state.mark_reboot(host.root, new.name, reboot.reason)
-        state.commit(host.root, new.ocl_image)
+        state.commit(host.root, new.ocl_image, drop_record=drop_record)
         failpoints.hit("transaction committed")
     except Exception as exc:
         try:

@@ -6,6 +6,7 @@ not synced (a record outliving a power cut is known as finished)."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from mcd.host import state
+from mcd.host import failpoints, state
 from mcd.host.root import HostRoot
 
 MC = {
@@ -69,3 +70,157 @@ def test_commit_makes_the_rename_durable_and_drops_the_record_without_a_sync(
     ]  # fmt: skip
     assert state.pending(root) is None
     assert state.read_current_config(root) == MC
+
+
+# --- the record staged ahead (`state.stage`): begin renames it instead of writing it again
+
+
+def _text(obj: dict[str, Any]) -> bytes:
+    return json.dumps(obj).encode()
+
+
+def _renames(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """(source suffix, target name) of every rename: `.staged` is the staged record, `.tmp` a write."""
+    seen: list[tuple[str, str]] = []
+    real_rename = os.rename
+
+    def rename(src: Any, dst: Any) -> None:
+        seen.append((Path(src).suffix, Path(dst).name))
+        real_rename(src, dst)
+
+    monkeypatch.setattr(os, "rename", rename)
+    return seen
+
+
+def _staged_files(root: Path) -> list[str]:
+    return sorted(p.name for p in (root / state.STATE_DIR.lstrip("/")).glob("*.staged"))
+
+
+def test_begin_renames_the_staged_record_of_the_same_text_instead_of_writing_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / state.STATE_DIR.lstrip("/")).mkdir(parents=True)
+    root = HostRoot(tmp_path)
+    text = _text(MC)
+    renames = _renames(monkeypatch)
+    staged = state.stage(root, text)
+    state.begin(root, state.Transaction(None, MC, "apply", "policy", new_text=text, staged=staged))
+    assert renames == [(".staged", "pendingconfig"), (".tmp", "txn.json")]
+    pending = tmp_path / state.PENDING_CONFIG.lstrip("/")
+    assert pending.read_bytes() == text
+    assert stat.S_IMODE(pending.stat().st_mode) == 0o644
+    staged.discard()  # taken: nothing left to remove, the record stays
+    assert pending.read_bytes() == text
+    assert _staged_files(tmp_path) == []
+    state.commit(root, "")
+    assert state.read_current_config(root) == MC
+
+
+def test_a_staged_record_of_another_config_is_never_taken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / state.STATE_DIR.lstrip("/")).mkdir(parents=True)
+    root = HostRoot(tmp_path)
+    other = {**MC, "metadata": {"name": "other"}}
+    renames = _renames(monkeypatch)
+    staged = state.stage(root, _text(other))
+    state.begin(root, state.Transaction(None, MC, "apply", "policy", new_text=_text(MC), staged=staged))
+    assert renames == [(".tmp", "pendingconfig"), (".tmp", "txn.json")]
+    assert (tmp_path / state.PENDING_CONFIG.lstrip("/")).read_bytes() == _text(MC)
+    assert len(_staged_files(tmp_path)) == 1  # its owner's to discard
+    staged.discard()
+    assert _staged_files(tmp_path) == []
+
+
+def test_a_staged_file_replaced_on_disk_is_not_taken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    d = tmp_path / state.STATE_DIR.lstrip("/")
+    d.mkdir(parents=True)
+    root = HostRoot(tmp_path)
+    text = _text(MC)
+
+    def replace_it(name: str) -> None:  # someone replaces the file just written: another file
+        if name == "update record staged":
+            [path] = d.glob("*.staged")
+            path.unlink()
+            path.write_bytes(text.replace(b'"c"', b'"x"'))
+
+    failpoints.install(replace_it)
+    try:
+        staged = state.stage(root, text)
+        renames = _renames(monkeypatch)
+        state.begin(root, state.Transaction(None, MC, "apply", "policy", new_text=text, staged=staged))
+    finally:
+        failpoints.install(None)
+    assert renames == [(".tmp", "pendingconfig"), (".tmp", "txn.json")]
+    assert (tmp_path / state.PENDING_CONFIG.lstrip("/")).read_bytes() == text
+    staged.discard()
+    assert _staged_files(tmp_path) == []
+
+
+def test_a_staging_that_failed_leaves_begin_to_write_the_record(tmp_path: Path) -> None:
+    root = HostRoot(tmp_path)  # no daemon directory yet: the staged write fails
+    text = _text(MC)
+    staged = state.stage(root, text)
+    state.begin(root, state.Transaction(None, MC, "apply", "policy", new_text=text, staged=staged))
+    assert (tmp_path / state.PENDING_CONFIG.lstrip("/")).read_bytes() == text
+    staged.discard()
+    assert _staged_files(tmp_path) == []
+
+
+def test_remove_leftovers_removes_staged_records_and_second_names_and_nothing_else(tmp_path: Path) -> None:
+    d = tmp_path / state.STATE_DIR.lstrip("/")
+    d.mkdir(parents=True)
+    keep = ["currentconfig", ".pendingconfig.0123456789abcdef.tmp", ".other.0123456789abcdef.staged",
+            ".currentconfig.0123456789abcdef.tmp"]  # fmt: skip
+    gone = [".currentconfig.0123456789abcdef.aside", ".pendingconfig.0123456789abcdef.staged"]
+    for name in [*keep, *gone]:
+        (d / name).write_text("x")
+    assert state.remove_leftovers(HostRoot(tmp_path)) == [f"{state.STATE_DIR}/{name}" for name in gone]
+    assert sorted(p.name for p in d.iterdir()) == sorted(keep)
+    assert state.remove_leftovers(HostRoot(tmp_path / "none")) == []
+
+
+def test_an_old_config_kept_aside_is_not_freed_by_the_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / state.STATE_DIR.lstrip("/")).mkdir(parents=True)
+    root = HostRoot(tmp_path)
+    assert state.keep_aside(root) is None  # no config yet: nothing to keep
+    state.begin(root, state.Transaction(None, MC, "apply", "policy"))
+    state.commit(root, "")
+    current = tmp_path / state.CURRENT_CONFIG.lstrip("/")
+    old_inode = current.stat().st_ino
+    aside = state.keep_aside(root)
+    assert aside is not None and aside.stat().st_ino == old_inode
+    new = {**MC, "metadata": {"name": "d"}}
+    state.begin(root, state.Transaction(MC, new, "apply", "policy"))
+    links_when_replaced: list[int] = []
+    real_rename = os.rename
+
+    def rename(src: Any, dst: Any) -> None:
+        if Path(dst) == current:
+            links_when_replaced.append(os.stat(dst).st_nlink)
+        real_rename(src, dst)
+
+    monkeypatch.setattr(os, "rename", rename)
+    state.commit(root, "")
+    assert links_when_replaced == [2]  # the rename only dropped a name: nothing was freed there
+    assert state.read_current_config(root) == new
+    state.release_aside(aside)
+    state.release_aside(aside)  # gone already: nothing to do
+    assert state.remove_leftovers(root) == []
+
+
+def test_a_record_kept_by_the_commit_is_a_finished_one_and_dropped_later(tmp_path: Path) -> None:
+    (tmp_path / state.STATE_DIR.lstrip("/")).mkdir(parents=True)
+    root = HostRoot(tmp_path)
+    txn = tmp_path / state.TRANSACTION.lstrip("/")
+    state.begin(root, state.Transaction(None, MC, "apply", "policy"))
+    state.drop_finished_record(root)  # not finished: pendingconfig is there
+    assert txn.exists()
+    state.commit(root, "", drop_record=False)
+    assert txn.exists()
+    assert state.read_current_config(root) == MC
+    state.drop_finished_record(root)
+    assert not txn.exists()
+    state.drop_finished_record(root)  # nothing left: nothing to do

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from builders import load, mc, mc_object
 
+from mcd.agent.osevents import os_events_after, os_events_before, os_update_staged
 from mcd.agent.report.events import EventRecorder
-from mcd.agent.sync import os_events_after, os_events_before, os_update_staged
 from mcd.config.machineconfig import OCL_IMAGE_ANNOTATION
 from mcd.planner.nodefacts import Facts
 from mcd.planner.plan import plan
