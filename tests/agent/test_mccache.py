@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import threading
 import weakref
 from collections.abc import Iterator
@@ -16,16 +17,21 @@ from typing import Any
 
 import pytest
 from builders import ign_file, mc_object
+from harness import make_root
+from inproc import MemoryApi, syncer
 from simcluster import Cluster
 
 from mcd.agent import guard
 from mcd.agent.errors import ApiError, GoneError
+from mcd.agent.kube import annotations as ann
 from mcd.agent.kube import objectwatch
 from mcd.agent.kube.client import NO_OBJECT
 from mcd.agent.kube.wire import lines, watch_event
 from mcd.agent.mccache import MachineConfigCache
 from mcd.agent.node_apply import parse_machineconfig
+from mcd.agent.sync import Result
 from mcd.config.machineconfig import MachineConfig
+from mcd.host import state
 
 Obj = dict[str, Any]
 
@@ -272,3 +278,38 @@ def test_each_event_is_let_go_before_the_memory_is_handed_back() -> None:
         settled=lambda: freed.append(refs[-1]() is None),
     )  # fmt: skip
     assert freed == [True]  # the trim runs when the megabytes are free, not while still held
+
+
+def test_the_sync_takes_the_kept_config_stages_it_and_reads_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In process: the sync updates to the config the watch kept without asking the API (which
+    does not have it here), stages its update record from the text as served and records it."""
+    policy = "/etc/containers/policy.json"  # the default policy reloads crio: rebootless
+    old = mc_object("rendered-worker-0", files=[ign_file(policy, "{}\n")])
+    new = mc_object("rendered-worker-1", files=[ign_file(policy, '{"default": []}\n')])
+    root = make_root(tmp_path, old)
+    api = MemoryApi({ann.CURRENT_CONFIG: "rendered-worker-0", ann.DESIRED_CONFIG: "rendered-worker-1",
+                     ann.STATE: "Done"})  # fmt: skip
+    api.mcs["rendered-worker-0"] = old  # not the new one: a GET of it would fail the sync
+
+    def disk() -> MachineConfig | None:
+        return s.applier.disk_config()  # the syncer's applier, as the loop wires them
+
+    cache = MachineConfigCache(None, disk, threading.Event())  # type: ignore[arg-type]
+    s = syncer(root, api, ahead=cache.take)
+    text = json.dumps(new, separators=(",", ":")).encode()
+    cache.event("ADDED", json.loads(text), text)
+    assert cache.held() == "rendered-worker-1"
+    renamed: list[tuple[str, str]] = []
+    real_rename = os.rename
+
+    def rename(src: Any, dst: Any) -> None:
+        renamed.append((Path(src).suffix, Path(dst).name))
+        real_rename(src, dst)
+
+    monkeypatch.setattr(os, "rename", rename)
+    assert s.sync(boot=False) is Result.IDLE
+    assert (".staged", "pendingconfig") in renamed
+    assert (root / state.CURRENT_CONFIG.lstrip("/")).read_bytes() == text
+    assert api.obj["metadata"]["annotations"][ann.STATE] == "Done"
