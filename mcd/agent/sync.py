@@ -228,7 +228,8 @@ class Syncer:
         what it declares as `like` does (the config on disk, mostly) is taken over from that one.
         `stage`: the config to update to, whose update record is written meanwhile
         (`NodeApplier.stage`)."""
-        if (ahead := self._ahead(name) if self._ahead else None) is not None:  # kept for a retry
+        ahead = self._ahead(name) if self._ahead is not None else None
+        if ahead is not None:  # kept for a retry, which reads the server for a newer version
             if stage and (text := ahead.config.source_text) is not None:
                 self.applier.stage(text)
             with self._mcs_lock:
@@ -280,9 +281,14 @@ class Syncer:
             self.metrics.phase_seconds.labels(phase=name).observe(time.monotonic() - start)
 
     def _update(
-        self, current: str, desired: str, images: Images, prefetched: Future[MachineConfig] | None = None,
-        *, checked: MachineConfig | None = None,
-    ) -> Result:  # fmt: skip
+        self,
+        current: str,
+        desired: str,
+        images: Images,
+        prefetched: Future[MachineConfig] | None = None,
+        *,
+        checked: MachineConfig | None = None,
+    ) -> Result:
         if not desired:
             raise McdError(f"node {self.name} has no desiredConfig annotation")
         if self._before_update is not None:
