@@ -40,6 +40,9 @@ def _started(
     start_agent(cluster, root, *extra)
     cluster.wait_node(NODE, done_on("rendered-worker-a"))
     cluster.wait_event("ConfigDriftMonitorStarted")
+    # the boot sync's on-disk check comes after the monitor started: a change made before it
+    # ends would be that check's finding, not the monitor's. NodeDone is posted after it passed.
+    cluster.wait_event("NodeDone")
     return root
 
 

@@ -56,6 +56,8 @@ def started_on_a(wire: Wire, *extra: str, **kw: Any) -> tuple[Path, Agent]:
     agent = wire.start(root, *extra, **kw)
     wire.cluster.wait_node(NODE, done_on("rendered-worker-a"))
     wire.cluster.wait_event("ConfigDriftMonitorStarted")
+    # the boot sync's on-disk check follows the monitor's start; NodeDone comes once it passed
+    wire.cluster.wait_event("NodeDone")
     return root, agent
 
 
