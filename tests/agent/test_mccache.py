@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gc
 import json
-import os
 import threading
 import weakref
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ import pytest
 from builders import ign_file, mc_object
 from harness import make_root
 from inproc import MemoryApi, syncer
+from renames import record_renames
 from simcluster import Cluster
 
 from mcd.agent import guard
@@ -301,14 +301,7 @@ def test_the_sync_takes_the_kept_config_stages_it_and_reads_nothing(
     text = json.dumps(new, separators=(",", ":")).encode()
     cache.event("ADDED", json.loads(text), text)
     assert cache.held() == "rendered-worker-1"
-    renamed: list[tuple[str, str]] = []
-    real_rename = os.rename
-
-    def rename(src: Any, dst: Any) -> None:
-        renamed.append((Path(src).suffix, Path(dst).name))
-        real_rename(src, dst)
-
-    monkeypatch.setattr(os, "rename", rename)
+    renamed = record_renames(monkeypatch)
     assert s.sync(boot=False) is Result.IDLE
     assert (".staged", "pendingconfig") in renamed
     assert (root / state.CURRENT_CONFIG.lstrip("/")).read_bytes() == text

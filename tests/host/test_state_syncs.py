@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from renames import record_renames
 
 from mcd.host import failpoints, state
 from mcd.host.root import HostRoot
@@ -79,19 +80,6 @@ def _text(obj: dict[str, Any]) -> bytes:
     return json.dumps(obj).encode()
 
 
-def _renames(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
-    """(source suffix, target name) of every rename: `.staged` is the staged record, `.tmp` a write."""
-    seen: list[tuple[str, str]] = []
-    real_rename = os.rename
-
-    def rename(src: Any, dst: Any) -> None:
-        seen.append((Path(src).suffix, Path(dst).name))
-        real_rename(src, dst)
-
-    monkeypatch.setattr(os, "rename", rename)
-    return seen
-
-
 def _staged_files(root: Path) -> list[str]:
     return sorted(p.name for p in (root / state.STATE_DIR.lstrip("/")).glob("*.staged"))
 
@@ -102,7 +90,7 @@ def test_begin_renames_the_staged_record_of_the_same_text_instead_of_writing_it(
     (tmp_path / state.STATE_DIR.lstrip("/")).mkdir(parents=True)
     root = HostRoot(tmp_path)
     text = _text(MC)
-    renames = _renames(monkeypatch)
+    renames = record_renames(monkeypatch)
     staged = state.stage(root, text)
     state.begin(root, state.Transaction(None, MC, "apply", "policy", new_text=text, staged=staged))
     assert renames == [(".staged", "pendingconfig"), (".tmp", "txn.json")]
@@ -122,7 +110,7 @@ def test_a_staged_record_of_another_config_is_never_taken(
     (tmp_path / state.STATE_DIR.lstrip("/")).mkdir(parents=True)
     root = HostRoot(tmp_path)
     other = {**MC, "metadata": {"name": "other"}}
-    renames = _renames(monkeypatch)
+    renames = record_renames(monkeypatch)
     staged = state.stage(root, _text(other))
     state.begin(root, state.Transaction(None, MC, "apply", "policy", new_text=_text(MC), staged=staged))
     assert renames == [(".tmp", "pendingconfig"), (".tmp", "txn.json")]
@@ -147,7 +135,7 @@ def test_a_staged_file_replaced_on_disk_is_not_taken(tmp_path: Path, monkeypatch
     failpoints.install(replace_it)
     try:
         staged = state.stage(root, text)
-        renames = _renames(monkeypatch)
+        renames = record_renames(monkeypatch)
         state.begin(root, state.Transaction(None, MC, "apply", "policy", new_text=text, staged=staged))
     finally:
         failpoints.install(None)
