@@ -147,7 +147,7 @@ def test_watch_with_a_selector_sees_objects_enter_and_leave(sim: ApiServer, clie
 
 
 def test_strategic_merge_patch_of_a_custom_resource_is_415(sim: ApiServer, client: Any) -> None:
-    from conftest import raw_request
+    from simkube import raw_request
 
     sim.put({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
              "metadata": {"name": "00-smp"}, "spec": {}})  # fmt: skip

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import raw_request
 from kubernetes import client as k8s
 from kubernetes import watch
 from kubernetes.client.rest import ApiException
 from mcd_sim.apiserver import ApiServer
+from simkube import raw_request
 
 
 def test_fail_next_requests_with_a_status(sim: ApiServer, client: Any) -> None:

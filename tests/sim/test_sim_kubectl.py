@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import Kubectl
 from mcd_sim.apiserver import ApiServer
+from simkube import Kubectl
 
 pytestmark = pytest.mark.allow_commands
 
