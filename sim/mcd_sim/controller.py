@@ -18,7 +18,6 @@ test is the only client of the REST API.
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 from collections.abc import Iterable
@@ -29,7 +28,7 @@ from mcd.policy import DEFAULT_POLICIES, PolicyError, merge_policies
 from mcd_sim import nodephase
 from mcd_sim.apiserver import ApiError, ApiServer
 from mcd_sim.apiserver.resources import MC_GROUP, lookup
-from mcd_sim.apiserver.store import Watcher
+from mcd_sim.changeloop import ChangeLoop
 
 LOG = logging.getLogger(__name__)
 
@@ -88,9 +87,7 @@ class ControllerStandIn:
         self.interval = interval
         self.evict_retry = evict_retry  # upstream's EvictErrorRetryDelay
         self._retry_at: dict[tuple[str, str], float] = {}
-        self._thread: threading.Thread | None = None
-        self._watcher: Watcher | None = None
-        self._stop = threading.Event()
+        self._loop = ChangeLoop(cluster.store, self.step, self._next_wait, "sim-controller")
         self._lock = threading.Lock()  # one pass at a time (the thread and a test may both call step)
         self.errors: list[str] = []  # what a pass could not do, for tests to assert on
         self._drain_reported: dict[str, str] = {}  # node -> the desiredDrain whose start was reported
@@ -331,20 +328,11 @@ class ControllerStandIn:
     # --- background thread ---------------------------------------------------------------
 
     def start(self) -> ControllerStandIn:
-        if self._thread is None:
-            self._stop.clear()
-            self._thread = threading.Thread(target=self._run, name="sim-controller", daemon=True)
-            self._thread.start()
+        self._loop.start()
         return self
 
     def stop(self) -> None:
-        self._stop.set()
-        watcher = self._watcher
-        if watcher is not None:
-            watcher.events.put(None)  # wake the thread now rather than after `interval`
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+        self._loop.stop()
 
     def __enter__(self) -> ControllerStandIn:
         return self.start()
@@ -358,24 +346,3 @@ class ControllerStandIn:
         if not retries:
             return self.interval
         return max(0.0, min(self.interval, min(retries) - time.monotonic()))
-
-    def _run(self) -> None:
-        watcher, _ = self.cluster.store.watch_all()
-        self._watcher = watcher
-        try:
-            while not self._stop.is_set():
-                self.step()
-                # wake on any change (our own writes too: a pass that changes nothing ends the chain)
-                try:
-                    change = watcher.events.get(timeout=self._next_wait())
-                    while change is not None:  # one pass for a burst of changes
-                        change = watcher.events.get_nowait()
-                except queue.Empty:
-                    continue
-                # None: the store ended every watch (restart, fault injection); watch again
-                self.cluster.store.unwatch(watcher)
-                watcher, _ = self.cluster.store.watch_all()
-                self._watcher = watcher
-        finally:
-            self._watcher = None
-            self.cluster.store.unwatch(watcher)

@@ -12,14 +12,12 @@ this process, like the controller stand-in: the agents stay the only REST client
 
 from __future__ import annotations
 
-import queue
-import threading
 import time
 from typing import Any
 
 from mcd_sim.apiserver import ApiServer
 from mcd_sim.apiserver.lifecycle import running_status
-from mcd_sim.apiserver.store import Watcher
+from mcd_sim.changeloop import ChangeLoop
 
 Obj = dict[str, Any]
 NAMESPACE = "default"
@@ -34,9 +32,7 @@ class Workload:
         self.start_seconds = start_seconds
         self._ready_at: dict[str, float] = {}  # pending pod -> when its containers are up
         self._serial = 0
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._watcher: Watcher | None = None
+        self._loop = ChangeLoop(cluster.store, self.reconcile, self._wait, "sim-workload")
         self._uid = ""
 
     @property
@@ -112,18 +108,11 @@ class Workload:
     # --- background thread, as the controller stand-in's -------------------------------
 
     def start(self) -> Workload:
-        self._thread = threading.Thread(target=self._run, name="sim-workload", daemon=True)
-        self._thread.start()
+        self._loop.start()
         return self
 
     def stop(self) -> None:
-        self._stop.set()
-        watcher = self._watcher
-        if watcher is not None:
-            watcher.events.put(None)
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+        self._loop.stop()
 
     def __enter__(self) -> Workload:
         return self
@@ -135,22 +124,3 @@ class Workload:
         if not self._ready_at:
             return 1.0
         return max(0.0, min(self._ready_at.values()) - time.monotonic())
-
-    def _run(self) -> None:
-        watcher, _ = self.cluster.store.watch_all()
-        self._watcher = watcher
-        try:
-            while not self._stop.is_set():
-                self.reconcile()
-                try:
-                    change = watcher.events.get(timeout=self._wait())
-                    while change is not None:
-                        change = watcher.events.get_nowait()
-                except queue.Empty:
-                    continue
-                self.cluster.store.unwatch(watcher)
-                watcher, _ = self.cluster.store.watch_all()
-                self._watcher = watcher
-        finally:
-            self._watcher = None
-            self.cluster.store.unwatch(watcher)
