@@ -110,17 +110,22 @@ def stub_kubeconfig(tmp_path: Path) -> Iterator[Path]:
 @pytest.mark.allow_commands
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
 def test_kubectl_client_dry_run_applies_every_manifest(stub_kubeconfig: Path, tmp_path: Path) -> None:
+    assert_kubectl_dry_run_creates(stub_kubeconfig, tmp_path, REPO / "manifests", objects())
+
+
+def assert_kubectl_dry_run_creates(kubeconfig: Path, home: Path, manifests: Path, objs: list[Obj]) -> None:
+    """`kubectl apply --dry-run=client -f manifests` succeeds, silently, creating `objs` in order."""
     proc = subprocess.run(
-        ["kubectl", "--kubeconfig", str(stub_kubeconfig), "apply", "--dry-run=client", "--validate=false",
-         "-f", str(REPO / "manifests")],
+        ["kubectl", "--kubeconfig", str(kubeconfig), "apply", "--dry-run=client", "--validate=false",
+         "-f", str(manifests)],
         capture_output=True, text=True, timeout=60, check=False,
-        env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path)},
+        env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(home)},
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
     expected = [
         f"{o['kind'].lower()}.{_group(o)}/{o['metadata']['name']} created (dry run)".replace("./", "/")
-        for o in objects()
+        for o in objs
     ]
     assert proc.stdout.splitlines() == expected
 

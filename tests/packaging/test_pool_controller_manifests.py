@@ -5,7 +5,6 @@ the Deployment runs two leader-elected replicas of `mcd pool-controller`."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ import pytest
 import yaml
 from mcd_sim.apiserver.resources import RESOURCES
 from shipped import NAMESPACE, REPO
-from test_manifests import _group, _schema_errors, stub_kubeconfig  # noqa: F401 (a fixture)
+from test_manifests import _group, _schema_errors, assert_kubectl_dry_run_creates, stub_kubeconfig  # noqa: F401 (a fixture)
 
 Obj = dict[str, Any]
 DIR = REPO / "manifests" / "pool-controller"
@@ -30,19 +29,7 @@ def controller_objects() -> list[Obj]:
 @pytest.mark.allow_commands
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
 def test_kubectl_client_dry_run_applies_them(stub_kubeconfig: Path, tmp_path: Path) -> None:  # noqa: F811
-    proc = subprocess.run(
-        ["kubectl", "--kubeconfig", str(stub_kubeconfig), "apply", "--dry-run=client", "--validate=false",
-         "-f", str(DIR)],
-        capture_output=True, text=True, timeout=60, check=False,
-        env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path)},
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stderr == ""
-    expected = [
-        f"{o['kind'].lower()}.{_group(o)}/{o['metadata']['name']} created (dry run)".replace("./", "/")
-        for o in controller_objects()
-    ]
-    assert proc.stdout.splitlines() == expected
+    assert_kubectl_dry_run_creates(stub_kubeconfig, tmp_path, DIR, controller_objects())
 
 
 @pytest.mark.parametrize("obj", controller_objects(), ids=lambda o: f"{o['kind']}/{o['metadata']['name']}")
