@@ -54,8 +54,8 @@ sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "tests" / "agent")]
 from harness import NODE, Agent, make_root  # noqa: E402
 from mcd_sim.apiserver import ApiServer  # noqa: E402
 
-from mcd.agent.kube import annotations as ann  # noqa: E402
 from mcd.host.runner import SubprocessRunner  # noqa: E402
+from mcd.node import annotations as ann  # noqa: E402
 
 REG = "/etc/containers/registries.conf"
 

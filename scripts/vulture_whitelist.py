@@ -40,7 +40,7 @@ _.files_changed
 role
 
 # the cluster agent
-truncate  # mcd.agent.kube.annotations: upstream's truncate helper, pinned by its case table (misc.json)
+truncate  # mcd.node.annotations: upstream's truncate helper, pinned by its case table (misc.json)
 _.retries  # kubernetes.client.Configuration fields the agent's client sets
 _.user_agent
 _.config_drift  # the mcd_config_drift gauge, set by the drift monitor

@@ -17,15 +17,16 @@ from __future__ import annotations
 
 import logging
 
-from mcd.agent.errors import HostCommandError, McdError
-from mcd.agent.kube import annotations as ann
-from mcd.agent.kube.annotations import NodeView
+from mcd.agent.errors import HostCommandError
 from mcd.agent.node_apply import NodeApplier
 from mcd.agent.report.events import EventRecorder
 from mcd.agent.report.node import NodeWriter
 from mcd.config.machineconfig import MachineConfig
 from mcd.host import state
 from mcd.host.bootfiles import IGNITION_PRESET
+from mcd.node import annotations as ann
+from mcd.node.annotations import NodeView
+from mcd.node.errors import McdError
 from mcd.planner.rpmostree_args import EXTENSIONS_VERIFICATION_FAILED
 
 LOG = logging.getLogger(__name__)

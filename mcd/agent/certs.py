@@ -23,14 +23,15 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
-from mcd.agent.errors import ApiError, Backoff
-from mcd.agent.kube import annotations as ann
-from mcd.agent.kube.objectwatch import follow
 from mcd.agent.report.events import NAMESPACE as MCO_NAMESPACE
 from mcd.agent.report.events import EventRecorder
 from mcd.agent.report.node import NodeWriter
 from mcd.host.certs import write_bundle, write_certificates
 from mcd.host.root import HostRoot
+from mcd.kube.backoff import Backoff
+from mcd.kube.errors import ApiError
+from mcd.kube.watch import follow
+from mcd.node import annotations as ann
 from mcd.planner.certs import (
     CONTROLLER_CONFIG,
     KUBECONFIG_DATA,

@@ -18,34 +18,24 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from typing import Any, Protocol
 
-from mcd.agent.errors import ApiError, McdError, NotFoundError, StoppingError
-from mcd.agent.kube import annotations as ann
-from mcd.agent.kube import machineconfignode as mcn
-from mcd.agent.kube.annotations import NodeView
+from mcd.agent.errors import StoppingError
 from mcd.agent.report.events import EventRecorder
 from mcd.agent.report.mcn import MachineConfigNodeReporter
 from mcd.agent.report.node import NodeWriter
+from mcd.kube.errors import ApiError, NotFoundError
+from mcd.node import annotations as ann
+from mcd.node import machineconfignode as mcn
+from mcd.node.annotations import NodeView
+from mcd.node.drainrules import blocking_pdbs, duration_text, pods_to_evict
+from mcd.node.errors import McdError
 
 LOG = logging.getLogger(__name__)
 
 # the built-in drainer's mark on a node it cordoned (removed when it uncordons)
 CORDONED_BY = "mcd/cordoned-for"
-MIRROR_POD = "kubernetes.io/config.mirror"
-# pods marked critical the legacy way: a drain leaves them on the node, as the design asks
-CRITICAL_POD = "scheduler.alpha.kubernetes.io/critical-pod"
-
-
-def duration_text(seconds: float) -> str:
-    """A timeout as upstream words its hour and ten minutes ("1 hour", "10 minutes"), for any
-    value the flags give. Pure."""
-    for unit, size in (("hour", 3600), ("minute", 60)):
-        if seconds >= size and seconds % size == 0:
-            n = int(seconds // size)
-            return f"{n} {unit}" + ("s" if n != 1 else "")
-    return f"{seconds:g} second" + ("s" if seconds != 1 else "")
 WAIT_SLICE = 1.0
 POLL_SECONDS = 5.0
 
@@ -58,65 +48,6 @@ class DrainApi(Protocol):
     def evict_pod(self, namespace: str, name: str, grace_seconds: int | None = None) -> None: ...
 
     def list_pdbs(self) -> list[dict[str, Any]]: ...
-
-
-def _labels_match(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    """A LabelSelector (matchLabels and matchExpressions) against a pod's labels."""
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != value:
-            return False
-    for expr in selector.get("matchExpressions") or []:
-        key, op, values = expr.get("key", ""), expr.get("operator", ""), expr.get("values") or []
-        if op == "In" and labels.get(key) not in values:
-            return False
-        if op == "NotIn" and key in labels and labels[key] in values:
-            return False
-        if op == "Exists" and key not in labels:
-            return False
-        if op == "DoesNotExist" and key in labels:
-            return False
-    return True
-
-
-def blocking_pdbs(pdbs: Sequence[Mapping[str, Any]], pods: Sequence[Mapping[str, Any]]) -> list[str]:
-    """`namespace/name` of every budget that allows 0 disruptions and selects a pod to evict. Pure."""
-    found: list[str] = []
-    for pdb in pdbs:
-        meta = pdb.get("metadata") or {}
-        status = pdb.get("status") or {}
-        if int(status.get("disruptionsAllowed", 0) or 0) > 0:
-            continue
-        selector = (pdb.get("spec") or {}).get("selector")
-        if selector is None:
-            continue
-        ns = meta.get("namespace", "")
-        for pod in pods:
-            pmeta = pod.get("metadata") or {}
-            if pmeta.get("namespace") == ns and _labels_match(selector, pmeta.get("labels") or {}):
-                found.append(f"{ns}/{meta.get('name', '')}")
-                break
-    return sorted(found)
-
-
-def pods_to_evict(
-    pods: Sequence[Mapping[str, Any]], own_pod: tuple[str, str] | None
-) -> list[Mapping[str, Any]]:
-    """The pods a drain evicts: not DaemonSet pods, not mirror (static) pods, not pods annotated
-    critical, not the daemon's own. Pure."""
-    out = []
-    for pod in pods:
-        meta = pod.get("metadata") or {}
-        if own_pod is not None and (meta.get("namespace"), meta.get("name")) == own_pod:
-            continue
-        annotations = meta.get("annotations") or {}
-        if MIRROR_POD in annotations or CRITICAL_POD in annotations:
-            continue
-        if any(
-            o.get("kind") == "DaemonSet" and o.get("controller") for o in meta.get("ownerReferences") or []
-        ):
-            continue
-        out.append(pod)
-    return out
 
 
 class Drainer(Protocol):

@@ -5,7 +5,7 @@ Which errors: `McdError`, whose message the node reports, and its kinds `Unrecon
 `TransientError`, `StoppingError` and `HostCommandError`, raised by the sync, the drain, the node
 writer and `NodeApplier` (which turns the executor's `UpdateError` and the host layer's errors
 into them); and `ApiError` with `NotFoundError`, `ConflictError` and `GoneError`, raised by the
-API client (`mcd.agent.kube.client`) for a refusal or failure of the API server. For whom: the
+API client (`mcd.kube.client`) for a refusal or failure of the API server. For whom: the
 agent's loops (`mcd.agent.loop`, `mcd.agent.local`), which report them on the node or in the
 status record; nothing outside `mcd.agent` imports them (the CLI prints one that ends a command
 as `mcd: MESSAGE`).
@@ -21,15 +21,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mcd.agent.kube.annotations import NodeState
-
-# upstream's workqueue: exponential per-item backoff from 1 s to 60 s
-BACKOFF_START = 1.0
-BACKOFF_MAX = 60.0
-
-
-class McdError(RuntimeError):
-    """An error the daemon reports on the node (Degraded with this message as the reason)."""
+from mcd.kube.errors import ApiError
+from mcd.node.annotations import NodeState
+from mcd.node.errors import McdError
 
 
 class UnreconcilableError(McdError):
@@ -70,47 +64,3 @@ def classify(exc: BaseException) -> Verdict:
     if isinstance(exc, ApiError) and exc.transient:
         return Verdict(None, str(exc), exc.retry_after)
     return Verdict(NodeState.DEGRADED, str(exc) or type(exc).__name__)
-
-
-class Backoff:
-    """Upstream's per-item rate limiter: 1 s, 2 s, 4 s … capped at 60 s, reset on success."""
-
-    def __init__(self, start: float = BACKOFF_START, cap: float = BACKOFF_MAX) -> None:
-        self.start, self.cap = start, cap
-        self.failures = 0
-
-    def next_delay(self, retry_after: float | None = None) -> float:
-        delay: float = min(self.cap, self.start * (2.0**self.failures))
-        self.failures += 1
-        if retry_after is not None:
-            delay = max(delay, min(retry_after, self.cap))
-        return delay
-
-    def reset(self) -> None:
-        self.failures = 0
-
-
-class ApiError(McdError):
-    """The API server refused or failed a request; `status` 0 means it could not be reached."""
-
-    def __init__(self, status: int, message: str, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.retry_after = retry_after
-
-    @property
-    def transient(self) -> bool:
-        """Worth retrying as is: unreachable, throttled, conflicting or failing server side."""
-        return self.status in (0, 409, 429) or self.status >= 500
-
-
-class NotFoundError(ApiError):
-    pass
-
-
-class ConflictError(ApiError):
-    pass
-
-
-class GoneError(ApiError):
-    """410: the resourceVersion a watch resumed from is too old; list again."""

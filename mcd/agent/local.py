@@ -7,7 +7,7 @@ once it has been stable for the grace period (`mcd.agent.watch.configdir`); the 
 decision and the drift handling are the cluster agent's (`NodeApplier`, `DriftReporter`). With
 no controller there is no drain: nothing else runs pods here.
 
-As the cluster agent, it never dies of an error (`mcd.agent.guard`): a failed round is logged,
+As the cluster agent, it never dies of an error (`mcd.runtime.guard`): a failed round is logged,
 reported Degraded and tried again with backoff, and SIGTERM only sets a flag.
 """
 
@@ -18,9 +18,6 @@ import threading
 import time
 from pathlib import Path
 
-from mcd.agent import guard
-from mcd.agent.errors import Backoff, McdError
-from mcd.agent.kube.annotations import NodeState
 from mcd.agent.node_apply import NodeApplier
 from mcd.agent.report.events import EventRecorder
 from mcd.agent.report.metrics import Metrics
@@ -37,7 +34,11 @@ from mcd.host import status
 from mcd.host.root import HostRoot
 from mcd.host.rootlock import DEFAULT_TIMEOUT as DEFAULT_LOCK_TIMEOUT
 from mcd.host.runner import SubprocessRunner
+from mcd.kube.backoff import Backoff
+from mcd.node.annotations import NodeState
+from mcd.node.errors import McdError
 from mcd.planner.nodefacts import HIGHLY_AVAILABLE
+from mcd.runtime import guard
 
 LOG = logging.getLogger(__name__)
 

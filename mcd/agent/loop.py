@@ -7,7 +7,7 @@ the state alone, and the sync is retried with upstream's backoff (1 s doubling t
 watch resumes from the last resourceVersion it saw when the stream breaks and lists again on
 410 Gone, so no change of the node is missed.
 
-Nothing ends the process but SIGTERM or a reboot (`mcd.agent.guard`): every thread runs under
+Nothing ends the process but SIGTERM or a reboot (`mcd.runtime.guard`): every thread runs under
 the guard, and what the watchers do on this loop's thread (drift, login and config-dir
 reports) is retried with the same backoff when it fails. The signal handler only sets a flag;
 the loop, woken by the guard's signal thread, does the rest. `healthy()` (for `/healthz` and
@@ -24,14 +24,11 @@ import os
 import threading
 import time
 
-from mcd.agent import guard, memory, sdnotify
+from mcd.agent import memory, sdnotify
 from mcd.agent.certs import CertificateWriter
 from mcd.agent.drain import BuiltinDrainer, Drainer, HandshakeDrainer
-from mcd.agent.errors import ApiError, Backoff, StoppingError, classify
+from mcd.agent.errors import StoppingError, classify
 from mcd.agent.health import SyncClock
-from mcd.agent.kube.annotations import NodeState
-from mcd.agent.kube.client import KubeClient
-from mcd.agent.kube.objectwatch import follow
 from mcd.agent.kubelet import KubeletHealth
 from mcd.agent.mccache import MachineConfigCache
 from mcd.agent.node_apply import NodeApplier
@@ -47,6 +44,12 @@ from mcd.agent.workqueue import WorkQueue
 from mcd.host.certs import restart_kubelet_with_ca
 from mcd.host.runner import longest_timeout
 from mcd.host.systemd import make_manager
+from mcd.kube.backoff import Backoff
+from mcd.kube.client import KubeClient
+from mcd.kube.errors import ApiError
+from mcd.kube.watch import follow
+from mcd.node.annotations import NodeState
+from mcd.runtime import guard
 
 LOG = logging.getLogger(__name__)
 

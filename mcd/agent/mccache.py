@@ -35,12 +35,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from mcd.agent.errors import McdError
-from mcd.agent.kube.client import NO_OBJECT
-from mcd.agent.kube.machineconfignode import pool_of
-from mcd.agent.kube.objectwatch import follow_events
 from mcd.agent.node_apply import parse_machineconfig
 from mcd.config.machineconfig import MachineConfig
+from mcd.kube.client import NO_OBJECT
+from mcd.kube.watch import follow_events
+from mcd.node.errors import McdError
+from mcd.node.machineconfignode import pool_of
 
 LOG = logging.getLogger(__name__)
 

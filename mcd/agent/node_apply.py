@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from mcd import policy
-from mcd.agent.errors import HostCommandError, McdError
+from mcd.agent.errors import HostCommandError
 from mcd.config.findings import InputError
 from mcd.config.ignition import IgnitionConfig
 from mcd.config.machineconfig import MachineConfig, machineconfig_from_object
@@ -32,6 +32,7 @@ from mcd.host.rpmostree import RpmOstreeError, unsupported_packages
 from mcd.host.runner import Runner
 from mcd.host.systemd import OfflineSystemctl
 from mcd.host.unitlinks import UnitLinks
+from mcd.node.errors import McdError
 from mcd.planner import kargs as kargs_mod
 from mcd.planner.plan import Facts, Plan, plan
 from mcd.planner.rpmostree_args import extensions_not_installed

@@ -3,7 +3,7 @@
 Zincati's shape (`UpdateAgentMachineState`): the loop's states and their transitions live here,
 each transition is checked against one table, and the loop asks the state what to do next (take
 the boot path, sync, or wait for the reboot). This is the agent's state, not the node's
-annotation (`mcd.agent.kube.annotations.NodeState`): a node may be annotated Degraded while
+annotation (`mcd.node.annotations.NodeState`): a node may be annotated Degraded while
 the agent is booting, and the agent is rebooting while the node still says Working.
 """
 

@@ -25,10 +25,7 @@ from typing import Any, Protocol
 from mcd import policy
 from mcd.agent.boot import BootChecks
 from mcd.agent.drain import Drainer
-from mcd.agent.errors import McdError, NotFoundError, StoppingError, UnreconcilableError
-from mcd.agent.kube import annotations as ann
-from mcd.agent.kube import machineconfignode as mcn
-from mcd.agent.kube.annotations import NodeState, NodeView, decide_update
+from mcd.agent.errors import StoppingError, UnreconcilableError
 from mcd.agent.mccache import Ahead
 from mcd.agent.node_apply import Applied, ApplyError, NodeApplier, parse_machineconfig
 from mcd.agent.osevents import OS_UPDATE_STAGED, os_events_after, os_events_before, os_update_staged
@@ -37,6 +34,11 @@ from mcd.agent.report.mcn import MachineConfigNodeReporter
 from mcd.agent.report.metrics import Metrics, update_label
 from mcd.agent.report.node import NodeWriter
 from mcd.config.machineconfig import OCL_IMAGE_ANNOTATION, ORIGINAL_OS_IMAGE_ANNOTATION, MachineConfig
+from mcd.kube.errors import NotFoundError
+from mcd.node import annotations as ann
+from mcd.node import machineconfignode as mcn
+from mcd.node.annotations import NodeState, NodeView, decide_update
+from mcd.node.errors import McdError
 
 LOG = logging.getLogger(__name__)
 

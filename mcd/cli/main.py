@@ -258,7 +258,6 @@ def cmd_start(args: argparse.Namespace) -> int:
 def _start_agent(args: argparse.Namespace) -> int:
     """The cluster agent: sync the node until stopped; a simulated reboot restarts this process."""
 
-    from mcd.agent.kube.client import KubeClient
     from mcd.agent.loop import Daemon
     from mcd.agent.node_apply import NodeApplier
     from mcd.agent.settings import AgentSettings
@@ -266,6 +265,7 @@ def _start_agent(args: argparse.Namespace) -> int:
     from mcd.config.findings import Finding, InputError
     from mcd.host.root import HostRoot
     from mcd.host.runner import SubprocessRunner
+    from mcd.kube.client import KubeClient
 
     if args.config_dir and not args.node_name:
         return _start_local(args)

@@ -21,8 +21,8 @@ from typing import Any
 
 from mcd.config.findings import Finding, InputError, JsonPath
 from mcd.config.load import load_objects
+from mcd.config.selector import SelectorError, check_selector, selects
 from mcd.render import ROLE_LABEL, RenderError, is_in_pool, labels_of, render_pool
-from mcd.render.selector import SelectorError, check_selector, selects
 
 SUFFIXES = (".yaml", ".yml", ".json")
 

@@ -3,7 +3,7 @@
 A node whose `desiredDrain` differs from its `lastAppliedDrain` asks for work: `uncordon-…`
 is answered by making the node schedulable, `drain-…` by cordoning it (again, if someone
 uncordoned it meanwhile), evicting through the Eviction API every pod a drain moves (not
-DaemonSet, mirror/static or critical pods: `mcd.agent.drain.pods_to_evict`), and, once none
+DaemonSet, mirror/static or critical pods: `mcd.node.drainrules.pods_to_evict`), and, once none
 of those pods is left on the node, writing `lastAppliedDrain`. An eviction a
 PodDisruptionBudget refuses (429) is retried after `retry_seconds` (upstream's
 EvictErrorRetryDelay, 5 s) on a later pass, so one blocked node holds neither the pools nor the
@@ -17,10 +17,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from mcd.agent.drain import pods_to_evict
-from mcd.agent.errors import ApiError, NotFoundError
-from mcd.agent.kube.annotations import DESIRED_DRAIN, LAST_APPLIED_DRAIN
-from mcd.agent.kube.client import KubeClient
+from mcd.kube.client import KubeClient
+from mcd.kube.errors import ApiError, NotFoundError
+from mcd.node.annotations import DESIRED_DRAIN, LAST_APPLIED_DRAIN
+from mcd.node.drainrules import pods_to_evict
 
 LOG = logging.getLogger(__name__)
 

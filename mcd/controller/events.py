@@ -13,8 +13,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from mcd.agent.errors import ApiError
-from mcd.agent.kube.client import KubeClient
+from mcd.kube.client import KubeClient
+from mcd.kube.errors import ApiError
 
 LOG = logging.getLogger(__name__)
 

@@ -19,15 +19,15 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from mcd.agent.errors import ApiError, ConflictError
-from mcd.agent.kube import annotations as ann
-from mcd.agent.kube.client import KubeClient
+from mcd.config.selector import selector_text
+from mcd.config.selector import selects as matches
 from mcd.controller import rollout
 from mcd.controller.events import RENDER_CONTROLLER, PoolEvents
 from mcd.controller.status import pool_status, render_degraded
+from mcd.kube.client import KubeClient
+from mcd.kube.errors import ApiError, ConflictError
+from mcd.node import annotations as ann
 from mcd.render import RenderError, render_pool, source_refs
-from mcd.render.selector import selector_text
-from mcd.render.selector import selects as matches
 
 LOG = logging.getLogger(__name__)
 

@@ -16,15 +16,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-# the node annotations are the agent's, named once (mcd.agent.kube.annotations)
-from mcd.agent.kube.annotations import (
+from mcd.config.selector import selects as matches
+
+# the node annotations are the agent's, named once (mcd.node.annotations)
+from mcd.node.annotations import (
     CURRENT_CONFIG,
     CURRENT_IMAGE,
     DESIRED_CONFIG,
     DESIRED_IMAGE,
     STATE,
 )
-from mcd.render.selector import selects as matches
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 OS_LABEL = "kubernetes.io/os"

@@ -16,13 +16,13 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from mcd.agent.errors import ApiError
-from mcd.agent.guard import SignalFlag
-from mcd.agent.kube.client import CONTROLLER_USER_AGENT, KubeClient
 from mcd.controller.drain import EVICT_RETRY_SECONDS, DrainSync
 from mcd.controller.events import PoolEvents
-from mcd.controller.lease import LeaderElector, LeaseSettings
 from mcd.controller.pools import PoolSync
+from mcd.kube.client import CONTROLLER_USER_AGENT, KubeClient
+from mcd.kube.errors import ApiError
+from mcd.kube.lease import LeaderElector, LeaseSettings
+from mcd.runtime.guard import SignalFlag
 
 LOG = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mcd.agent.kube.annotations import REASON
 from mcd.controller.rollout import is_degraded, is_ready, is_unavailable, is_updated, pool_target
+from mcd.node.annotations import REASON
 
 Obj = dict[str, Any]
 

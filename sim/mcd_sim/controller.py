@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from mcd.agent.kube import machineconfignode as mcn
+from mcd.node import machineconfignode as mcn
 from mcd.policy import DEFAULT_POLICIES, PolicyError, merge_policies
 from mcd_sim import nodephase
 from mcd_sim.apiserver import ApiError, ApiServer

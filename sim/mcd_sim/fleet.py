@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
-from mcd.agent.kube import annotations as ann
 from mcd.host.atomicfs import atomic_write
 from mcd.host.runner import Spawned, spawn
+from mcd.node import annotations as ann
 from mcd_sim import auditreplay, nodephase, timeline
 from mcd_sim.apiserver import ApiServer
 from mcd_sim.apiserver.lifecycle import pod_ready

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 # the node annotations are the agent's, named once
-from mcd.agent.kube.annotations import (
+from mcd.node.annotations import (
     CURRENT_CONFIG,
     DESIRED_CONFIG,
     DESIRED_DRAIN,

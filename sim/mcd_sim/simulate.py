@@ -24,7 +24,6 @@ from typing import Any, TextIO
 import yaml
 
 from mcd import policy
-from mcd.agent.kube import annotations as ann
 from mcd.cli.oncefrom import current_config, run_once_from
 from mcd.config.load import load_machineconfig
 from mcd.config.overrides import storage_overrides
@@ -32,6 +31,7 @@ from mcd.host import state
 from mcd.host.atomicfs import atomic_write
 from mcd.host.root import HostRoot
 from mcd.host.runner import Spawned, SubprocessRunner, spawn
+from mcd.node import annotations as ann
 from mcd.planner.plantext import plan_text
 from mcd.update.transaction import Host, plan_on_host
 from mcd_sim.apiserver import ApiServer

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcd.agent.kube import annotations as ann
+from mcd.node import annotations as ann
 from mcd_sim import nodephase
 
 Obj = dict[str, Any]

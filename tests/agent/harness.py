@@ -16,11 +16,11 @@ from builders import mc_object
 from mcd_sim.sandbox import make_sandbox_root
 from recording import RecordingRunner
 
-from mcd.agent.kube import annotations as ann
 from mcd.config.machineconfig import empty_machineconfig, machineconfig_from_object
 from mcd.host import state
 from mcd.host.root import HostRoot
 from mcd.host.runner import Runner
+from mcd.node import annotations as ann
 from mcd.update.transaction import Host, update
 
 REPO = Path(__file__).resolve().parents[2]

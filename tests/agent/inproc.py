@@ -11,8 +11,6 @@ from unittest import mock
 
 from recording import RecordingRunner
 
-from mcd.agent.errors import NotFoundError
-from mcd.agent.kube import annotations as ann
 from mcd.agent.node_apply import NodeApplier
 from mcd.agent.report.events import EventRecorder
 from mcd.agent.report.metrics import Metrics
@@ -20,6 +18,8 @@ from mcd.agent.report.node import NodeWriter
 from mcd.agent.sync import Syncer
 from mcd.host.root import HostRoot
 from mcd.host.runner import Runner
+from mcd.kube.errors import NotFoundError
+from mcd.node import annotations as ann
 
 NODE = "worker-0"
 

@@ -18,7 +18,7 @@ from mcd_sim.apiserver.authn import User, node, service_account
 from mcd_sim.apiserver.store import WatchEvent
 from mcd_sim.controller import ControllerStandIn
 
-from mcd.agent.kube import annotations as ann
+from mcd.node import annotations as ann
 
 Obj = dict[str, Any]
 AGENT_UA = "machine-config-daemon/"

@@ -16,7 +16,7 @@ from builders import ign_file, mc_object
 from harness import NODE, Agent, done_on, make_root
 from simcluster import Cluster
 
-from mcd.agent.kube import annotations as ann
+from mcd.node import annotations as ann
 from mcd.planner.managed_paths import CLOUD_CA, INTERNAL_REGISTRY_PULL_SECRET, KUBELET_CA
 
 pytestmark = pytest.mark.allow_commands

@@ -15,9 +15,9 @@ from builders import ign_file, mc_object
 from harness import NODE, Agent, config_a, done_on, in_state, make_root
 from simcluster import Cluster
 
-from mcd.agent.kube import annotations as ann
 from mcd.host.root import HostRoot
 from mcd.host.status import read_status
+from mcd.node import annotations as ann
 
 pytestmark = pytest.mark.allow_commands
 

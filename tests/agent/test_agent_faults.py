@@ -16,7 +16,7 @@ from harness import NODE, config_a, done_on, in_state, make_root
 from journals import new_session, write_journal
 from wire import Wire, ends_done, eventually, free_port, node_on, started_on_a
 
-from mcd.agent.kube import annotations as ann
+from mcd.node import annotations as ann
 
 pytestmark = pytest.mark.allow_commands
 

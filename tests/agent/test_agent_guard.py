@@ -18,9 +18,7 @@ import pytest
 from mcd_sim.sandbox import make_sandbox_root
 from recording import RecordingRunner
 
-from mcd.agent import guard
-from mcd.agent.health import ApiReach, SyncClock
-from mcd.agent.kube.client import KubeClient
+from mcd.agent.health import SyncClock
 from mcd.agent.kubelet import KubeletHealth
 from mcd.agent.loop import Daemon
 from mcd.agent.node_apply import NodeApplier
@@ -28,6 +26,9 @@ from mcd.agent.report.events import EventRecorder
 from mcd.agent.report.metrics import Metrics
 from mcd.agent.settings import AgentSettings
 from mcd.host.root import HostRoot
+from mcd.kube.client import KubeClient
+from mcd.kube.reach import ApiReach
+from mcd.runtime import guard
 
 
 def _eventually(pred: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
@@ -50,7 +51,7 @@ def test_the_guard_logs_counts_backs_off_and_restarts(caplog: pytest.LogCaptureF
         done.set()
 
     stop = threading.Event()
-    with caplog.at_level(logging.ERROR, logger="mcd.agent.guard"):
+    with caplog.at_level(logging.ERROR, logger="mcd.runtime.guard"):
         guard.spawn("test-flaky", body, stop, on_restart=lambda: restarts.append(1), start=0.01)
         assert done.wait(5)
     assert len(runs) == 3 and len(restarts) == 2

@@ -1,4 +1,4 @@
-"""The agent's two identities (mcd.agent.kube.client `KubeClient.connect`), as upstream's daemon:
+"""The agent's two identities (mcd.kube.client `KubeClient.connect`), as upstream's daemon:
 reads with the ServiceAccount, the node and its Events written with the kubelet's kubeconfig
 from the node's root; the in-cluster client's server taken from the node's
 /etc/kubernetes/kubeconfig (api-int); the fallbacks and the errors when a file is unusable."""
@@ -15,11 +15,11 @@ from harness import NODE
 from mcd_sim.apiserver.authn import node
 from simcluster import KUBELET_CURRENT, SA_USER, Cluster
 
-from mcd.agent.errors import ApiError
-from mcd.agent.kube.client import KubeClient
 from mcd.cli.main import main
 from mcd.config.findings import InputError
 from mcd.host.root import HostRoot
+from mcd.kube.client import KubeClient
+from mcd.kube.errors import ApiError
 
 NODE_USER = f"system:node:{NODE}"
 
@@ -100,7 +100,7 @@ def test_without_a_kubelet_kubeconfig_the_reader_writes_and_says_so_once(
 ) -> None:
     cluster.add_node(NODE)
     reader = cluster.write_user_kubeconfig(tmp_path / "sa.kubeconfig")
-    with caplog.at_level(logging.INFO, logger="mcd.agent.kube.client"):
+    with caplog.at_level(logging.INFO, logger="mcd.kube.client"):
         client = KubeClient.connect(str(reader), HostRoot(_root(tmp_path)))
     try:
         client.patch_node(NODE, {"metadata": {"annotations": {"a": "b"}}})
@@ -183,7 +183,7 @@ def test_the_in_cluster_client_talks_to_the_nodes_api_int_server(
     root = _root(tmp_path)
     _node_kubeconfig(cluster, root)
     sa = _service_account_dir(cluster, tmp_path)
-    with caplog.at_level(logging.INFO, logger="mcd.agent.kube.client"):
+    with caplog.at_level(logging.INFO, logger="mcd.kube.client"):
         client = KubeClient.connect("", HostRoot(root), service_account_dir=str(sa))
     try:
         assert client.host == cluster.sim.url

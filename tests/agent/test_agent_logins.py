@@ -13,7 +13,7 @@ from harness import NODE, Agent, config_a, done_on, make_root
 from journals import entry, new_session, write_journal
 from simcluster import Cluster
 
-from mcd.agent.kube import annotations as ann
+from mcd.node import annotations as ann
 
 pytestmark = pytest.mark.allow_commands
 

@@ -15,8 +15,8 @@ from builders import ign_file, mc_object
 from harness import NODE, Agent, done_on, in_state, make_root
 from simcluster import Cluster
 
-from mcd.agent.kube import annotations as ann
 from mcd.host import state
+from mcd.node import annotations as ann
 
 pytestmark = pytest.mark.allow_commands
 

@@ -14,7 +14,7 @@ from harness import NODE, Agent, config_a, done_on, in_state, make_root
 from mcd_sim.apiserver.store import WatchEvent
 from simcluster import Cluster
 
-from mcd.agent.kube import annotations as ann
+from mcd.node import annotations as ann
 
 pytestmark = pytest.mark.allow_commands
 

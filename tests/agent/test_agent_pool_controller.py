@@ -13,10 +13,10 @@ from builders import ign_file, mc_object
 from harness import NODE, Agent, config_a, done_on, make_root
 from simcluster import Cluster
 
-from mcd.agent.kube import annotations as ann
-from mcd.agent.kube.client import CONTROLLER_USER_AGENT, KubeClient
-from mcd.controller.lease import LeaseSettings
 from mcd.controller.run import ControllerOptions, PoolController
+from mcd.kube.client import CONTROLLER_USER_AGENT, KubeClient
+from mcd.kube.lease import LeaseSettings
+from mcd.node import annotations as ann
 
 pytestmark = pytest.mark.allow_commands
 

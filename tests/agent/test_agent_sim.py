@@ -16,7 +16,7 @@ from mcd_sim.apiserver import ApiServer
 from mcd_sim.apiserver.store import WatchEvent
 from mcd_sim.controller import ControllerStandIn
 
-from mcd.agent.kube import annotations as ann
+from mcd.node import annotations as ann
 
 pytestmark = [
     pytest.mark.allow_commands,

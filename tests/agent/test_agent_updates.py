@@ -12,8 +12,8 @@ from builders import ign_file, mc_object
 from harness import NODE, Agent, config_a, done_on, make_root
 from simcluster import Cluster
 
-from mcd.agent.kube import annotations as ann
 from mcd.config.machineconfig import OCL_IMAGE_ANNOTATION
+from mcd.node import annotations as ann
 
 pytestmark = pytest.mark.allow_commands
 

@@ -53,7 +53,7 @@ def test_the_agent_loads_only_the_parts_of_kubernetes_it_uses() -> None:
 @pytest.mark.allow_commands
 def test_the_whole_package_still_imports_after_the_client() -> None:
     out = _python(
-        "import mcd.agent.kube.client\n"
+        "import mcd.kube.client\n"
         "import kubernetes\n"
         "from kubernetes import client, config, watch\n"
         "print(client.CoreV1Api.__name__, config.load_kube_config.__name__, watch.Watch.__name__)"
@@ -65,7 +65,7 @@ def test_in_cluster_credentials_reach_the_api_server(tmp_path: Path) -> None:
     from kubernetes.client.configuration import Configuration
     from kubernetes.config.incluster_config import InClusterConfigLoader
 
-    from mcd.agent.kube.client import KubeClient
+    from mcd.kube.client import KubeClient
 
     with ApiServer() as sim:
         sim.add_node(NODE)
@@ -104,8 +104,8 @@ def test_the_kubelets_kubeconfig_is_read_as_the_official_loader_reads_it(
     from kubernetes.client.configuration import Configuration
     from kubernetes.config.kube_config import load_kube_config_from_dict
 
-    from mcd.agent.kube.client import _writer_configuration
-    from mcd.agent.kube.identity import KUBELET_KUBECONFIG, node_writer_kubeconfig
+    from mcd.kube.client import _writer_configuration
+    from mcd.kube.identity import KUBELET_KUBECONFIG, node_writer_kubeconfig
 
     root = tmp_path / "root"
     root.mkdir()
@@ -133,8 +133,8 @@ def test_the_kubelets_kubeconfig_is_read_without_the_kubeconfig_loader(
     cluster.install_kubelet_identity(root)
     out = _python(
         "import sys\n"
-        "from mcd.agent.kube.client import _writer_configuration\n"
-        "from mcd.agent.kube.identity import KUBELET_KUBECONFIG\n"
+        "from mcd.kube.client import _writer_configuration\n"
+        "from mcd.kube.identity import KUBELET_KUBECONFIG\n"
         "from mcd.host.root import HostRoot\n"
         f"found = _writer_configuration(HostRoot({str(root)!r}), KUBELET_KUBECONFIG)\n"
         "print(found is not None, 'kubernetes.config.kube_config' in sys.modules)"

@@ -1,7 +1,7 @@
 """The MachineConfig cache in this process (`mcd.agent.mccache`), fed events by hand or from a
 scripted watch: one entry at most, of the node's pool, newest wins, dropped on DELETED and when
 the watch breaks off, never handed out for another name, nor twice; and what the watch stream
-is read into (`mcd.agent.kube.wire`): lines across chunks, the object's text cut out as served;
+is read into (`mcd.kube.wire`): lines across chunks, the object's text cut out as served;
 and what the watch asks of the stand-in API server."""
 
 from __future__ import annotations
@@ -21,17 +21,17 @@ from inproc import MemoryApi, syncer
 from renames import record_renames
 from simcluster import Cluster
 
-from mcd.agent import guard
-from mcd.agent.errors import ApiError, GoneError
-from mcd.agent.kube import annotations as ann
-from mcd.agent.kube import objectwatch
-from mcd.agent.kube.client import NO_OBJECT
-from mcd.agent.kube.wire import lines, watch_event
 from mcd.agent.mccache import MachineConfigCache
 from mcd.agent.node_apply import parse_machineconfig
 from mcd.agent.sync import Result
 from mcd.config.machineconfig import MachineConfig
 from mcd.host import state
+from mcd.kube import watch as objectwatch
+from mcd.kube.client import NO_OBJECT
+from mcd.kube.errors import ApiError, GoneError
+from mcd.kube.wire import lines, watch_event
+from mcd.node import annotations as ann
+from mcd.runtime import guard
 
 Obj = dict[str, Any]
 
@@ -235,7 +235,7 @@ def test_the_stand_in_lists_nothing_by_that_name_and_watches_machineconfigs_from
     """What the watch asks of `mcd sim-cluster`'s API server, through the agent's client: the
     list by NO_OBJECT answers no items and the collection's version; a watch from it sees only
     what is created later, with the object's text as served; a compacted version is 410 Gone."""
-    from mcd.agent.kube.client import KubeClient
+    from mcd.kube.client import KubeClient
 
     cluster.add_mc(_mc("rendered-worker-0"))
     client = KubeClient.from_kubeconfig(str(cluster.write_kubeconfig(tmp_path / "kubeconfig")))

@@ -14,13 +14,13 @@ from inproc import MemoryApi, syncer
 from mcd_sim.sandbox import make_sandbox_root
 from recording import RecordingRunner
 
-from mcd.agent.errors import McdError
-from mcd.agent.kube import annotations as ann
 from mcd.agent.node_apply import NodeApplier
 from mcd.agent.report.metrics import Metrics, update_label
 from mcd.agent.sync import Result
 from mcd.host.root import HostRoot
 from mcd.host.rpmostree import parse_status, unsupported_packages
+from mcd.node import annotations as ann
+from mcd.node.errors import McdError
 
 POLICY = "/etc/containers/policy.json"
 OLD = mc_object("rendered-old", files=[ign_file(POLICY, "{}\n")])

@@ -14,11 +14,11 @@ from builders import ign_file, mc_object
 from harness import make_root
 from inproc import NODE, MemoryApi, syncer
 
-from mcd.agent.errors import McdError
-from mcd.agent.kube import annotations as ann
 from mcd.agent.sync import Result
 from mcd.host import state
 from mcd.host.root import HostRoot
+from mcd.node import annotations as ann
+from mcd.node.errors import McdError
 
 A = mc_object("rendered-a", files=[ign_file("/etc/mcd-test/a.conf", "a=1\n")])
 DONE_ON_A = {ann.CURRENT_CONFIG: "rendered-a", ann.DESIRED_CONFIG: "rendered-a", ann.STATE: "Done"}

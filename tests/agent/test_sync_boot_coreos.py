@@ -17,11 +17,11 @@ from inproc import NODE, MemoryApi, syncer
 from journals import entry, write_journal
 from mcd_sim.sandbox import make_sandbox_root
 
-from mcd.agent.errors import McdError
-from mcd.agent.kube import annotations as ann
 from mcd.agent.report.events import EventRecorder
 from mcd.agent.sync import Result, Syncer
 from mcd.host.runner import SubprocessRunner
+from mcd.node import annotations as ann
+from mcd.node.errors import McdError
 
 pytestmark = pytest.mark.allow_commands
 

@@ -13,11 +13,11 @@ from builders import ign_file, mc_object
 from harness import make_root
 from recording import RecordingRunner
 
-from mcd.agent.kube import annotations as ann
 from mcd.agent.node_apply import NodeApplier
 from mcd.agent.sync import Syncer
 from mcd.config.machineconfig import MachineConfig
 from mcd.host.root import HostRoot
+from mcd.node import annotations as ann
 from mcd.planner.nodefacts import Facts
 
 OLD = mc_object("rendered-old", files=[ign_file("/etc/mcd-test/a.conf", "a1")])

@@ -11,11 +11,12 @@ from builders import ign_file, mc_object
 from harness import make_root
 from inproc import MemoryApi, syncer
 
-from mcd.agent.errors import McdError, UnreconcilableError
-from mcd.agent.kube import annotations as ann
+from mcd.agent.errors import UnreconcilableError
 from mcd.agent.node_apply import ApplyError
 from mcd.agent.report.events import EventRecorder
 from mcd.agent.sync import Result, Syncer
+from mcd.node import annotations as ann
+from mcd.node.errors import McdError
 
 POLICY = "/etc/containers/policy.json"  # the default policy reloads crio: rebootless
 OLD = mc_object("rendered-old", files=[ign_file(POLICY, "{}\n")])

@@ -13,9 +13,9 @@ from harness import lay_down
 from inproc import MemoryApi, syncer
 from mcd_sim.sandbox import make_sandbox_root
 
-from mcd.agent.kube import annotations as ann
 from mcd.agent.sync import Result
 from mcd.host.runner import SubprocessRunner
+from mcd.node import annotations as ann
 
 pytestmark = pytest.mark.allow_commands
 

@@ -15,11 +15,12 @@ from harness import make_root
 from inproc import MemoryApi, syncer
 from killing import in_child
 
-from mcd.agent.errors import McdError, UnreconcilableError
-from mcd.agent.kube import annotations as ann
+from mcd.agent.errors import UnreconcilableError
 from mcd.agent.sync import Result
 from mcd.host import failpoints, state
 from mcd.host.root import HostRoot
+from mcd.node import annotations as ann
+from mcd.node.errors import McdError
 
 POLICY = "/etc/containers/policy.json"  # the default policy reloads crio: rebootless
 OLD = mc_object("rendered-old", files=[ign_file(POLICY, "{}\n")])

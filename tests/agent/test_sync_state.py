@@ -9,9 +9,9 @@ from builders import ign_file, mc_object
 from harness import make_root
 from inproc import MemoryApi, syncer
 
-from mcd.agent.errors import McdError
-from mcd.agent.kube import annotations as ann
 from mcd.agent.sync import Result
+from mcd.node import annotations as ann
+from mcd.node.errors import McdError
 
 POLICY = "/etc/containers/policy.json"  # a rebootless change: the default policy reloads crio
 OLD = mc_object("rendered-old", files=[ign_file(POLICY, "{}\n")])

@@ -13,7 +13,6 @@ from builders import ign_file, mc_object
 from harness import make_root
 from inproc import NODE, MemoryApi, syncer
 
-from mcd.agent.kube import annotations as ann
 from mcd.agent.node_apply import Applied, NodeApplier
 from mcd.agent.report.events import EventRecorder
 from mcd.agent.report.metrics import Metrics
@@ -22,6 +21,7 @@ from mcd.agent.sync import Result, Syncer
 from mcd.agent.watch.driftreport import DriftReporter, NodeReporter
 from mcd.agent.watch.wiring import Watchers
 from mcd.config.machineconfig import MachineConfig
+from mcd.node import annotations as ann
 
 A = "/etc/mcd-test/a.conf"
 POLICY = "/etc/containers/policy.json"  # a rebootless change: the default policy reloads crio

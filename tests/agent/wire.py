@@ -14,7 +14,7 @@ from faultproxy import FaultProxy
 from harness import NODE, Agent, config_a, done_on, make_root
 from simcluster import Cluster
 
-from mcd.agent.kube import annotations as ann
+from mcd.node import annotations as ann
 
 
 class Wire:

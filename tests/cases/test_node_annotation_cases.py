@@ -1,4 +1,4 @@
-"""Upstream's truncate and prepUpdateFromCluster tables against mcd.agent.kube.annotations."""
+"""Upstream's truncate and prepUpdateFromCluster tables against mcd.node.annotations."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from casefiles import case_params, load_cases
 
-from mcd.agent.kube import annotations as ann
-from mcd.agent.kube.annotations import NodeView, decide_update
+from mcd.node import annotations as ann
+from mcd.node.annotations import NodeView, decide_update
 
 
 @pytest.mark.parametrize("case", case_params(load_cases("misc.json", "truncate")))

@@ -11,8 +11,8 @@ import pytest
 import yaml
 from clirun import Run
 
+from mcd.config.selector import SELECTING_ALL
 from mcd.render import render_pool
-from mcd.render.selector import SELECTING_ALL
 
 ROLE = "machineconfiguration.openshift.io/role"
 

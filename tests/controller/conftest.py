@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from mcd_sim.apiserver import ApiServer
 
-from mcd.agent.kube.client import KubeClient
+from mcd.kube.client import KubeClient
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ from mcd_sim.apiserver import ApiServer
 from mcd_sim.apiserver.lifecycle import pod_ready
 from mcd_sim.apiserver.store import WatchEvent
 
-from mcd.agent.kube import annotations as ann
 from mcd.controller import rollout
+from mcd.node import annotations as ann
 
 Obj = dict[str, Any]
 P = "machineconfiguration.openshift.io/"

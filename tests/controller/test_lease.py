@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from mcd_sim.apiserver import ApiServer
 
-from mcd.agent.errors import ConflictError
-from mcd.agent.kube.client import KubeClient
-from mcd.controller.lease import LeaderElector, LeaseSettings
+from mcd.kube.client import KubeClient
+from mcd.kube.errors import ConflictError
+from mcd.kube.lease import LeaderElector, LeaseSettings
 
 NS, NAME = "openshift-machine-config-operator", "machine-config-controller"
 

@@ -11,11 +11,11 @@ import pytest
 from fakes import Recorder, Replicas, add_nodes, agent_step, mc, pool
 from mcd_sim.apiserver import ApiServer
 
-from mcd.agent.kube import annotations as ann
-from mcd.agent.kube.client import KubeClient
 from mcd.controller import rollout
 from mcd.controller.drain import DrainSync
 from mcd.controller.pools import PoolSync
+from mcd.kube.client import KubeClient
+from mcd.node import annotations as ann
 
 Obj = dict[str, Any]
 BOOT = "rendered-worker-boot"  # the config the nodes joined on (the Machine Config Server's part)

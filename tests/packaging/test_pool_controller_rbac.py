@@ -21,10 +21,10 @@ from mcd_sim.apiserver.authn import service_account
 from test_pool_controller_manifests import controller_objects
 from test_rbac import _allows, _calls, _grants
 
-from mcd.agent.kube.client import CONTROLLER_USER_AGENT, KubeClient
 from mcd.controller import rollout
-from mcd.controller.lease import LeaseSettings
 from mcd.controller.run import ControllerOptions, PoolController
+from mcd.kube.client import CONTROLLER_USER_AGENT, KubeClient
+from mcd.kube.lease import LeaseSettings
 
 ACCOUNT = "machine-config-controller"
 RBAC_KINDS = ("ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding")

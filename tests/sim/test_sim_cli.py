@@ -99,9 +99,9 @@ def test_sim_cluster_serves_several_identities_under_the_manifests_rbac(tmp_path
 
     from mcd_sim.cluster import SimClusterOptions, serve
 
-    from mcd.agent.errors import ApiError
-    from mcd.agent.kube.client import KubeClient
     from mcd.host.root import HostRoot
+    from mcd.kube.client import KubeClient
+    from mcd.kube.errors import ApiError
 
     sa = "system:serviceaccount:openshift-machine-config-operator:machine-config-daemon"
     options = SimClusterOptions(

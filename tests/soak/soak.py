@@ -28,7 +28,7 @@ from builders import ign_file, mc_object  # noqa: E402
 from harness import NODE, config_a, done_on, make_root  # noqa: E402
 from wire import Wire, node_on  # noqa: E402
 
-from mcd.agent.kube import annotations as ann  # noqa: E402
+from mcd.node import annotations as ann  # noqa: E402
 
 A = "/etc/mcd-test/a.conf"
 NODE_PATH = rf"^/api/v1/nodes/{NODE}(\?|$)"

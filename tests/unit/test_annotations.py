@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mcd.agent.kube import annotations as ann
-from mcd.agent.kube.annotations import NodeState, NodeView, UnknownNodeStateError, decide_update, transition
+from mcd.node import annotations as ann
+from mcd.node.annotations import NodeState, NodeView, UnknownNodeStateError, decide_update, transition
 
 
 def test_empty_or_missing_state_reads_as_done() -> None:

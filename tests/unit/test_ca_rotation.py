@@ -19,11 +19,11 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from mcd.agent.certs import CertificateWriter
-from mcd.agent.kube import annotations as ann
 from mcd.agent.report.events import EventRecorder
 from mcd.agent.report.node import NodeWriter
 from mcd.host.certs import KUBELET_KUBECONFIG, restart_kubelet_with_ca
 from mcd.host.root import HostRoot
+from mcd.node import annotations as ann
 from mcd.planner import certs
 
 _KEY = ec.generate_private_key(ec.SECP256R1())

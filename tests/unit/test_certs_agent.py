@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from mcd.agent.certs import INVALID, WRITE_FAILED, CertificateWriter
-from mcd.agent.kube import annotations as ann
 from mcd.agent.report.events import EventRecorder
 from mcd.agent.report.node import NodeWriter
 from mcd.host.root import HostRoot
+from mcd.node import annotations as ann
 
 PEM = b"-----BEGIN CERTIFICATE-----\nMAMCAQE=\n-----END CERTIFICATE-----\n"
 
@@ -89,7 +89,7 @@ def test_a_cluster_without_controllerconfigs_is_said_once_and_looked_at_seldom(
     import logging
 
     from mcd.agent import certs
-    from mcd.agent.errors import NotFoundError
+    from mcd.kube.errors import NotFoundError
 
     api, events = Api(), Events()
     node = NodeWriter(api, "n")

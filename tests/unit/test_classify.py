@@ -4,17 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from mcd.agent.errors import (
-    ApiError,
-    Backoff,
-    ConflictError,
-    McdError,
-    NotFoundError,
-    TransientError,
-    UnreconcilableError,
-    classify,
-)
-from mcd.agent.kube.annotations import NodeState
+from mcd.agent.errors import TransientError, UnreconcilableError, classify
+from mcd.kube.backoff import Backoff
+from mcd.kube.errors import ApiError, ConflictError, NotFoundError
+from mcd.node.annotations import NodeState
+from mcd.node.errors import McdError
 
 
 def test_unreconcilable_config_makes_the_node_unreconcilable() -> None:

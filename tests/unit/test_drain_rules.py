@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from mcd.agent.drain import blocking_pdbs, duration_text, pods_to_evict
+from mcd.node.drainrules import blocking_pdbs, duration_text, pods_to_evict
 
 
 def pod(ns: str, name: str, labels: dict[str, str] | None = None, **meta: Any) -> dict[str, Any]:
@@ -58,7 +58,7 @@ class _NeverDrained:
     name = "worker-0"
 
     def __init__(self) -> None:
-        from mcd.agent.kube.annotations import NodeView
+        from mcd.node.annotations import NodeView
 
         self.view = NodeView("worker-0", {})
 
@@ -91,7 +91,7 @@ def test_a_drain_timeout_is_named_as_the_flag_set_it(drain_timeout: float, words
     import threading
 
     from mcd.agent.drain import HandshakeDrainer
-    from mcd.agent.errors import McdError
+    from mcd.node.errors import McdError
 
     events = _Events()
     drainer = HandshakeDrainer(
@@ -117,7 +117,7 @@ def test_an_uncordon_timeout_fails_with_upstreams_text_in_the_error_and_the_even
 
     from mcd.agent import drain
     from mcd.agent.drain import HandshakeDrainer
-    from mcd.agent.errors import McdError
+    from mcd.node.errors import McdError
 
     ticks = itertools.count(step=60.0)  # every look at the clock is a minute later
     monkeypatch.setattr(drain, "time", types.SimpleNamespace(monotonic=lambda: next(ticks)))

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mcd.agent.errors import NotFoundError
 from mcd.agent.report.events import NAMESPACE, EventRecorder
+from mcd.kube.errors import NotFoundError
 
 
 class Api:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcd.agent.kube import machineconfignode as mcn
+from mcd.node import machineconfignode as mcn
 
 
 def _merge(status: dict[str, Any] | None, report: mcn.Report, **kw: Any) -> dict[str, Any] | None:

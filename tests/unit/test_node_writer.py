@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
-from mcd.agent.errors import ConflictError, TransientError
-from mcd.agent.kube import annotations as ann
-from mcd.agent.kube.annotations import NodeState
+from mcd.agent.errors import TransientError
 from mcd.agent.report.node import NodeWriter
+from mcd.kube.errors import ConflictError
+from mcd.node import annotations as ann
+from mcd.node.annotations import NodeState
 
 
 class Api:

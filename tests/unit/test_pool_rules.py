@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from mcd.agent.kube import annotations as ann
+from mcd.config.selector import selector_text
+from mcd.config.selector import selects as matches
 from mcd.controller import rollout
 from mcd.controller.status import pool_status, set_condition
-from mcd.render.selector import selector_text
-from mcd.render.selector import selects as matches
+from mcd.node import annotations as ann
 
 Obj = dict[str, Any]
 READY = [{"type": "Ready", "status": "True"}]

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from mcd.render.selector import SELECTING_ALL, SelectorError, check_selector, selects
+from mcd.config.selector import SELECTING_ALL, SelectorError, check_selector, selects
 
 ROLE = "machineconfiguration.openshift.io/role"
 CUSTOM = {"matchExpressions": [{"key": ROLE, "operator": "In", "values": ["worker", "infra"]}]}

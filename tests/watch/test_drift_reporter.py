@@ -17,7 +17,6 @@ import pytest
 from builders import ign_file, mc_object
 from drifttools import laid_down
 
-from mcd.agent.kube.annotations import NodeState
 from mcd.agent.report.events import EventRecorder
 from mcd.agent.report.metrics import Metrics
 from mcd.agent.watch.driftreport import DriftPolicy, DriftReporter
@@ -25,6 +24,7 @@ from mcd.config.machineconfig import MachineConfig
 from mcd.host.accounts import Accounts
 from mcd.host.files import FileWriter
 from mcd.host.root import HostRoot
+from mcd.node.annotations import NodeState
 
 A = "/etc/mcd-test/a.conf"
 UNIT = "etc/systemd/system/hello.service"

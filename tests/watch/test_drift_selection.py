@@ -14,7 +14,6 @@ from configpairs import SEEDS, config_pair, parsed_pair
 from drifttools import laid_down
 from hypothesis import HealthCheck, given, settings
 
-from mcd.agent.kube.annotations import NodeState
 from mcd.agent.report.events import EventRecorder
 from mcd.agent.report.metrics import Metrics
 from mcd.agent.watch.driftreport import DriftReporter
@@ -23,6 +22,7 @@ from mcd.config.ignition import File, IgnitionConfig, Unit
 from mcd.config.machineconfig import MachineConfig
 from mcd.host import ondisk
 from mcd.host.root import HostRoot
+from mcd.node.annotations import NodeState
 
 
 def _normal(config: IgnitionConfig) -> IgnitionConfig:

@@ -15,9 +15,9 @@ import pytest
 from builders import ign_file, mc_object
 from drifttools import Collector, laid_down
 
-from mcd.agent import guard
 from mcd.agent.watch.drift import DriftMonitor
 from mcd.host.root import HostRoot
+from mcd.runtime import guard
 
 
 def _eventually(pred: Callable[[], bool], what: str, timeout: float = 10.0) -> None:

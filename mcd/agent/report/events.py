@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from mcd.agent import guard
-from mcd.agent.errors import ApiError, NotFoundError
+from mcd.kube.errors import ApiError, NotFoundError
+from mcd.runtime import guard
 
 LOG = logging.getLogger(__name__)
 

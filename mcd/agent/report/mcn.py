@@ -6,7 +6,7 @@ are queued and written in order by a background thread, so an update never waits
 never fails for them: a write the API server refuses for now (unreachable, throttled, 5xx) is
 retried with backoff, the reports after it waiting their turn; one it refuses for good (no such
 resource on this cluster, forbidden) is logged and dropped, and the next report tries again.
-Each write is computed from the object last read (`mcd.agent.kube.machineconfignode.merge`) and
+Each write is computed from the object last read (`mcd.node.machineconfignode.merge`) and
 carries its resourceVersion, so a concurrent writer (the drain controller) costs a re-read, never
 a lost condition. The status goes through the `status` subresource; the spec (node, pool,
 desired config) is written on creation and when an update is known to be compatible.
@@ -22,10 +22,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from mcd.agent.errors import ApiError, Backoff, ConflictError, NotFoundError
-from mcd.agent.kube import machineconfignode as mcn
-from mcd.agent.kube.annotations import NodeState, NodeView
 from mcd.agent.report.node import NodeWriter
+from mcd.kube.backoff import Backoff
+from mcd.kube.errors import ApiError, ConflictError, NotFoundError
+from mcd.node import machineconfignode as mcn
+from mcd.node.annotations import NodeState, NodeView
 
 LOG = logging.getLogger(__name__)
 

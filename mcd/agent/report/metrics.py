@@ -3,7 +3,7 @@
 Upstream serves `/metrics` on `--metrics-url` (127.0.0.1:8797) and has no health endpoint;
 mcd adds `/healthz` (200 while the agent is healthy: `mcd.agent.loop.Daemon.unhealthy`) for
 systemd and liveness probes, and metrics of its own: `mcd_update_phase_seconds`,
-`mcd_reboots_avoided_total` and `mcd_thread_restarts_total{thread}` (`mcd.agent.guard`). The
+`mcd_reboots_avoided_total` and `mcd_thread_restarts_total{thread}` (`mcd.runtime.guard`). The
 server's thread runs under the guard too: a port that cannot be bound is tried again.
 """
 
@@ -28,7 +28,7 @@ from prometheus_client import (
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
 
-from mcd.agent import guard
+from mcd.runtime import guard
 
 LOG = logging.getLogger(__name__)
 

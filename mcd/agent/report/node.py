@@ -14,8 +14,9 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from mcd.agent.errors import ConflictError, TransientError
-from mcd.agent.kube.annotations import NodeState, NodeView, state_annotations
+from mcd.agent.errors import TransientError
+from mcd.kube.errors import ConflictError
+from mcd.node.annotations import NodeState, NodeView, state_annotations
 
 LOG = logging.getLogger(__name__)
 

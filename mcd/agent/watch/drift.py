@@ -11,7 +11,7 @@ appears, so paths created later and directories removed and recreated are follow
 The notifier thread never checks anything itself: it records which managed paths an event
 touched and calls `on_change` (the daemon enqueues its `drift` key); the daemon's loop takes
 the paths (`take()`) and checks each (`check()`), so every report goes through the one loop.
-It runs under the agent's guard (`mcd.agent.guard`): an event it cannot handle (an OSError
+It runs under the agent's guard (`mcd.runtime.guard`): an event it cannot handle (an OSError
 while following a path) restarts it after a backoff, and a restarted monitor places its
 watches again and has every managed path checked, since it may have missed events.
 """
@@ -30,12 +30,12 @@ from typing import Any
 
 import pyinotify
 
-from mcd.agent import guard
 from mcd.agent.watch.managed import Expected, Unverified, child, next_below, parent, under
 from mcd.config.ignition import IgnitionConfig
 from mcd.host import ondisk
 from mcd.host.root import HostRoot, PathEscapeError
 from mcd.planner.managed_paths import UNIT_DIR
+from mcd.runtime import guard
 
 LOG = logging.getLogger(__name__)
 

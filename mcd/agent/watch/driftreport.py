@@ -20,7 +20,6 @@ import time
 from collections.abc import Callable, Collection
 from typing import Protocol
 
-from mcd.agent.kube.annotations import NodeState
 from mcd.agent.report.events import EventRecorder
 from mcd.agent.report.metrics import Metrics
 from mcd.agent.report.node import NodeWriter
@@ -29,6 +28,7 @@ from mcd.agent.watch.heal import Healer
 from mcd.config.machineconfig import MachineConfig
 from mcd.host import status
 from mcd.host.root import HostRoot
+from mcd.node.annotations import NodeState
 
 LOG = logging.getLogger(__name__)
 

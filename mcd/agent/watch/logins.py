@@ -19,8 +19,8 @@ from pathlib import Path
 
 import systemd.journal as sd_journal
 
-from mcd.agent import guard
 from mcd.host.root import HostRoot
+from mcd.runtime import guard
 
 LOG = logging.getLogger(__name__)
 

@@ -14,8 +14,6 @@ from typing import Any
 from prometheus_client import Counter
 
 from mcd import policy
-from mcd.agent.kube import annotations as ann
-from mcd.agent.kube.annotations import NodeState
 from mcd.agent.node_apply import NodeApplier
 from mcd.agent.report.events import EventRecorder
 from mcd.agent.report.metrics import Metrics
@@ -26,6 +24,8 @@ from mcd.agent.watch.driftreport import DriftPolicy, DriftReporter, NodeReporter
 from mcd.agent.watch.heal import Healer
 from mcd.agent.watch.logins import SSH_ACCESSED, SSH_ANNOTATION, LoginMonitor, journal_dir
 from mcd.host import status
+from mcd.node import annotations as ann
+from mcd.node.annotations import NodeState
 
 LOG = logging.getLogger(__name__)
 

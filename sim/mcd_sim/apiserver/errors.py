@@ -5,7 +5,7 @@ HTTP it becomes the `metav1.Status` body and code kube-apiserver would send (`st
 in-process callers of the server (the controller stand-in, the tests) catch it directly. The
 functions build one per case (NotFound, AlreadyExists, Conflict, Invalid, …) with kube-apiserver's
 reason, code and message. Simulator only: the agent sees these as HTTP answers, which its own
-client turns into `mcd.agent.errors.ApiError`.
+client turns into `mcd.kube.errors.ApiError`.
 """
 
 from __future__ import annotations

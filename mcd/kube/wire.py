@@ -1,6 +1,6 @@
 """What the API server sends, read: a watch stream's lines and an error answer as `ApiError`.
 
-Pure: no I/O of its own (the stream is the caller's), kept apart from `mcd.agent.kube.client`.
+Pure: no I/O of its own (the stream is the caller's), kept apart from `mcd.kube.client`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from mcd.agent.errors import ApiError, ConflictError, GoneError, NotFoundError
+from mcd.kube.errors import ApiError, ConflictError, GoneError, NotFoundError
 
 
 def lines(resp: Any) -> Iterator[bytes]:

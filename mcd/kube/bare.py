@@ -1,5 +1,5 @@
 """Packages registered without running their `__init__`, completed on first use of a name only
-it defines. Used by `mcd.agent.kube.client` (the one importer of `kubernetes`) before it imports
+it defines. Used by `mcd.kube.client` (the one importer of `kubernetes`) before it imports
 the few submodules it needs: importing any part of a package runs the package's `__init__`
 first, and `kubernetes/__init__.py` imports all of the client (see there).
 """

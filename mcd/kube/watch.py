@@ -11,7 +11,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from mcd.agent.errors import ApiError, Backoff, GoneError, NotFoundError
+from mcd.kube.backoff import Backoff
+from mcd.kube.errors import ApiError, GoneError, NotFoundError
 
 LOG = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from mcd.agent.errors import ApiError, ConflictError
-from mcd.agent.kube.client import KubeClient
+from mcd.kube.client import KubeClient
+from mcd.kube.errors import ApiError, ConflictError
 
 LOG = logging.getLogger(__name__)
 

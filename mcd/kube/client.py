@@ -7,11 +7,11 @@ line-by-line stream the daemon controls (resume from the last resourceVersion, l
 410). urllib3's own retries are off: a retried PATCH or POST could be applied twice, and the
 daemon loop retries with backoff anyway.
 
-Every failure surfaces as `mcd.agent.errors.ApiError` (NotFound, Conflict, Gone); transport errors
-are `ApiError(0, …)`. Every answer also goes to `reach` (`mcd.agent.health.ApiReach`), which
+Every failure surfaces as `mcd.kube.errors.ApiError` (NotFound, Conflict, Gone); transport errors
+are `ApiError(0, …)`. Every answer also goes to `reach` (`mcd.kube.reach.ApiReach`), which
 logs an outage (unreachable, 401, 5xx; a 403 per request) once, with what to check, and its end once.
 
-Two identities, as upstream's daemon has them (`mcd.agent.kube.identity` says where each comes
+Two identities, as upstream's daemon has them (`mcd.kube.identity` says where each comes
 from): the reader (the pod's ServiceAccount, or `--kubeconfig`) makes every request but the node
 writes and the Events, which go out with the node writer's credentials (the kubelet's kubeconfig
 when the node has one, else the reader's).
@@ -31,10 +31,11 @@ from urllib.parse import quote, urlencode
 import urllib3
 
 from mcd import __version__
-from mcd.agent.errors import ApiError, GoneError, NotFoundError
-from mcd.agent.health import NODE_WRITER_HINTS, ApiReach
-from mcd.agent.kube.bare import register_bare
-from mcd.agent.kube.identity import (
+from mcd.config.findings import InputError
+from mcd.host.root import HostRoot
+from mcd.kube.bare import register_bare
+from mcd.kube.errors import ApiError, GoneError, NotFoundError
+from mcd.kube.identity import (
     API_ENDPOINT_KUBECONFIG,
     KUBELET_KUBECONFIG,
     Endpoint,
@@ -42,9 +43,8 @@ from mcd.agent.kube.identity import (
     direct_settings,
     node_writer_kubeconfig,
 )
-from mcd.agent.kube.wire import api_error, lines, watch_event
-from mcd.config.findings import InputError
-from mcd.host.root import HostRoot
+from mcd.kube.reach import NODE_WRITER_HINTS, ApiReach
+from mcd.kube.wire import api_error, lines, watch_event
 
 LOG = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ Obj = dict[str, Any]
 
 # `import kubernetes` imports all of the client (pydantic, requests, oauthlib, websocket ...); the
 # agent needs the configuration, the in-cluster loader and the REST layer, so the packages are
-# registered bare (`mcd.agent.kube.bare`; about 18 MB less memory) and the kubeconfig loader is
+# registered bare (`mcd.kube.bare`; about 18 MB less memory) and the kubeconfig loader is
 # imported when a kubeconfig is read. Names come from the modules themselves: `from
 # kubernetes.config import x` would ask the bare package for `x`, which completes it.
 for _package in ("kubernetes", "kubernetes.config", "kubernetes.utils"):

@@ -13,7 +13,7 @@ kubelet's kubeconfig names (absolute host paths, or relative to the kubeconfig's
 and a symlink among them (the kubelet's `kubelet-client-current.pem`) is followed as if the root
 were `/`. Nothing resolves outside the root.
 
-This module reads files and returns values; `mcd.agent.kube.client` turns them into connections.
+This module reads files and returns values; `mcd.kube.client` turns them into connections.
 A missing file is a documented fallback (None; the caller logs it once); a file that exists but
 cannot be used is an InputError naming the file and the JSON path of the bad value.
 """

@@ -1,1 +1,0 @@
-"""The Kubernetes side of the daemon: the API client (the only `kubernetes` importer) and annotation keys."""

@@ -1,0 +1,1 @@
+"""The process: guarded threads and signal flags, shared by the agent and the pool controller."""
