@@ -1,7 +1,9 @@
 """Events on a MachineConfigPool, with upstream's controllers' reasons and components.
 
 As upstream's namespaced recorder does for these cluster-scoped objects, the Events go to the
-controller's namespace. Best effort: one that cannot be posted is logged and dropped (the pool's
+controller's namespace and name it as the object's (`involvedObject.namespace`): kube-apiserver
+refuses an Event whose involved object's namespace differs from its own (422), and an empty one is
+accepted only in `default`. Best effort: one that cannot be posted is logged and dropped (the pool's
 status carries the same facts), and each is a log line too.
 """
 
@@ -37,6 +39,7 @@ def pool_event(
         "involvedObject": {
             "kind": "MachineConfigPool",
             "name": name,
+            "namespace": namespace,
             "uid": str(meta.get("uid", "")),
             "apiVersion": "machineconfiguration.openshift.io/v1",
         },

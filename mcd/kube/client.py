@@ -34,7 +34,7 @@ from mcd import __version__
 from mcd.config.findings import InputError
 from mcd.host.root import HostRoot
 from mcd.kube.bare import register_bare
-from mcd.kube.errors import ApiError, GoneError, NotFoundError
+from mcd.kube.errors import ApiError, GoneError
 from mcd.kube.identity import (
     API_ENDPOINT_KUBECONFIG,
     KUBELET_KUBECONFIG,
@@ -44,6 +44,7 @@ from mcd.kube.identity import (
     node_writer_kubeconfig,
 )
 from mcd.kube.reach import NODE_WRITER_HINTS, ApiReach
+from mcd.kube.resources import COLLECTIONS, Obj, Resources
 from mcd.kube.wire import api_error, lines, watch_event
 
 LOG = logging.getLogger(__name__)
@@ -51,28 +52,15 @@ LOG = logging.getLogger(__name__)
 USER_AGENT = f"machine-config-daemon/mcd-{__version__}"
 # the pool controller's requests say who made them (its RBAC is checked against them apart)
 CONTROLLER_USER_AGENT = f"machine-config-controller/mcd-{__version__}"
-MCO_GROUP = "machineconfiguration.openshift.io"
-MC_PATH = f"/apis/{MCO_GROUP}/v1/machineconfigs"
-CONTROLLERCONFIG_PATH = f"/apis/{MCO_GROUP}/v1/controllerconfigs"
-MACHINECONFIGURATION_PATH = "/apis/operator.openshift.io/v1/machineconfigurations"
-MCN_PATH = f"/apis/{MCO_GROUP}/v1/machineconfignodes"
-MERGE_PATCH = "application/merge-patch+json"
-# what the agent lists and watches, and the pool controller lists whole; where its Lease lives
-COLLECTIONS = {"nodes": "/api/v1/nodes", "pods": "/api/v1/pods", "machineconfigs": MC_PATH,
-               "machineconfigpools": f"/apis/{MCO_GROUP}/v1/machineconfigpools",
-               "controllerconfigs": CONTROLLERCONFIG_PATH}  # fmt: skip
 # a name no object can have (not a DNS subdomain): a list by it answers only the collection's
 # resourceVersion, which kube-apiserver reads as one key, so a watch starts from "now" for free
 NO_OBJECT = "-"
-LEASES = "/apis/coordination.k8s.io/v1/namespaces/{}/leases"
 
 # (connect, read) seconds for one request; a watch reads for its own timeout plus this margin
 REQUEST_TIMEOUT = (5.0, 30.0)
 # the pod's ServiceAccount credentials (the kubelet mounts them here)
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 WATCH_MARGIN = 15.0
-
-Obj = dict[str, Any]
 
 # `import kubernetes` imports all of the client (pydantic, requests, oauthlib, websocket ...); the
 # agent needs the configuration, the in-cluster loader and the REST layer, so the packages are
@@ -87,12 +75,9 @@ from kubernetes.config.config_exception import ConfigException  # noqa: E402
 from kubernetes.config.incluster_config import InClusterConfigLoader  # noqa: E402
 
 
-def _path(*parts: str) -> str:
-    return "/".join(quote(p, safe="") for p in parts)
-
-
-class KubeClient:
-    """Plain-JSON requests to one API server, as two identities: the reader and the node writer."""
+class KubeClient(Resources):
+    """Plain-JSON requests to one API server, as two identities: the reader and the node writer
+    (the requests per resource are `Resources`' methods)."""
 
     def __init__(
         self, configuration: Any, writer: Any = None, writer_source: str = "", *, user_agent: str = USER_AGENT
@@ -262,11 +247,6 @@ class KubeClient:
             raise ApiError(0, f"{method} {path}: answer is not a JSON object")
         return obj, data
 
-    # -- nodes
-
-    def get_node(self, name: str) -> Obj:
-        return self._request("GET", f"/api/v1/nodes/{_path(name)}")
-
     # -- lists and watches: the Node and the ControllerConfig by name, the MachineConfigs whole
 
     def list_named(self, resource: str, name: str) -> tuple[Obj | None, str]:
@@ -325,106 +305,6 @@ class KubeClient:
             if streaming:
                 self.reach.stream(False)
             resp.release_conn()
-
-    def patch_node(self, name: str, patch: Mapping[str, Any], *, status: bool = False) -> Obj:
-        """A JSON merge patch of the node (a resourceVersion in it is a precondition: 409 if stale)."""
-        path = f"/api/v1/nodes/{_path(name)}" + ("/status" if status else "")
-        return self._request("PATCH", path, body=patch, content_type=MERGE_PATCH, writer=True)
-
-    # -- configs
-
-    def get_machineconfig_json(self, name: str) -> tuple[Obj, bytes | None]:
-        """The MachineConfig and its JSON text as served: the update records that text as it is
-        (encoding a rendered config again costs about as much as decoding it)."""
-        return self._request_text("GET", f"{MC_PATH}/{_path(name)}")
-
-    def get_machineconfiguration(self, name: str = "cluster") -> Obj | None:
-        """The operator's MachineConfiguration (None when absent: defaults apply)."""
-        try:
-            return self._request("GET", f"{MACHINECONFIGURATION_PATH}/{_path(name)}")
-        except NotFoundError:
-            return None
-
-    # -- the node's MachineConfigNode
-
-    def get_machineconfignode(self, name: str) -> Obj:
-        return self._request("GET", f"{MCN_PATH}/{_path(name)}")
-
-    def create_machineconfignode(self, obj: Mapping[str, Any]) -> Obj:
-        return self._request("POST", MCN_PATH, body=obj)
-
-    def update_machineconfignode(self, name: str, obj: Mapping[str, Any], *, status: bool = False) -> Obj:
-        """PUT the object (or, with `status`, its status subresource); the resourceVersion in it
-        is a precondition (409 if stale)."""
-        path = f"{MCN_PATH}/{_path(name)}" + ("/status" if status else "")
-        return self._request("PUT", path, body=obj)
-
-    def get_configmap(self, namespace: str, name: str) -> Obj:
-        """A ConfigMap (the certificate writer's `kubeconfig-data`, at a CA rotation)."""
-        return self._request("GET", f"/api/v1/namespaces/{_path(namespace)}/configmaps/{_path(name)}")
-
-    # -- events
-
-    def create_event(self, namespace: str, event: Mapping[str, Any]) -> None:
-        self._request("POST", f"/api/v1/namespaces/{_path(namespace)}/events", body=event, writer=True)
-
-    def patch_event(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
-        """A repeated Event: its count and lastTimestamp (client-go's recorder patches them too)."""
-        path = f"/api/v1/namespaces/{_path(namespace)}/events/{_path(name)}"
-        self._request("PATCH", path, body=patch, content_type=MERGE_PATCH, writer=True)
-
-    # -- drain
-
-    def list_pods_on_node(self, node: str) -> list[Obj]:
-        obj = self._request("GET", "/api/v1/pods", query={"fieldSelector": f"spec.nodeName={node}"})
-        return list(obj.get("items") or [])
-
-    def get_pod(self, namespace: str, name: str) -> Obj:
-        return self._request("GET", f"/api/v1/namespaces/{_path(namespace)}/pods/{_path(name)}")
-
-    def evict_pod(self, namespace: str, name: str, grace_seconds: int | None = None) -> None:
-        """POST pods/eviction; ApiError 429 when a PodDisruptionBudget forbids it now."""
-        body: Obj = {
-            "apiVersion": "policy/v1",
-            "kind": "Eviction",
-            "metadata": {"name": name, "namespace": namespace},
-        }
-        if grace_seconds is not None:
-            body["deleteOptions"] = {"gracePeriodSeconds": grace_seconds}
-        path = f"/api/v1/namespaces/{_path(namespace)}/pods/{_path(name)}/eviction"
-        self._request("POST", path, body=body)
-
-    def list_pdbs(self) -> list[Obj]:
-        obj = self._request("GET", "/apis/policy/v1/poddisruptionbudgets")
-        return list(obj.get("items") or [])
-
-    # -- the pool controller (mcd.controller): whole collections listed every pass, its Lease
-
-    def list_all(self, resource: str) -> list[Obj]:
-        """Every object of `resource` (a key of COLLECTIONS), cluster-wide."""
-        return list(self._request("GET", COLLECTIONS[resource]).get("items") or [])
-
-    def create_machineconfig(self, obj: Mapping[str, Any]) -> Obj:
-        return self._request("POST", MC_PATH, body=obj)
-
-    def patch_machineconfigpool(self, name: str, patch: Mapping[str, Any], *, status: bool = False) -> Obj:
-        """A JSON merge patch of the pool or its status (a resourceVersion in it is a precondition)."""
-        path = f"{COLLECTIONS['machineconfigpools']}/{_path(name)}" + ("/status" if status else "")
-        return self._request("PATCH", path, body=patch, content_type=MERGE_PATCH)
-
-    def get_lease(self, namespace: str, name: str) -> Obj | None:
-        try:
-            return self._request("GET", f"{LEASES.format(_path(namespace))}/{_path(name)}")
-        except NotFoundError:
-            return None
-
-    def create_lease(self, namespace: str, obj: Mapping[str, Any]) -> Obj:
-        return self._request("POST", LEASES.format(_path(namespace)), body=obj)
-
-    def update_lease(self, namespace: str, obj: Mapping[str, Any]) -> Obj:
-        """PUT the Lease; its resourceVersion is a precondition (ConflictError when another wrote)."""
-        path = f"{LEASES.format(_path(namespace))}/{_path(str(obj['metadata']['name']))}"
-        return self._request("PUT", path, body=obj)
 
 
 class _Session:

@@ -266,7 +266,7 @@ def test_a_refused_node_writer_reads_its_kubeconfig_again(cluster: Cluster, tmp_
 def _event(name: str) -> dict[str, object]:
     return {
         "metadata": {"name": name, "namespace": "openshift-machine-config-operator"},
-        "involvedObject": {"kind": "Node", "name": NODE},
+        "involvedObject": {"kind": "Node", "name": NODE, "namespace": "openshift-machine-config-operator"},
         "reason": "Test",
         "message": "m",
         "type": "Normal",

@@ -18,6 +18,7 @@ optional grant of manifests/without-kubelet-kubeconfig/.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,6 +80,10 @@ class Call:
     uri: str
 
 
+# API discovery (the drain asks which policy version serves evictions, as kubectl drain does)
+DISCOVERY = re.compile(r"^/(api|apis)(/[^/?]+){0,2}/?(\?.*)?$")
+
+
 def _grants(
     *, without_kubelet_kubeconfig: bool = False, objs: list[Obj] | None = None, account: str = SERVICE_ACCOUNT
 ) -> list[Grant]:
@@ -122,6 +127,8 @@ def _calls(audit: Path, user_agent: str = AGENT_UA) -> Iterator[Call]:
         if not e["userAgent"].startswith(user_agent):
             continue
         ref = e.get("objectRef")
+        if not ref and e["verb"] == "get" and DISCOVERY.match(e["requestURI"]):
+            continue  # the bootstrap role system:discovery grants it to every authenticated user
         assert ref, f"a non-resource request, which no rule here grants: {e['verb']} {e['requestURI']}"
         resource = ref["resource"] + (f"/{ref['subresource']}" if ref.get("subresource") else "")
         ns, name = ref.get("namespace", ""), ref.get("name", "")

@@ -140,7 +140,8 @@ def test_events_v1_list_deserialises(sim: ApiServer, client: Any) -> None:
         "openshift-machine-config-operator",
         k8s.CoreV1Event(
             metadata=k8s.V1ObjectMeta(generate_name="worker-0."),
-            involved_object=k8s.V1ObjectReference(kind="Node", name="worker-0", api_version="v1"),
+            involved_object=k8s.V1ObjectReference(kind="Node", name="worker-0", api_version="v1",
+                                                  namespace="openshift-machine-config-operator"),
             reason="NodeDone", message="Setting node worker-0, currentConfig rendered-worker-1 to Done",
             type="Normal", source=k8s.V1EventSource(component="machineconfigdaemon", host="worker-0"),
         ),

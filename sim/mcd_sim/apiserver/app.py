@@ -225,6 +225,8 @@ class App:
             raise errors.bad_request(
                 "the namespace of the provided object does not match the namespace sent on the request"
             )
+        if rt.kind == "Event" and rt.api_version == "v1":
+            _check_event_namespace(body, target.namespace)
         return body
 
     # --- verbs ---------------------------------------------------------------------------
@@ -440,3 +442,14 @@ class App:
                 "items": [],
             },
         )
+
+
+def _check_event_namespace(body: Obj, namespace: str) -> None:
+    """kube-apiserver's rule for a core/v1 Event: its involved object's namespace is its own, and an
+    Event about a cluster-scoped object (no namespace) lives only in `default`."""
+    involved = body.get("involvedObject")
+    ns = str((involved if isinstance(involved, dict) else {}).get("namespace") or "")
+    if (ns and ns != namespace) or (not ns and namespace not in ("", "default")):
+        name = str((body.get("metadata") or {}).get("name", ""))
+        cause = ("involvedObject.namespace", f'Invalid value: "{ns}": does not match event.namespace')
+        raise errors.invalid("Event", "", name, [cause])
