@@ -50,8 +50,16 @@ APT=(apt-get -o DPkg::Lock::Timeout=600)
 
 # 1. A deb-src entry for bookworm, copied from the machine's own deb entries (same URIs, suites
 #    and keyring), unless one is there already.
-have_src() {
-    grep -rqsE '^(Types:.*deb-src|deb-src[[:space:]])' /etc/apt/sources.list /etc/apt/sources.list.d/ 2>/dev/null
+have_src() { # a deb-src entry for bookworm in a file apt reads
+    local f
+    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
+        [ -e "$f" ] || continue
+        if grep -qE '^deb-src[[:space:]].*[[:space:]]bookworm([[:space:]]|$)' "$f" \
+            || { grep -qE '^Types:.*deb-src' "$f" && grep -qE '^Suites:.*\bbookworm\b' "$f"; }; then
+            return 0
+        fi
+    done
+    return 1
 }
 SRC_ENTRY=/etc/apt/sources.list.d/mcd-kube-deb-src.sources
 if ! have_src; then

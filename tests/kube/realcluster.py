@@ -69,11 +69,16 @@ def build_apiserver() -> Path:
     return Path(lines[-1])
 
 
-def free_port() -> int:
-    """A port the kernel hands out for 127.0.0.1 (bound to port 0, then released)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def free_ports(count: int) -> list[int]:
+    """Distinct ports the kernel hands out for 127.0.0.1 (all bound to port 0 at once, then
+    released)."""
+    with contextlib.ExitStack() as stack:
+        ports = []
+        for _ in range(count):
+            s = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            s.bind(("127.0.0.1", 0))
+            ports.append(int(s.getsockname()[1]))
+        return ports
 
 
 def wait_for(what: str, check: Callable[[], bool], timeout: float, interval: float = 0.1) -> None:
@@ -154,7 +159,7 @@ class RealCluster:
             self.pki.mkdir(mode=0o700)
             self._make_pki()
             (self.workdir / "audit-policy.yaml").write_text(AUDIT_POLICY)
-            self.port, self.etcd_client_port, self.etcd_peer_port = free_port(), free_port(), free_port()
+            self.port, self.etcd_client_port, self.etcd_peer_port = free_ports(3)
             self.admin_kubeconfig.write_text(self._kubeconfig("admin", self.admin))
             self._start_etcd()
             self._start_apiserver()
