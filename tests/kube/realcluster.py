@@ -123,7 +123,10 @@ class RealCluster:
 
     def __init__(self, apiserver: Path, *, etcd: str = "etcd", keep: bool = False) -> None:
         self.apiserver_binary = apiserver
-        self.etcd_binary = shutil.which(etcd) or etcd
+        found = shutil.which(etcd)
+        if found is None:
+            raise ClusterError(f"{etcd} not found: install Debian's etcd-server (build-apiserver.sh does)")
+        self.etcd_binary = found
         self.keep = keep
         self.workdir = Path(tempfile.mkdtemp(prefix="mcd-kube-"))
         self.pki = self.workdir / "pki"
