@@ -78,11 +78,11 @@ def test_custom_resource_with_an_empty_string_is_accepted(cluster: RealCluster) 
         got = cluster.request(
             "GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{plural}.{GROUP}"
         )
-        conditions = got.json().get("status", {}).get("conditions", [])
+        conditions = (got.json().get("status") or {}).get("conditions") or []  # null right after create
         served = cluster.request("GET", path).status == 200
         return served and any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
 
-    wait_for("the CRD to be established and served", established, 30)
+    wait_for("the CRD to be established and served", established, 60)
     kind = "Widget"
     obj = {
         "apiVersion": f"{GROUP}/v1",
