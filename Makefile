@@ -1,7 +1,7 @@
 # Every target that runs project code depends on `setup`, so a fresh checkout needs nothing else.
 BIN := .venv/bin
 
-.PHONY: setup test lint demo bench clean mutate image vagrant-check node-test soak fleet-test
+.PHONY: setup test lint demo bench clean mutate image vagrant-check node-test soak fleet-test kube-test
 
 setup:
 	@bash scripts/setup.sh
@@ -21,6 +21,14 @@ test: setup
 node-test: setup
 	@bash scripts/node/deps.sh
 	MCD_NODE_TEST=1 $(BIN)/python -m pytest -v -p no:cacheprovider tests/node
+
+# The real-control-plane tier (tests/kube/, not part of `make test`): etcd and a kube-apiserver
+# v1.20.2 that scripts/kube/build-apiserver.sh builds from Debian's source with PyPI's Go (root,
+# about 6 min once; cached in /var/tmp/mcd-kube-cache), started on loopback by
+# tests/kube/realcluster.py. docs/kube-tier.md.
+kube-test: setup
+	bash scripts/kube/build-apiserver.sh
+	MCD_KUBE_TEST=1 $(BIN)/python -m pytest -v -p no:cacheprovider tests/kube
 
 # The fleet gate (tests/sim/test_fleet_twenty.py): 20 real agents rolled 2 at a time under a
 # PodDisruptionBudget, about 1.5 minutes; .ci/run runs it after make test.
