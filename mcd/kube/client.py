@@ -247,6 +247,19 @@ class KubeClient(Resources):
             raise ApiError(0, f"{method} {path}: answer is not a JSON object")
         return obj, data
 
+    # -- reviews: the metrics endpoint asks who a scraper is and what it may do (as the kubelet)
+
+    def review_token(self, token: str) -> Obj:
+        """A TokenReview of `token` (its `status`: authenticated, user); the token goes only in
+        the request body, never in a message."""
+        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}
+        return self._request("POST", "/apis/authentication.k8s.io/v1/tokenreviews", body=body)
+
+    def review_access(self, spec: Obj) -> Obj:
+        """A SubjectAccessReview of `spec` (user, groups, resourceAttributes); `status.allowed`."""
+        body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec}
+        return self._request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", body=body)
+
     # -- lists and watches: the Node and the ControllerConfig by name, the MachineConfigs whole
 
     def list_named(self, resource: str, name: str) -> tuple[Obj | None, str]:
