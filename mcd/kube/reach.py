@@ -59,7 +59,7 @@ NODE_WRITER_HINTS = Hints(
     "the node writer's credentials (the kubelet's kubeconfig and its client certificate: expired, "
     "or rotated by the kubelet, when the agent reads it again)",
     "the node's own authorization (the Node authorizer and the system:node role let a kubelet write "
-    "its own Node and Events)",
+    "its own Node and Events, and evict the pods bound to it)",
 )
 
 

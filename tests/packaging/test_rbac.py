@@ -59,8 +59,10 @@ NOT_SEEN_HERE = {
     (NAMESPACE, "", "events", "patch"):
         "as for create: a repeated Event is patched by whoever posts the Events",
 }  # fmt: skip
-# what the node writer (the kubelet's identity) sends: its Node's annotations and cordon, Events
-NODE_WRITES = {("patch", "", "nodes"), ("create", "", "events"), ("patch", "", "events")}
+# what the node writer (the kubelet's identity) sends: its Node's annotations and cordon, Events,
+# the built-in drainer's evictions (NodeRestriction: only of the pods bound to its node)
+NODE_WRITES = {("patch", "", "nodes"), ("create", "", "events"), ("patch", "", "events"),
+               ("create", "", "pods/eviction")}  # fmt: skip
 NODE_USER = f"system:node:{NODE}"
 
 
@@ -243,6 +245,10 @@ def test_the_shipped_roles_grant_exactly_what_the_agent_asks(tmp_path: Path) -> 
                     or c.user not in (NODE_USER, SA_USER.name)})  # fmt: skip
     assert wrong == [], "requests made with the wrong identity"
     assert {c.name for c in calls if c.user == NODE_USER and c.resource == "nodes"} == {NODE}
+    # evictions go out as the kubelet (whom NodeRestriction limits to its node's pods), never
+    # as the ServiceAccount shared by every node's agent
+    evicted = {(c.user, c.namespace, c.name) for c in calls if c.resource == "pods/eviction"}
+    assert {(user, name) for user, _, name in evicted} == {(NODE_USER, "web-1")}
 
     grants = _grants()
     mine = [c for c in calls if c.user == SA_USER.name]
