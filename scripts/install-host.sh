@@ -114,11 +114,9 @@ if [ "$UNITS_ONLY" -eq 0 ]; then
     say "installing mcd from $REPO into $DEST"
     # the checkout's package alone, with its pinned dependencies; no simulator, no dev tools
     "$DEST/bin/python" -m pip install -q "$REPO"
-    # what the agent never imports: the kubernetes package's asyncio twin (kubernetes/aio,
-    # half of the package) and its tests
-    rm -rf "$DEST"/lib/python3*/site-packages/kubernetes/aio \
-           "$DEST"/lib/python3*/site-packages/kubernetes/test \
-           "$DEST"/lib/python3*/site-packages/kubernetes/e2e_test
+    # what mcd never imports (the kubernetes package's generated classes, its asyncio client
+    # and what only that needs), as the image leaves it out
+    sh "$REPO/scripts/prune-env.sh" "$DEST"
 fi
 [ -x "$DEST/bin/mcd" ] || die "$DEST/bin/mcd is missing (run without --units-only)"
 "$DEST/bin/mcd" --help >/dev/null || die "$DEST/bin/mcd does not run"

@@ -117,6 +117,7 @@ def test_the_whole_install_in_a_prefix(tmp_path: Path) -> None:
     assert out.returncode == 0 and "start" in out.stdout
     site = next(env.glob("lib/python3*/site-packages"))
     assert (site / "kubernetes").is_dir() and not (site / "kubernetes/aio").exists()
+    assert not (site / "kubernetes/client/api").exists() and not (site / "aiohttp").exists()  # prune-env.sh
     assert not (site / "mcd_sim").exists()
     assert _exec_start(prefix / "etc/systemd/system/machine-config-daemon.service").startswith(
         "/opt/mcd/bin/mcd "
