@@ -298,3 +298,19 @@ def test_process_metrics_and_the_drain_gauge() -> None:
     assert m.registry.get_sample_value("mcd_drain_err") == 0
     m.set_state("Degraded", "content mismatch for file /etc/a")
     assert m.registry.get_sample_value("mcd_drain_err") == 0
+
+
+def test_an_unusable_serving_pair_leaves_the_agent_without_the_tls_endpoint_not_stopped(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from mcd.agent.report.scrape import secure_endpoint
+    from mcd.agent.settings import AgentSettings
+
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    cert.write_text("not a certificate\n")
+    key.write_text("not a key\n")
+    settings = AgentSettings(
+        node_name=NODE, secure_metrics_url="127.0.0.1:0", tls_cert_file=str(cert), tls_key_file=str(key)
+    )
+    assert secure_endpoint(settings, FakeReviews(), lambda: b"") is None
+    assert "no metrics over TLS on 127.0.0.1:0" in caplog.text

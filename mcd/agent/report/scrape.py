@@ -35,7 +35,7 @@ from typing import Any, Protocol
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from mcd.agent.settings import AgentSettings
-from mcd.host.runner import Runner, SubprocessRunner
+from mcd.host.runner import CommandError, Runner, SubprocessRunner
 from mcd.kube.errors import ApiError
 
 LOG = logging.getLogger(__name__)
@@ -267,6 +267,11 @@ def secure_endpoint(
     """The scrape endpoint the settings ask for (None: `--secure-metrics-url` empty)."""
     if not settings.secure_metrics_url:
         return None
-    certificate = ServingCertificate(settings.tls_cert_file, settings.tls_key_file)
+    try:
+        certificate = ServingCertificate(settings.tls_cert_file, settings.tls_key_file)
+    except (OSError, ssl.SSLError, CommandError) as exc:
+        # a metrics endpoint never stops the agent: it runs without one, said at ERROR
+        LOG.error("no metrics over TLS on %s: %s", settings.secure_metrics_url, exc)
+        return None
     auth = ScrapeAuth(api, settings.node_name)
     return SecureMetricsServer(settings.secure_metrics_url, render, CONTENT_TYPE_LATEST, auth, certificate)
