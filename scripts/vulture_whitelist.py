@@ -47,6 +47,9 @@ _.config_drift  # the mcd_config_drift gauge, set by the drift monitor
 _.daemon_threads  # http.server attributes and handler hooks of the metrics endpoint
 do_GET
 log_message
+handle_error  # socketserver's hook: the TLS metrics endpoint logs a failed handshake at DEBUG
+_.secure_port  # the TLS metrics endpoint's bound port and whether it made its certificate (tests)
+_.self_signed
 FIRST_PIVOT_CONFIG  # upstream key the first start copies from node-annotations.json; the tests read it
 
 # the long-running child of `mcd simulate` (the agent process); sim/mcd_sim is not read by vulture

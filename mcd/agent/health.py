@@ -1,10 +1,11 @@
-"""What `/healthz` and the systemd watchdog report.
+"""What `/healthz`, `/readyz` and the systemd watchdog report.
 
-An agent can be alive and useless: its token revoked, its API server gone, or its loop stuck
-in a command that never ends. The API's side is `mcd.kube.reach.ApiReach`, fed by the API
-client with every answer. `SyncClock` says whether the loop
-has been in one sync longer than it may be (the longest command timeout, plus a drain's own
-timeout while draining). `mcd.agent.loop` combines both into the health rule.
+Liveness (`/healthz`, the watchdog) fails only when the agent itself is stuck: its loop no
+longer wakes, or it has been in one sync longer than it may be (`SyncClock`: the longest
+command timeout, plus a drain's own timeout while draining). A restart cures that. An API
+server that is away (or a revoked token) is not cured by restarting every agent at once: it
+is readiness (`/readyz`, `api_unreached`), from `mcd.kube.reach.ApiReach`, fed by the API
+client with every answer. `mcd.agent.loop` combines them into the rules.
 """
 
 from __future__ import annotations
@@ -12,6 +13,22 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import Protocol
+
+
+class Reach(Protocol):
+    url: str
+
+    def unreached_for(self) -> float: ...
+
+
+def api_unreached(reach: Reach, limit: float) -> str:
+    """Why the agent is not ready on the API's side ("" when the API server answered within
+    `limit` seconds; a 401 is no answer, so a revoked token counts)."""
+    unreached = reach.unreached_for()
+    if unreached >= limit:
+        return f"the API server at {reach.url} has not answered for {unreached:.0f}s"
+    return ""
 
 
 class SyncClock:

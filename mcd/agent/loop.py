@@ -11,9 +11,9 @@ Nothing ends the process but SIGTERM or a reboot (`mcd.runtime.guard`): every th
 the guard, and what the watchers do on this loop's thread (drift, login and config-dir
 reports) is retried with the same backoff when it fails. The signal handler only sets a flag;
 the loop, woken by the guard's signal thread, does the rest. `healthy()` (for `/healthz` and
-the systemd watchdog) fails when the loop stopped waking, when a sync has run past its
-deadline (`mcd.agent.health.SyncClock`) or when the API server has not answered for
-`--api-unreachable-limit` seconds.
+the systemd watchdog) fails when the loop stopped waking or when a sync has run past its
+deadline (`mcd.agent.health.SyncClock`); `ready()` (`/readyz`) also when the API server has
+not answered for `--api-unreachable-limit` seconds.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from mcd.agent import memory, sdnotify
 from mcd.agent.certs import CertificateWriter
 from mcd.agent.drain import BuiltinDrainer, Drainer, HandshakeDrainer
 from mcd.agent.errors import StoppingError, classify
-from mcd.agent.health import SyncClock
+from mcd.agent.health import SyncClock, api_unreached
 from mcd.agent.kubelet import KubeletHealth
 from mcd.agent.mccache import MachineConfigCache
 from mcd.agent.node_apply import NodeApplier
@@ -36,6 +36,7 @@ from mcd.agent.report.events import EventRecorder
 from mcd.agent.report.mcn import MachineConfigNodeReporter
 from mcd.agent.report.metrics import Metrics, MetricsServer, host_os
 from mcd.agent.report.node import NodeWriter
+from mcd.agent.report.scrape import secure_endpoint
 from mcd.agent.settings import AgentSettings
 from mcd.agent.state import AgentMachine, AgentState
 from mcd.agent.sync import Result, Syncer
@@ -177,12 +178,13 @@ class Daemon:
         self.watchers.state_changed(state, reason)
 
     def healthy(self) -> bool:
-        """Alive and useful: the loop syncing within its deadline or woken within the last two
-        resync periods, and the API server answering within `api_unreachable_seconds`."""
+        """Alive: the loop syncing within its deadline or woken within the last two resync
+        periods. An API server that does not answer is not the agent's fault and a restart
+        would not bring it back: that is readiness (`ready`), never liveness."""
         return not self.unhealthy()
 
     def unhealthy(self) -> str:
-        """Why the agent is not healthy ("" when it is)."""
+        """Why the agent is stuck ("" when it is not): liveness, /healthz and the watchdog."""
         if self.stop.is_set():
             return "stopping"
         overdue = self.sync_clock.overdue()
@@ -191,10 +193,12 @@ class Daemon:
         idle = time.monotonic() - self._last_loop
         if not self._in_sync and idle >= 2 * self.settings.resync_seconds + 60:
             return f"the loop has not woken for {idle:.0f}s"
-        unreached = self.client.reach.unreached_for()
-        if unreached >= self.settings.api_unreachable_seconds:
-            return f"the API server at {self.client.reach.url} has not answered for {unreached:.0f}s"
         return ""
+
+    def ready(self) -> bool:
+        """/readyz: alive, and the API server answering within `api_unreachable_seconds`."""
+        limit = self.settings.api_unreachable_seconds
+        return not self.unhealthy() and not api_unreached(self.client.reach, limit)
 
     # -- threads
 
@@ -265,7 +269,9 @@ class Daemon:
         self.events.start()
         self.mcn.start()
         if self.settings.metrics_url:
-            self._server = MetricsServer(self.metrics, self.settings.metrics_url, self.healthy)
+            secure = secure_endpoint(self.settings, self.client, self.metrics.render)
+            url = self.settings.metrics_url
+            self._server = MetricsServer(self.metrics, url, self.healthy, self.ready, secure)
             self._server.start()
         self._set_host_metrics()
         guard.spawn("watch", self._watch, self.stop)

@@ -14,6 +14,10 @@ class AgentSettings:
     root_mount: str = "/rootfs"
     kubeconfig: str = ""
     metrics_url: str = DEFAULT_METRICS_URL
+    # the scrape endpoint over TLS (empty: none) and its serving pair (absent: self-signed)
+    secure_metrics_url: str = ""
+    tls_cert_file: str = ""
+    tls_key_file: str = ""
     kubelet_healthz_enabled: bool = True
     kubelet_healthz_endpoint: str = DEFAULT_KUBELET_HEALTHZ
     builtin_drainer: bool = False
@@ -32,6 +36,6 @@ class AgentSettings:
     ssh_login_monitor: bool = True
     config_dir: str = ""  # MachineConfigs from a mounted directory instead of the API server
     config_grace_seconds: float = 5.0
-    # /healthz and the systemd watchdog fail once the API server has not answered this long
+    # /readyz fails once the API server has not answered this long; liveness never does
     # (mcd.agent.health; docs/agent.md "Health")
     api_unreachable_seconds: float = 300.0

@@ -42,8 +42,8 @@ def setup_logging(verbosity: int) -> None:
 # flags upstream's DaemonSet passes that mcd has no use for: accepted, and said once
 UNUSED_UPSTREAM_FLAGS = (
     ("payload_version", "--payload-version", "the release payload version is only reported upstream"),
-    ("tls_cipher_suites", "--tls-cipher-suites", "the metrics endpoint serves plain HTTP"),
-    ("tls_min_version", "--tls-min-version", "the metrics endpoint serves plain HTTP"),
+    ("tls_cipher_suites", "--tls-cipher-suites", "the TLS metrics endpoint keeps Python's defaults"),
+    ("tls_min_version", "--tls-min-version", "the TLS metrics endpoint takes TLS 1.2 and later"),
 )
 
 

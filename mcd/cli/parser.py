@@ -216,7 +216,15 @@ def build_parser() -> argparse.ArgumentParser:
                    "(api-int on OpenShift) instead of the kubernetes Service (default "
                    "/etc/kubernetes/kubeconfig; absent or empty: the Service)")
     s.add_argument("--metrics-url", default=_env("METRICS_URL", "127.0.0.1:8797"), metavar="HOST:PORT",
-                   help="where /metrics and /healthz listen (default 127.0.0.1:8797; empty: none)")
+                   help="where /metrics, /healthz and /readyz listen, plain HTTP (default 127.0.0.1:8797; "
+                   "empty: none)")
+    s.add_argument("--secure-metrics-url", default=_env("SECURE_METRICS_URL", ""), metavar="HOST:PORT",
+                   help="also serve /metrics over TLS here, to callers whose bearer token may get "
+                   "nodes/metrics of this node (TokenReview, SubjectAccessReview); empty: none")
+    s.add_argument("--tls-cert-file", default=_env("TLS_CERT_FILE", ""), metavar="FILE",
+                   help="serving certificate of --secure-metrics-url (absent: self-signed)")
+    s.add_argument("--tls-private-key-file", default=_env("TLS_PRIVATE_KEY_FILE", ""), metavar="FILE",
+                   help="its key")
     s.add_argument("--kubelet-healthz-enabled", type=_bool_flag, nargs="?", const=True,
                    default=_env_bool("KUBELET_HEALTHZ_ENABLED", True), metavar="BOOL",
                    help="poll the kubelet's health endpoint (default true)")
@@ -234,8 +242,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--api-unreachable-limit", type=float,
                    default=env_default("API_UNREACHABLE_LIMIT", 300.0, to_seconds, "a number of seconds"),
                    metavar="SECONDS",
-                   help="/healthz and the watchdog fail once the API server has not answered this long "
-                   "(default 300)")
+                   help="/readyz fails once the API server has not answered this long (default 300); "
+                   "liveness never does")
     add_watcher_flags(s, _bool_flag)
     _max_file_size_flag(s)
     s.add_argument("-v", "--verbose", action="count",

@@ -43,7 +43,7 @@ from mcd.kube.identity import (
     direct_settings,
     node_writer_kubeconfig,
 )
-from mcd.kube.reach import NODE_WRITER_HINTS, ApiReach
+from mcd.kube.reach import NODE_WRITER_HINTS, SERVICE_ACCOUNT_HINTS, ApiReach, Hints, kubeconfig_hints
 from mcd.kube.resources import COLLECTIONS, Obj, Resources
 from mcd.kube.wire import api_error, lines, watch_event
 
@@ -80,14 +80,20 @@ class KubeClient(Resources):
     (the requests per resource are `Resources`' methods)."""
 
     def __init__(
-        self, configuration: Any, writer: Any = None, writer_source: str = "", *, user_agent: str = USER_AGENT
+        self,
+        configuration: Any,
+        writer: Any = None,
+        writer_source: str = "",
+        *,
+        user_agent: str = USER_AGENT,
+        hints: Hints = SERVICE_ACCOUNT_HINTS,
     ) -> None:
         """`configuration`: the reader's; `writer`: the node writer's (None: the reader writes too),
-        loaded from `writer_source`."""
+        loaded from `writer_source`; `hints`: what the reader's 401 and 403 tell to check."""
         self.user_agent = user_agent
         self._api = _Session(configuration, user_agent)
         self.host = str(configuration.host)
-        self.reach = ApiReach(self.host)
+        self.reach = ApiReach(self.host, hints=hints)
         self.writer_source = writer_source
         # the kubelet rotates its client certificate (a new file behind the same symlink): on a
         # 401 the writer's credentials are read again, once per refusal
@@ -131,6 +137,8 @@ class KubeClient(Resources):
                     api_endpoint_kubeconfig, root.prefix,
                 )  # fmt: skip
         reader = _reader_configuration(kubeconfig, endpoint, service_account_dir)
+        # a 403 names the account to check: the ServiceAccount's RBAC, or the kubeconfig's user's
+        hints = kubeconfig_hints(kubeconfig) if kubeconfig else SERVICE_ACCOUNT_HINTS
         found = _writer_configuration(root, kubelet_kubeconfig)
         if found is None:
             who = f"--kubeconfig {kubeconfig}" if kubeconfig else "the service account"
@@ -145,10 +153,10 @@ class KubeClient(Resources):
                     "no node writer kubeconfig: the node and its Events are written with %s's credentials",
                     who,
                 )
-            return cls(reader)
+            return cls(reader, hints=hints)
         writer, file = found
         LOG.info("node writer: the node and its Events are written with the credentials of %s", file)
-        client = cls(reader, writer, str(file))
+        client = cls(reader, writer, str(file), hints=hints)
         client._reload_writer = lambda: _writer_configuration(root, kubelet_kubeconfig)
         return client
 
@@ -246,6 +254,19 @@ class KubeClient(Resources):
         if not isinstance(obj, dict):
             raise ApiError(0, f"{method} {path}: answer is not a JSON object")
         return obj, data
+
+    # -- reviews: the metrics endpoint asks who a scraper is and what it may do (as the kubelet)
+
+    def review_token(self, token: str) -> Obj:
+        """A TokenReview of `token` (its `status`: authenticated, user); the token goes only in
+        the request body, never in a message."""
+        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}
+        return self._request("POST", "/apis/authentication.k8s.io/v1/tokenreviews", body=body)
+
+    def review_access(self, spec: Obj) -> Obj:
+        """A SubjectAccessReview of `spec` (user, groups, resourceAttributes); `status.allowed`."""
+        body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec}
+        return self._request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", body=body)
 
     # -- lists and watches: the Node and the ControllerConfig by name, the MachineConfigs whole
 

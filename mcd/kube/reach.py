@@ -42,11 +42,24 @@ SERVICE_ACCOUNT_HINTS = Hints(
     "the token (a revoked or expired service account token, or the kubeconfig's user)",
     "the agent's RBAC (its service account's ClusterRole and binding, manifests/)",
 )
+
+
+def kubeconfig_hints(path: str) -> Hints:
+    """The reader's hints when it is `--kubeconfig` (a host install: the kubelet's identity), not
+    the pod's ServiceAccount: the account to check is that file's user, which the API server's
+    own message names (`User "system:node:…" cannot …`)."""
+    return Hints(
+        f"the credentials of the kubeconfig {path} (its user's token or client certificate)",
+        f"the RBAC of the kubeconfig {path}'s user, named in the message (the kubelet's identity "
+        "system:node:<node> needs manifests/host/ applied)",
+    )
+
+
 NODE_WRITER_HINTS = Hints(
     "the node writer's credentials (the kubelet's kubeconfig and its client certificate: expired, "
     "or rotated by the kubelet, when the agent reads it again)",
     "the node's own authorization (the Node authorizer and the system:node role let a kubelet write "
-    "its own Node and Events)",
+    "its own Node and Events, and evict the pods bound to it)",
 )
 
 

@@ -145,7 +145,9 @@ class Resources:
         if grace_seconds is not None:
             body["deleteOptions"] = {"gracePeriodSeconds": grace_seconds}
         path = f"/api/v1/namespaces/{_path(namespace)}/pods/{_path(name)}/eviction"
-        self._request("POST", path, body=body)
+        # as the node writer: a kubelet's identity, which NodeRestriction lets evict only the pods
+        # bound to its node (RBAC cannot narrow the ServiceAccount's grant to them)
+        self._request("POST", path, body=body, writer=True)
 
     def list_pdbs(self) -> list[Obj]:
         obj = self._request("GET", f"/apis/policy/{self._policy()[1]}/poddisruptionbudgets")

@@ -127,9 +127,9 @@ def test_faults_in_each_phase_of_an_update(wire: Wire, phase: str) -> None:
     assert agent.stop() == 0
 
 
-def _healthz(port: int) -> int:
+def _healthz(port: int, path: str = "/healthz") -> int:
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as resp:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as resp:
             return int(resp.status)
     except urllib.error.HTTPError as exc:
         return exc.code
@@ -137,19 +137,21 @@ def _healthz(port: int) -> int:
         return 0
 
 
-def test_a_revoked_token_is_logged_once_at_the_default_level_and_fails_healthz(wire: Wire) -> None:
-    """Reported: 401 on every request printed nothing at the default level, /healthz stayed 200."""
+def test_a_revoked_token_is_logged_once_at_the_default_level_and_fails_readyz(wire: Wire) -> None:
+    """Reported: 401 on every request printed nothing at the default level, /healthz stayed 200.
+    Now /readyz says so; /healthz (liveness) stays 200: a restart would not cure it."""
     port = free_port()
     _, agent = started_on_a(
         wire, "--api-unreachable-limit", "2", verbosity=(), metrics_url=f"127.0.0.1:{port}"
     )
-    eventually(lambda: _healthz(port) == 200, "/healthz 200", agent=agent)
+    eventually(lambda: _healthz(port, "/readyz") == 200, "/readyz 200", agent=agent)
     everything = wire.proxy.add("401", times=None)
     wire.proxy.cut_streams()
-    eventually(lambda: _healthz(port) == 503, "/healthz 503 after the limit", agent=agent)
+    eventually(lambda: _healthz(port, "/readyz") == 503, "/readyz 503 after the limit", agent=agent)
     eventually(lambda: everything.fired >= 2, "refused requests", agent=agent)
+    assert _healthz(port) == 200  # alive all along
     wire.proxy.clear()
-    eventually(lambda: _healthz(port) == 200, "/healthz 200 again", agent=agent)
+    eventually(lambda: _healthz(port, "/readyz") == 200, "/readyz 200 again", agent=agent)
     agent.wait_log("accepts the agent's credentials again")
     log = agent.log
     refused = [line for line in log.splitlines() if "rejects the agent's credentials" in line]

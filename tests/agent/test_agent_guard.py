@@ -215,16 +215,21 @@ def test_an_api_outage_is_logged_once_and_its_end_once(caplog: pytest.LogCapture
     assert reach.unreached_for() == 1000
 
 
-def test_health_fails_on_an_unreached_api_and_on_a_sync_past_its_deadline(tmp_path: Path) -> None:
+def test_liveness_fails_on_a_sync_past_its_deadline_never_on_an_unreached_api(tmp_path: Path) -> None:
+    """Readiness says the API server is away; liveness (the probe, the watchdog) does not:
+    restarting every agent at once during an outage would not bring the API server back."""
     daemon = _daemon(tmp_path, api_unreachable_seconds=300)
     clock = _Clock()
     daemon.client.reach = ApiReach(daemon.client.host, clock)
     daemon.sync_clock = SyncClock(clock)
-    assert daemon.healthy()
+    assert daemon.healthy() and daemon.ready()
     clock.now += 301
-    assert "has not answered for 301s" in daemon.unhealthy()
+    assert daemon.healthy() and daemon.unhealthy() == ""
+    assert not daemon.ready()
+    clock.now += 600  # a ten-minute outage
+    assert daemon.healthy() and not daemon.ready()
     daemon.client.reach.answered(200, "GET node", "")
-    assert daemon.healthy()
+    assert daemon.healthy() and daemon.ready()
     daemon.sync_clock.begin(60)  # a sync whose longest command may take 60 s
     clock.now += 59
     assert daemon.healthy()
@@ -234,6 +239,7 @@ def test_health_fails_on_an_unreached_api_and_on_a_sync_past_its_deadline(tmp_pa
     assert daemon.healthy()
     clock.now += 3600
     assert "past its deadline" in daemon.unhealthy()
+    assert not daemon.ready()  # a stuck agent is not ready either
     daemon.sync_clock.end()
     assert daemon.healthy()
     daemon.shutdown()

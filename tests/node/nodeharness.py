@@ -439,9 +439,11 @@ class Node:
         kubelet = self.root / "var/lib/kubelet"
         kubelet.mkdir(parents=True, exist_ok=True)
         shutil.copy(kubeconfig, kubelet / "kubeconfig")
-        link = self.root / "usr/local/bin/mcd"
-        link.unlink(missing_ok=True)
-        link.symlink_to(MCD)
+        # where scripts/install-host.sh puts mcd (the unit's ExecStart), and its PATH link
+        for link in (self.root / "opt/mcd/bin/mcd", self.root / "usr/local/bin/mcd"):
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.unlink(missing_ok=True)
+            link.symlink_to(MCD)
         return summary
 
     # running

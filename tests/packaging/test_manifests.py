@@ -204,22 +204,34 @@ def test_the_daemonset_has_upstreams_shape() -> None:
     assert pod["priorityClassName"] == "system-node-critical"
     assert pod["terminationGracePeriodSeconds"] == 600
     assert pod["serviceAccountName"] == SERVICE_ACCOUNT
-    [volume] = pod["volumes"]
-    assert volume["hostPath"] == {"path": "/"}
-    [mount] = c["volumeMounts"]
-    assert (mount["name"], mount["mountPath"]) == (volume["name"], "/rootfs")
-    assert mount["mountPropagation"] == "HostToContainer"
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+    assert volumes[mounts["/rootfs"]["name"]]["hostPath"] == {"path": "/"}
+    assert mounts["/rootfs"]["mountPropagation"] == "HostToContainer"
     env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in c["env"]}
     assert env["NODE_NAME"] == "spec.nodeName"
     args = c["args"]
     assert args[:5] == ["start", "--root-mount", "/rootfs", "--node-name", "$(NODE_NAME)"]
     # every $(VAR) in the arguments is one the container's env defines (the kubelet leaves others as is)
     assert set(re.findall(r"\$\((\w+)\)", " ".join(args))) <= set(env)
-    # the metrics port the Service and the probe name is the one the agent listens on
-    metrics = args[args.index("--metrics-url") + 1]
-    [port] = [p for p in c["ports"] if p["name"] == "metrics"]
-    assert metrics.endswith(f":{port['containerPort']}")
-    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
+    # plain metrics and the probes on the node's loopback (upstream's address); the probes
+    # reach it there (hostNetwork)
+    assert args[args.index("--metrics-url") + 1] == "127.0.0.1:8797"
+    assert c["livenessProbe"]["httpGet"] == {"host": "127.0.0.1", "path": "/healthz", "port": 8797}
+    assert c["readinessProbe"]["httpGet"] == {"host": "127.0.0.1", "path": "/readyz", "port": 8797}
+    # the scrape endpoint: TLS on upstream's 9001, the named port the Service targets, with the
+    # serving pair from the optional Secret proxy-tls that the Service's annotation asks for
+    secure = args[args.index("--secure-metrics-url") + 1]
+    [port] = [p for p in c["ports"] if p["name"] == "https"]
+    assert secure == f"0.0.0.0:{port['containerPort']}" == "0.0.0.0:9001"
+    tls_dir = str(Path(args[args.index("--tls-cert-file") + 1]).parent)
+    assert str(Path(args[args.index("--tls-private-key-file") + 1]).parent) == tls_dir
+    secret = volumes[mounts[tls_dir]["name"]]["secret"]
+    assert secret["optional"] is True and mounts[tls_dir]["readOnly"] is True
+    svc = one("Service", "machine-config-daemon")
+    assert svc["metadata"]["annotations"]["service.beta.openshift.io/serving-cert-secret-name"] == (
+        secret["secretName"]
+    )
     # the image tag is the version being packaged (make image builds that tag)
     version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
     assert c["image"].endswith(f"/mcd:{version}")

@@ -19,6 +19,9 @@ from __future__ import annotations
 
 import json
 import re
+import ssl
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,8 +29,10 @@ from typing import Any
 
 import pytest
 from harness import NODE, Agent, config_a, done_on, in_state, make_root
+from mcd_sim.apiserver.authn import service_account
 from shipped import NAMESPACE, SERVICE_ACCOUNT, agent_container, expand, objects
 from simcluster import AGENT_UA, SA_USER, Cluster
+from wire import free_port
 
 pytestmark = pytest.mark.allow_commands
 
@@ -54,8 +59,10 @@ NOT_SEEN_HERE = {
     (NAMESPACE, "", "events", "patch"):
         "as for create: a repeated Event is patched by whoever posts the Events",
 }  # fmt: skip
-# what the node writer (the kubelet's identity) sends: its Node's annotations and cordon, Events
-NODE_WRITES = {("patch", "", "nodes"), ("create", "", "events"), ("patch", "", "events")}
+# what the node writer (the kubelet's identity) sends: its Node's annotations and cordon, Events,
+# the built-in drainer's evictions (NodeRestriction: only of the pods bound to its node)
+NODE_WRITES = {("patch", "", "nodes"), ("create", "", "events"), ("patch", "", "events"),
+               ("create", "", "pods/eviction")}  # fmt: skip
 NODE_USER = f"system:node:{NODE}"
 
 
@@ -136,14 +143,29 @@ def _calls(audit: Path, user_agent: str = AGENT_UA) -> Iterator[Call]:
         yield Call(user, code, e["verb"], ref.get("apiGroup", ""), resource, ns, name, e["requestURI"])
 
 
-def _agent_args(root: Path) -> list[str]:
-    """The DaemonSet's arguments after the kubelet's expansion, with the test's root and a free port."""
+def _agent_args(root: Path, secure_port: int = 0) -> list[str]:
+    """The DaemonSet's arguments after the kubelet's expansion, with the test's root and free
+    ports (the serving certificate's files are absent here: self-signed)."""
     c = agent_container()
     assert c["command"] == ["mcd"] and c["args"][0] == "start"
-    args = [expand(a, {"NODE_NAME": NODE, "POD_IP": "127.0.0.1"}) for a in c["args"][1:]]
-    for flag, value in (("--root-mount", str(root)), ("--metrics-url", "127.0.0.1:0")):
+    args = [expand(a, {"NODE_NAME": NODE}) for a in c["args"][1:]]
+    for flag, value in (("--root-mount", str(root)), ("--metrics-url", "127.0.0.1:0"),
+                        ("--secure-metrics-url", f"127.0.0.1:{secure_port}")):  # fmt: skip
         args[args.index(flag) + 1] = value
     return args
+
+
+def _scrape(port: int, token: str) -> int:
+    """A scrape of the TLS metrics endpoint: the agent reviews the token and the user's access."""
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE  # self-signed
+    headers = {"Authorization": f"Bearer {token}"}
+    req = urllib.request.Request(f"https://127.0.0.1:{port}/metrics", headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=10, context=context) as resp:
+            return int(resp.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
 
 
 def _pods(cluster: Cluster) -> None:
@@ -171,10 +193,14 @@ def _run_the_repertoire(cluster: Cluster, tmp_path: Path) -> None:
                             keys["state"]: "Done"})  # fmt: skip
     _pods(cluster)
     kubeconfig = cluster.write_user_kubeconfig(tmp_path / "kubeconfig")
-    agent = Agent(root, kubeconfig, tmp_path / "agent.log", *_agent_args(root)).start()
+    port = free_port()
+    agent = Agent(root, kubeconfig, tmp_path / "agent.log", *_agent_args(root, port)).start()
     try:
         agent.wait_log("is in config rendered-worker-a: Done")
         cluster.wait_node(NODE, done_on("rendered-worker-a"))
+        # a scraper Prometheus's grant (monitoring/, not applied here) does not cover: the
+        # agent reviews its token and its access with the account's own rights, and refuses it
+        assert _scrape(port, cluster.sim.add_token(service_account("monitoring", "prometheus-k8s"))) == 403
         # a hand edit: the drift monitor degrades the node; putting the file back recovers it
         cluster.wait_event("ConfigDriftMonitorStarted")
         path = root / A_FILE
@@ -219,6 +245,10 @@ def test_the_shipped_roles_grant_exactly_what_the_agent_asks(tmp_path: Path) -> 
                     or c.user not in (NODE_USER, SA_USER.name)})  # fmt: skip
     assert wrong == [], "requests made with the wrong identity"
     assert {c.name for c in calls if c.user == NODE_USER and c.resource == "nodes"} == {NODE}
+    # evictions go out as the kubelet (whom NodeRestriction limits to its node's pods), never
+    # as the ServiceAccount shared by every node's agent
+    evicted = {(c.user, c.namespace, c.name) for c in calls if c.resource == "pods/eviction"}
+    assert {(user, name) for user, _, name in evicted} == {(NODE_USER, "web-1")}
 
     grants = _grants()
     mine = [c for c in calls if c.user == SA_USER.name]

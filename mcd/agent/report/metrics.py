@@ -1,10 +1,12 @@
 """Prometheus metrics with upstream's names, on a private registry, and the /healthz endpoint.
 
 Upstream serves `/metrics` on `--metrics-url` (127.0.0.1:8797) and has no health endpoint;
-mcd adds `/healthz` (200 while the agent is healthy: `mcd.agent.loop.Daemon.unhealthy`) for
-systemd and liveness probes, and metrics of its own: `mcd_update_phase_seconds`,
-`mcd_reboots_avoided_total` and `mcd_thread_restarts_total{thread}` (`mcd.runtime.guard`). The
-server's thread runs under the guard too: a port that cannot be bound is tried again.
+mcd adds `/healthz` (liveness: 200 unless the agent itself is stuck, `Daemon.unhealthy`) and
+`/readyz` (besides, the API server answers, `Daemon.unready`) for probes, upstream's `process_*`
+metrics and metrics of its own: `mcd_update_phase_seconds`, `mcd_reboots_avoided_total` and
+`mcd_thread_restarts_total{thread}` (`mcd.runtime.guard`). The scrape endpoint for Prometheus,
+TLS with authentication and authorization, is `mcd.agent.report.scrape`. Each server's thread
+runs under the guard: a port that cannot be bound is tried again.
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ from prometheus_client import (
     Counter,
     Gauge,
     Histogram,
+    ProcessCollector,
     disable_created_metrics,
     generate_latest,
 )
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
 
+from mcd.agent.report.scrape import SecureMetricsServer
 from mcd.runtime import guard
 
 LOG = logging.getLogger(__name__)
@@ -85,15 +89,22 @@ class Metrics:
             buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900),
             registry=r,
         )
+        # upstream's daemon had it while it drained (until 4.12): 1 while its drain has failed
+        self.drain_err = Gauge("mcd_drain_err", "errors encountered while draining the node", registry=r)
         self.reboots_avoided = Counter(
             "mcd_reboots_avoided", "updates applied without a reboot (rebootless actions)", registry=r
         )
         r.register(_ThreadRestarts())
+        # process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds …, as every
+        # Go component upstream exports them (Linux /proc; nothing on other systems)
+        ProcessCollector(registry=r)
 
     def set_state(self, state: str, reason: str) -> None:
         # upstream resets the gauge so only the latest state is one series
         self.state.clear()
         self.state.labels(state=state, reason=reason).set(time.time())
+        # a drain given up (mcd.agent.drain) is the Degraded reason; any later state ends it
+        self.drain_err.set(1 if state == "Degraded" and "failed to drain node" in reason else 0)
 
     def set_update(self, config: str, err: str = "") -> None:
         """Upstream's mcd_update_state: one series, `config` from `update_label` when the node
@@ -141,23 +152,73 @@ def host_os(os_release: str) -> tuple[str, str]:
     return os_id.upper(), fields.get("VERSION_ID", "")
 
 
-class MetricsServer:
-    """HTTP on `host:port`: /metrics (Prometheus text) and /healthz (the agent's health)."""
+class _Listener:
+    """One bound server and its guarded thread; a port that cannot be bound is tried again."""
 
-    def __init__(self, metrics: Metrics, address: str, healthy: Callable[[], bool]) -> None:
-        host, _, port = address.rpartition(":")
-        self.address = (host or "127.0.0.1", int(port))
-        self.metrics = metrics
-        self.healthy = healthy
-        self._server: ThreadingHTTPServer | None = None
+    def __init__(self, name: str, bind: Callable[[], ThreadingHTTPServer]) -> None:
+        self.name, self._bind = name, bind
+        self.server: ThreadingHTTPServer | None = None
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._serving = False
 
+    def start(self) -> None:
+        try:
+            self.server = self._bind()
+        except OSError as exc:
+            LOG.error("cannot listen for %s (retrying): %s", self.name, exc)
+        guard.spawn(self.name, self._serve, self._stop)
+
+    def _serve(self) -> None:
+        with self._lock:
+            if self._stop.is_set():
+                return
+            if self.server is None:
+                self.server = self._bind()
+            server = self.server
+            self._serving = True
+        server.serve_forever(poll_interval=0.5)
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stop.set()
+            serving, server = self._serving, self.server
+        if server is not None:
+            if serving:
+                server.shutdown()
+            server.server_close()
+
+
+class MetricsServer:
+    """HTTP on `host:port` (127.0.0.1:8797 by default): /metrics, /healthz (liveness: the agent
+    is not stuck) and /readyz (besides, the API server answers); with `secure`, the scrape
+    endpoint over TLS too (`mcd.agent.report.scrape`)."""
+
+    def __init__(
+        self,
+        metrics: Metrics,
+        address: str,
+        healthy: Callable[[], bool],
+        ready: Callable[[], bool] | None = None,
+        secure: SecureMetricsServer | None = None,
+    ) -> None:
+        host, _, port = address.rpartition(":")
+        self.address = (host or "127.0.0.1", int(port))
+        self.metrics = metrics
+        self.healthy = healthy
+        self.ready = ready or healthy
+        self._plain = _Listener("metrics", self._bind)
+        self._secure = None if secure is None else _Listener("metrics-tls", secure.bind)
+
     @property
     def port(self) -> int:
         """The bound port (0 while not bound)."""
-        server = self._server
+        server = self._plain.server
+        return int(server.server_address[1]) if server is not None else 0
+
+    @property
+    def secure_port(self) -> int:
+        server = self._secure.server if self._secure is not None else None
         return int(server.server_address[1]) if server is not None else 0
 
     def _bind(self) -> ThreadingHTTPServer:
@@ -168,30 +229,14 @@ class MetricsServer:
 
     def start(self) -> None:
         """Bind now when possible (a failure is logged and retried by the server's thread)."""
-        try:
-            self._server = self._bind()
-        except OSError as exc:
-            LOG.error("cannot listen on %s:%d for metrics (retrying): %s", *self.address, exc)
-        guard.spawn("metrics", self._serve, self._stop)
-
-    def _serve(self) -> None:
-        with self._lock:
-            if self._stop.is_set():
-                return
-            if self._server is None:
-                self._server = self._bind()
-            server = self._server
-            self._serving = True
-        server.serve_forever(poll_interval=0.5)
+        self._plain.start()
+        if self._secure is not None:
+            self._secure.start()
 
     def stop(self) -> None:
-        with self._lock:
-            self._stop.set()
-            serving, server = self._serving, self._server
-        if server is not None:
-            if serving:
-                server.shutdown()
-            server.server_close()
+        self._plain.stop()
+        if self._secure is not None:
+            self._secure.stop()
 
 
 def _handler(server: MetricsServer) -> type[BaseHTTPRequestHandler]:
@@ -200,9 +245,12 @@ def _handler(server: MetricsServer) -> type[BaseHTTPRequestHandler]:
             path = self.path.split("?", 1)[0]
             if path == "/metrics":
                 self._send(200, server.metrics.render(), CONTENT_TYPE_LATEST)
-            elif path == "/healthz":
+            elif path in ("/healthz", "/livez"):
                 ok = server.healthy()
                 self._send(200 if ok else 503, b"ok\n" if ok else b"unhealthy\n", "text/plain")
+            elif path == "/readyz":
+                ok = server.ready()
+                self._send(200 if ok else 503, b"ok\n" if ok else b"not ready\n", "text/plain")
             else:
                 self._send(404, b"not found\n", "text/plain")
 

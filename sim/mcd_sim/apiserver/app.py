@@ -11,10 +11,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcd_sim.apiserver import discovery, errors, eventsv1, openapi, tables
+from mcd_sim.apiserver import discovery, errors, eventsv1, openapi, reviews, tables
 from mcd_sim.apiserver.errors import ApiError
 from mcd_sim.apiserver.lifecycle import Lifecycle
 from mcd_sim.apiserver.patch import PATCH_TYPES, STRATEGIC, PatchError, apply_patch
+from mcd_sim.apiserver.rbac import Access
 from mcd_sim.apiserver.resources import ResourceType, lookup, storage_type
 from mcd_sim.apiserver.selectors import object_filter
 from mcd_sim.apiserver.store import CR_GROUPS, Obj, Store, Watcher, WatchEvent
@@ -98,6 +99,8 @@ class App:
         self.bookmark_interval = bookmark_interval
         self.server_address = ""
         self.default_watch_timeout = 1800.0
+        # the authenticator and authorizer the reviews answer from (`mcd_sim.apiserver.reviews`)
+        self.access: Access | None = None
 
     # --- routing -------------------------------------------------------------------------
 
@@ -120,7 +123,7 @@ class App:
             namespace, rest = rest[1], rest[2:]
         if not rest or len(rest) > 3:
             return Target(method.lower())
-        rt = lookup(group, version, rest[0])
+        rt = lookup(group, version, rest[0]) or reviews.review_type(group, version, rest[0])
         if rt is None:
             return Target(method.lower())
         name = rest[1] if len(rest) >= 2 else ""
@@ -137,6 +140,8 @@ class App:
         if target.rt is None:
             return self._non_resource(req)
         rt = target.rt
+        if reviews.is_review(rt) and target.verb == "create" and not target.name:
+            return Response(*reviews.answer(self.access, rt, req.body))
         if target.subresource and not (
             (target.subresource == "status" and rt.status)
             or (target.subresource == "eviction" and rt.plural == "pods" and rt.group == "")

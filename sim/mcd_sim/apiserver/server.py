@@ -155,6 +155,7 @@ class ApiServer:
         self.store = Store(history=history)
         self.lifecycle = Lifecycle(self.store)
         self.app = App(self.store, self.lifecycle, bookmark_interval=bookmark_interval)
+        self.app.access = self.access
         self.faults = Faults()
         self.traffic = Traffic()  # bytes sent, across restarts
         self.faults._end_watches = self.store.close_watches
