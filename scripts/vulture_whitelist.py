@@ -49,7 +49,7 @@ do_GET
 log_message
 FIRST_PIVOT_CONFIG  # upstream key the first start copies from node-annotations.json; the tests read it
 
-# the long-running child of `mcd simulate` (the agent process); sim/mcd_sim is not read by vulture
+# the long-running child of `mcd-sim simulate` (the agent process); sim/mcd_sim is not read by vulture
 spawn
 
 # the watchers

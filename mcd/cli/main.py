@@ -367,60 +367,6 @@ def cmd_status(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-SIMULATOR_HINT = (
-    "the simulator (mcd-sim: sandbox roots, a stand-in API server and controller) is not installed; "
-    "a node install does not carry it: pip install ./sim from the mcd repository"
-)
-
-
-class SimulatorMissing(RuntimeError):
-    """`mcd sandbox`, `sim-cluster` or `simulate` on an install without the mcd-sim distribution."""
-
-
-def _simulator_missing(command: str, exc: ImportError) -> SimulatorMissing:
-    # only the absence of mcd_sim itself gets the hint; a broken install keeps its own message
-    if exc.name is not None and exc.name.split(".")[0] == "mcd_sim":
-        return SimulatorMissing(f"{command}: {SIMULATOR_HINT}")
-    return SimulatorMissing(f"{command}: {exc}")
-
-
-def cmd_sandbox(args: argparse.Namespace) -> int:
-    from mcd.config.findings import Finding, InputError
-
-    try:
-        from mcd_sim.sandbox import SandboxError, make_sandbox_root
-    except ImportError as exc:
-        raise _simulator_missing("sandbox", exc) from None
-    try:
-        root = make_sandbox_root(args.dir, coreos=args.coreos)
-    except SandboxError as exc:
-        raise InputError(args.dir, [Finding((), str(exc))]) from None
-    sys.stdout.write(
-        f"sandbox root ready at {root} (try: mcd start --once-from FILE --root-mount {root} --skip-reboot)\n"
-    )
-    return EXIT_OK
-
-
-def cmd_sim_cluster(args: argparse.Namespace) -> int:
-    try:
-        from mcd_sim.cluster import SimClusterOptions, parse_listen, parse_user, serve
-    except ImportError as exc:
-        raise _simulator_missing("sim-cluster", exc) from None
-    listen = parse_listen(args.listen)  # ValueError: main prints "mcd: <why>", exit 1
-    audit = Path(args.audit_log_path) if args.audit_log_path else None
-    users = tuple(parse_user(u) for u in args.user)
-    rbac = tuple(Path(p) for p in args.rbac)
-    return serve(SimClusterOptions(Path(args.kubeconfig), listen, tuple(args.node), audit, users, rbac))
-
-
-def cmd_simulate(args: argparse.Namespace) -> int:
-    try:
-        from mcd_sim.command import simulate_command
-    except ImportError as exc:
-        raise _simulator_missing("simulate", exc) from None
-    return simulate_command(args)
-
-
 def cmd_pool_controller(args: argparse.Namespace) -> int:
     from mcd.cli.logsetup import setup_logging
     from mcd.controller.run import start
@@ -443,6 +389,28 @@ def _describe_error(exc: BaseException) -> str:
     return escape_controls(str(exc))
 
 
+def cmd_version(args: argparse.Namespace) -> int:
+    import platform
+
+    from mcd import __version__
+
+    if args.output == "text":
+        sys.stdout.write(f"mcd {__version__}\n")
+    else:
+        python = platform.python_version()
+        doc = {"mcdVersion": __version__, "pythonVersion": python, "platform": sys.platform}
+        _dump(doc, args.output, sys.stdout)
+    return EXIT_OK
+
+
+def cmd_completion(args: argparse.Namespace) -> int:
+    from mcd.cli.completion import script
+    from mcd.cli.parser import build_parser
+
+    sys.stdout.write(script(build_parser(), args.shell))
+    return EXIT_OK
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "validate": cmd_validate,
     "plan": cmd_plan,
@@ -451,19 +419,36 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "firstboot-complete-machineconfig": cmd_firstboot,
     "check-disk": cmd_check_disk,
     "status": cmd_status,
-    "sandbox": cmd_sandbox,
-    "sim-cluster": cmd_sim_cluster,
-    "simulate": cmd_simulate,
+    "version": cmd_version,
+    "completion": cmd_completion,
     "pool-controller": cmd_pool_controller,
 }
+
+
+# The simulator's commands left mcd for the mcd-sim distribution's own command (issue 26). A
+# stub that says where they went, without loading the simulator: mcd must not depend on it, and a
+# shim that ran them would keep that dependency in another form.
+MOVED_TO_SIMULATOR = ("sandbox", "sim-cluster", "simulate")
+EXIT_MOVED = 2
+
+
+def _moved(command: str) -> int:
+    sys.stderr.write(
+        f"mcd: `mcd {command}` moved to the simulator's own command: `mcd-sim {command}` "
+        "(pip install ./sim from the mcd repository)\n"
+    )
+    return EXIT_MOVED
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     from mcd.cli.envdefaults import EnvValueError
     from mcd.cli.parser import build_parser, parse
 
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words and words[0] in MOVED_TO_SIMULATOR:
+        return _moved(words[0])
     try:
-        args = parse(argv)
+        args = parse(words)
     except EnvValueError as exc:
         sys.stderr.write(f"mcd: {exc}\n")
         return EXIT_INPUT
@@ -471,6 +456,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command is None:
         build_parser().print_help(sys.stderr)
         return EXIT_INPUT
+    return run_command(command, args, "mcd")
+
+
+def run_command(command: Callable[[argparse.Namespace], int], args: argparse.Namespace, prog: str) -> int:
+    """Run a command; bad input and host-side failures are one line on stderr, never a traceback
+    (also `mcd-sim`'s commands, with their own prefix)."""
     from mcd.config.findings import InputError
 
     try:
@@ -483,13 +474,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return EXIT_OK
     except Exception as exc:  # host-side failures: a clear message, never a traceback
-        from mcd.update.transaction import Unreconcilable, UpdateError
-
-        if isinstance(exc, Unreconcilable):
-            sys.stderr.write(f"mcd: unreconcilable: {exc}\n")
+        # an update's errors can come only from a command that loaded the update layer: a pure
+        # command's failure does not load it (and the host layer under it) just to rule them out
+        transaction = sys.modules.get("mcd.update.transaction")
+        if transaction is not None and isinstance(exc, transaction.Unreconcilable):
+            sys.stderr.write(f"{prog}: unreconcilable: {exc}\n")
             return EXIT_UNRECONCILABLE
-        if isinstance(exc, UpdateError | OSError | RuntimeError | ValueError | LookupError):
-            sys.stderr.write(f"mcd: {_describe_error(exc)}\n")
+        update_error = (transaction.UpdateError,) if transaction is not None else ()
+        if isinstance(exc, (*update_error, OSError, RuntimeError, ValueError, LookupError)):
+            sys.stderr.write(f"{prog}: {_describe_error(exc)}\n")
             return EXIT_INPUT
         raise
     except KeyboardInterrupt:

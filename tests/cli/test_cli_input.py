@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from clirun import Run
+from mcd_sim.sandbox import make_sandbox_root
 
 from mcd.cli.main import _describe_error, main
 from mcd.config.findings import Finding
@@ -24,18 +25,18 @@ def test_control_characters_from_the_input_are_escaped() -> None:
     assert line.isprintable()
 
 
-def test_sandbox_on_a_file_says_it_is_not_a_directory(run: Run, tmp_path: Path) -> None:
+def test_sandbox_on_a_file_says_it_is_not_a_directory(sim: Run, tmp_path: Path) -> None:
     target = tmp_path / "file"
     target.write_text("x")
-    code, out, err = run("sandbox", str(target))
+    code, out, err = sim("sandbox", str(target))
     assert code == 1
     assert out == ""
     assert err == f"{target}: not a directory: give a new or an existing directory\n"
 
 
-def test_sandbox_below_a_file_names_the_file(run: Run, tmp_path: Path) -> None:
+def test_sandbox_below_a_file_names_the_file(sim: Run, tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
-    code, _, err = run("sandbox", str(tmp_path / "file" / "root"))
+    code, _, err = sim("sandbox", str(tmp_path / "file" / "root"))
     assert code == 1
     assert f"({tmp_path / 'file'} is not a directory)" in err
     assert "Errno" not in err
@@ -101,7 +102,7 @@ def test_validate_and_start_refuse_alike_and_start_writes_nothing(
     assert message in out
     assert "\0" not in out
     root = tmp_path / "root"
-    assert run("sandbox", str(root))[0] == 0
+    make_sandbox_root(root)
     before = _tree(root)
     code, out, err = run("start", "--once-from", str(config), "--root-mount", str(root), "--skip-reboot")
     assert code == 1
@@ -175,7 +176,7 @@ def test_what_the_api_server_or_the_node_refuses_is_an_error_everywhere(
     assert code == 1
     assert err.startswith(f"{config}: {where}: {message}")
     root = tmp_path / "root"
-    run("sandbox", str(root))
+    make_sandbox_root(root)
     before = _tree(root)
     code, _, err = run("start", "--once-from", str(config), "--root-mount", str(root), "--skip-reboot")
     assert code == 1

@@ -2,7 +2,7 @@
 
 Each scenario copies the cached Debian root, installs it as a node (the installer's
 `mcd start --once-from A --root-mount NODE --skip-reboot`, the repo's unit, the kubelet's
-kubeconfig pointing at `mcd sim-cluster` on loopback), boots it with systemd-nspawn and plays the
+kubeconfig pointing at `mcd-sim sim-cluster` on loopback), boots it with systemd-nspawn and plays the
 controller with kubectl. `make node-test` runs them (tests/node/conftest.py).
 """
 
