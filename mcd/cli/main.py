@@ -373,9 +373,16 @@ def cmd_pool_controller(args: argparse.Namespace) -> int:
 
     setup_logging(args.verbose)
     namespace = args.namespace or os.environ.get("POD_NAMESPACE") or "openshift-machine-config-operator"
-    return start(kubeconfig_path(args.kubeconfig, os.environ), namespace, args.lease_name,
-                 identity=args.identity, lease_duration=args.lease_duration, interval=args.interval,
-                 once=args.once, eviction_retry=args.eviction_retry)  # fmt: skip
+    return start(
+        kubeconfig_path(args.kubeconfig, os.environ),
+        namespace,
+        args.lease_name,
+        identity=args.identity,
+        lease_duration=args.lease_duration,
+        interval=args.interval,
+        once=args.once,
+        eviction_retry=args.eviction_retry,
+    )
 
 
 def _describe_error(exc: BaseException) -> str:
