@@ -8,12 +8,14 @@ Exit codes: 0 success, 1 bad input or usage, 2 a valid answer that is "no" (unre
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # typing's names cost `mcd --help` an import it does not otherwise need
+    from typing import Any, TextIO
 
 EXIT_OK, EXIT_INPUT, EXIT_UNRECONCILABLE = 0, 1, 2
 POD_ROOT = "/rootfs"  # --root-mount's default: where the daemon's pod mounts the node
@@ -35,6 +37,8 @@ def _dump(obj: Any, fmt: str, out: TextIO) -> None:
 
         out.write(yaml.safe_dump(obj, sort_keys=False, default_flow_style=False))
     else:
+        import json
+
         out.write(json.dumps(obj, indent=2) + "\n")
 
 

@@ -13,14 +13,16 @@ from typing import Any, NoReturn
 from mcd import __version__
 from mcd.cli.envdefaults import env_default, resolve, to_bool, to_count, to_seconds
 from mcd.cli.watchflags import add_watcher_flags
-from mcd.config.contents import DEFAULT_MAX_FILE_SIZE, parse_size
-from mcd.planner.nodefacts import HIGHLY_AVAILABLE, TOPOLOGIES
 
 EXIT_INPUT = 1
 _POOL_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
-# mcd.host.rootlock.DEFAULT_TIMEOUT (tests/cli/test_startup.py checks they agree): the host layer
-# is not imported here, so that `mcd validate` loads no module that could touch a node
-DEFAULT_LOCK_TIMEOUT = 600.0
+# Defaults of other layers, stated here for the help text (tests/cli/test_startup.py checks that
+# they agree with their owners): building the parser imports none of those layers, so `mcd --help`
+# pays for argparse alone and `mcd validate` loads nothing that could touch a node.
+DEFAULT_LOCK_TIMEOUT = 600.0  # mcd.host.rootlock.DEFAULT_TIMEOUT
+DEFAULT_MAX_FILE_SIZE = 256 << 20  # mcd.config.contents.DEFAULT_MAX_FILE_SIZE
+HIGHLY_AVAILABLE = "HighlyAvailable"  # mcd.planner.nodefacts
+TOPOLOGIES = ("SingleReplica", HIGHLY_AVAILABLE, "HighlyAvailableArbiter", "DualReplica")
 SubParsers = argparse._SubParsersAction
 
 
@@ -52,6 +54,8 @@ def _bool_flag(value: str) -> bool:
 
 def _size(text: str) -> int:
     try:
+        from mcd.config.contents import parse_size
+
         return parse_size(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
