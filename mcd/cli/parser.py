@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from mcd import __version__
-from mcd.cli.envdefaults import env_default, resolve, to_bool, to_count, to_seconds
+from mcd.cli.envdefaults import env_default, one_of, resolve, to_bool, to_count, to_seconds
 from mcd.cli.watchflags import add_watcher_flags
 
 EXIT_INPUT = 1
@@ -80,6 +80,16 @@ def _lock_timeout_flag(parser: argparse.ArgumentParser, what: str) -> None:
         metavar="SECONDS",
         help=f"how long to wait for another mcd holding the root's lock ({what}; 0: fail at once; "
         f"default {DEFAULT_LOCK_TIMEOUT:g})",
+    )
+
+
+def _log_format_flag(parser: argparse.ArgumentParser, default: object = "text") -> None:
+    parser.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default=default,
+        help="text: klog's lines, I1128 12:00:00.123456 PID file.py:LINE] message (default; the "
+        "journal's own lines when stderr is the journal); json: one JSON object per line",
     )
 
 
@@ -265,6 +275,7 @@ def _add_start(sub: SubParsers[UsageParser]) -> None:
     s.add_argument("-v", "--verbose", action="count",
                    default=env_default("VERBOSE", 0, to_count, "a count of -v (0, 1, 2)"),
                    help="more logging (-v, -vv)")
+    _log_format_flag(s, env_default("LOG_FORMAT", "text", one_of(("text", "json")), "text or json"))
     s.add_argument("--v", type=int, default=0, metavar="LEVEL",
                    help="upstream's klog verbosity (2-3: -v, 4+: -vv)")
     # what upstream's DaemonSet passes: accepted so its manifest runs mcd unchanged, then ignored
@@ -292,6 +303,7 @@ def _add_firstboot(sub: SubParsers[UsageParser]) -> None:
     f.add_argument("--skip-reboot", action="store_true", help="do not reboot at the end")
     _lock_timeout_flag(f, "the whole update")
     f.add_argument("-v", "--verbose", action="count", default=0)
+    _log_format_flag(f)
     f.add_argument("-o", "--output", choices=("json", "yaml"), default="json")
 
 
@@ -309,6 +321,7 @@ def _add_check_disk(sub: SubParsers[UsageParser]) -> None:
     _lock_timeout_flag(c, "shared: waits for an update to finish")
     _max_file_size_flag(c)
     c.add_argument("-v", "--verbose", action="count", default=0)
+    _log_format_flag(c)
     c.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
 
 
@@ -350,6 +363,7 @@ def _add_pool_controller(sub: SubParsers[UsageParser]) -> None:
                     "(default 5, as upstream's drain)")
     pc.add_argument("--once", action="store_true", help="one pass as the leader, then release the Lease")
     pc.add_argument("-v", "--verbose", action="count", default=0)
+    _log_format_flag(pc, env_default("LOG_FORMAT", "text", one_of(("text", "json")), "text or json"))
 
 
 def _add_version(sub: SubParsers[UsageParser]) -> None:

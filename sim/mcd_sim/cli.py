@@ -13,8 +13,9 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from mcd.cli.main import EXIT_OK, run_command
+from mcd.cli.main import run_command
 from mcd.cli.parser import UsageParser, version_flag
+from mcd.cli.readcmds import EXIT_OK
 from mcd.config.findings import Finding, InputError
 
 PROG = "mcd-sim"
