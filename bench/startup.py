@@ -31,8 +31,8 @@ COMMANDS: dict[str, list[str]] = {
     "interpreter": ["-c", "pass"],
     "help": ["-m", "mcd", "--help"],
     "validate": ["-m", "mcd", "validate", str(EX / "new.yaml")],
-    "plan": ["-m", "mcd", "plan", str(EX / "old.yaml"), str(EX / "new.yaml")],
-    "render": ["-m", "mcd", "render", "--pool", "worker", str(EX / "pool")],
+    "plan": ["-m", "mcd", "plan", "-o", "json", str(EX / "old.yaml"), str(EX / "new.yaml")],
+    "render": ["-m", "mcd", "render", "-o", "yaml", "--pool", "worker", str(EX / "pool")],
     "version": ["-m", "mcd", "version"],
 }
 UPSTREAM_MS = {"render": 58.0}

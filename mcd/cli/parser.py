@@ -93,6 +93,29 @@ def _log_format_flag(parser: argparse.ArgumentParser, default: object = "text") 
     )
 
 
+def _output_flag(parser: argparse.ArgumentParser) -> None:
+    """kubectl's habit on every read command: for people by default, -o for machines."""
+    parser.add_argument(
+        "-o",
+        "--output",
+        choices=("text", "json", "yaml"),
+        default="text",
+        help="text: for people (default); json or yaml: for machines",
+    )
+
+
+# One default root for every command (docs/usage.md): where the daemon's pod mounts the node, as
+# upstream's; MCD_ROOT_MOUNT=/ makes it the host's own root for an admin on the node.
+def _root_mount_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--root-mount",
+        default=_env("ROOT_MOUNT", "/rootfs"),
+        metavar="DIR",
+        help="the node's root (default $MCD_ROOT_MOUNT, else /rootfs, where the daemon's pod mounts it; "
+        "on the node itself: --root-mount /)",
+    )
+
+
 def _pool_name(text: str) -> str:
     # a pool is a Kubernetes object: its name is a DNS subdomain, and part of the rendered name
     if not _POOL_NAME.fullmatch(text) or len(text) > 200:
@@ -142,10 +165,12 @@ def _add_validate(sub: SubParsers[UsageParser]) -> None:
         "validate",
         help="check MachineConfigs, Ignition configs or MachineConfigurations",
         description="Validate files; print one line per finding as FILE: JSON-PATH: message. "
-        "Exit 0 when every file is valid, 1 otherwise.",
+        "A directory gives its *.yaml, *.yml and *.json files. Exit 0 when every file is valid, 1 otherwise.",
     )
-    v.add_argument("files", nargs="+", metavar="FILE", help="YAML or JSON file ('-' for standard input)")
-    v.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
+    v.add_argument(
+        "files", nargs="+", metavar="PATH", help="YAML or JSON file, or a directory of them ('-': stdin)"
+    )
+    _output_flag(v)
     _max_file_size_flag(v)
 
 
@@ -157,7 +182,11 @@ def _add_plan(sub: SubParsers[UsageParser]) -> None:
         "post-update actions it needs and whether the node is drained; explain every changed path. "
         "Exit 0 reconcilable, 2 unreconcilable, 1 bad input.",
     )
-    p.add_argument("old", metavar="OLD", help="current rendered MachineConfig ('-' for the empty config)")
+    # both optional for argparse: cmd_plan says which one is missing, and with --root-mount the
+    # one file given is NEW (argparse would call it OLD)
+    p.add_argument(
+        "old", metavar="OLD", nargs="?", help="current rendered MachineConfig ('-' for the empty config)"
+    )
     p.add_argument("new", metavar="NEW", nargs="?", help="desired rendered MachineConfig")
     p.add_argument(
         "--root-mount",
@@ -196,7 +225,7 @@ def _add_plan(sub: SubParsers[UsageParser]) -> None:
     )
     _role_flag(p)
     _os_image_url_flag(p)
-    p.add_argument("-o", "--output", choices=("json", "yaml", "text"), default="json")
+    _output_flag(p)
     _max_file_size_flag(p)
     p.set_defaults(parser=p)
 
@@ -208,13 +237,14 @@ def _add_render(sub: SubParsers[UsageParser]) -> None:
         description="Merge the MachineConfigs labelled machineconfiguration.openshift.io/role: NAME among "
         "PATHs (files, or directories of *.yaml, *.yml and *.json files) into the pool's rendered "
         "MachineConfig, as the machine-config-controller does, named rendered-NAME-<hash> as an OpenShift "
-        "cluster would name it. Exit 0, or 1 for bad input (FILE: JSON-PATH: message).",
+        "cluster would name it: a summary, or the MachineConfig itself with -o yaml (or json). "
+        "Exit 0, or 1 for bad input (FILE: JSON-PATH: message).",
     )
     r.add_argument("paths", nargs="+", metavar="PATH", help="MachineConfig file or directory ('-': stdin)")
     r.add_argument("--pool", required=True, type=_pool_name, metavar="NAME", help="the pool (e.g. worker)")
     _role_flag(r)
     _os_image_url_flag(r)
-    r.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
+    _output_flag(r)
 
 
 def _add_start(sub: SubParsers[UsageParser]) -> None:
@@ -292,7 +322,7 @@ def _add_firstboot(sub: SubParsers[UsageParser]) -> None:
         description="Apply the rendered MachineConfig Ignition left on the node (OS image, kernel arguments, "
         "kernel type, extensions) before the kubelet starts, then reboot.",
     )
-    f.add_argument("--root-mount", default="/rootfs", metavar="DIR", help="host root (default /rootfs)")
+    _root_mount_flag(f)
     f.add_argument(
         "--machineconfig-file",
         default="/etc/ignition-machine-config-encapsulated.json",
@@ -317,7 +347,7 @@ def _add_check_disk(sub: SubParsers[UsageParser]) -> None:
     c.add_argument(
         "config", nargs="?", metavar="CONFIG", help="MachineConfig file (default: the recorded one)"
     )
-    c.add_argument("--root-mount", default="/rootfs", metavar="DIR", help="host root (default /rootfs)")
+    _root_mount_flag(c)
     _lock_timeout_flag(c, "shared: waits for an update to finish")
     _max_file_size_flag(c)
     c.add_argument("-v", "--verbose", action="count", default=0)
@@ -333,9 +363,8 @@ def _add_status(sub: SubParsers[UsageParser]) -> None:
         "the desired one, the state and reason the daemon last reported, the last config drift its monitor "
         "saw and whether a reboot is owed.",
     )
-    st.add_argument("--root-mount", default=_env("ROOT_MOUNT", "/"), metavar="DIR",
-                    help="node root (default /: an admin on the node)")
-    st.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
+    _root_mount_flag(st)
+    _output_flag(st)
 
 
 def _add_pool_controller(sub: SubParsers[UsageParser]) -> None:
@@ -372,7 +401,7 @@ def _add_version(sub: SubParsers[UsageParser]) -> None:
         help="print mcd's version (and the Python it runs on)",
         description="Print mcd's version; -o json|yaml for machines (as `kubectl version -o json`).",
     )
-    ver.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
+    _output_flag(ver)
 
 
 def _add_completion(sub: SubParsers[UsageParser]) -> None:

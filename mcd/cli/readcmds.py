@@ -43,52 +43,75 @@ def dump(obj: Any, fmt: str, out: TextIO) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from mcd.config.findings import Finding, InputError
+    from mcd.cli.inputs import files_of
+    from mcd.config.findings import InputError
     from mcd.config.ignition import ParseOptions
-    from mcd.config.load import load_objects, machineconfig_at
-    from mcd.policy import PolicyError, settings_from_machineconfiguration
 
     # contents are streamed and measured, never kept: memory stays flat whatever the file sizes
     options = ParseOptions(max_file_size=args.max_file_size, keep_data_up_to=0)
     results: list[dict[str, Any]] = []
     failed = False
-    for name in args.files:
-        findings: list[Finding] = []
+    for arg in args.files:
         try:
-            for path, obj in load_objects(read_input(name), name):
-                kind = obj.get("kind")
-                if kind == "MachineConfiguration":
-                    try:
-                        settings_from_machineconfiguration(obj)
-                    except PolicyError as exc:
-                        findings += [f.located(path) for f in exc.findings]
-                elif kind not in (None, "MachineConfig"):
-                    msg = "expected a MachineConfig, an Ignition config or a MachineConfiguration"
-                    findings.append(Finding(path, f"{msg}, got kind {kind!r}"))
-                else:
-                    try:
-                        findings += machineconfig_at(path, obj, name, options=options).located_findings()
-                    except InputError as exc:  # one bad object does not hide the others' findings
-                        findings += list(exc.findings)
-        except InputError as exc:
-            findings += list(exc.findings)
-        errors = [f for f in findings if f.severity == "error"]
-        failed = failed or bool(errors)
-        results.append(
-            {
-                "file": name,
-                "valid": not errors,
-                "findings": [
-                    {"path": _path(f), "message": f.message, "severity": f.severity} for f in findings
-                ],
-            }
-        )
-        if args.output == "text":
-            for f in findings:
-                (sys.stdout if f.severity == "error" else sys.stderr).write(f.render(name) + "\n")
+            names = files_of(arg)
+        except InputError as exc:  # a directory with nothing to validate: that path fails
+            names, failed = [], True
+            results.append(_validation(arg, list(exc.findings), args.output, unreadable=True))
+        for name in names:
+            try:
+                findings = _findings(read_input(name), name, options)
+                unreadable = False
+            except InputError as exc:
+                findings, unreadable = list(exc.findings), True
+            result = _validation(name, findings, args.output, unreadable=unreadable)
+            failed = failed or not result["valid"]
+            results.append(result)
     if args.output != "text":
         dump({"files": results, "valid": not failed}, args.output, sys.stdout)
     return EXIT_INPUT if failed else EXIT_OK
+
+
+def _findings(data: bytes, name: str, options: Any) -> list[Any]:
+    """What `mcd validate` finds in one file's objects."""
+    from mcd.config.findings import Finding, InputError
+    from mcd.config.load import load_objects, machineconfig_at
+    from mcd.policy import PolicyError, settings_from_machineconfiguration
+
+    findings: list[Finding] = []
+    try:
+        for path, obj in load_objects(data, name):
+            kind = obj.get("kind")
+            if kind == "MachineConfiguration":
+                try:
+                    settings_from_machineconfiguration(obj)
+                except PolicyError as exc:
+                    findings += [f.located(path) for f in exc.findings]
+            elif kind not in (None, "MachineConfig"):
+                msg = "expected a MachineConfig, an Ignition config or a MachineConfiguration"
+                findings.append(Finding(path, f"{msg}, got kind {kind!r}"))
+            else:
+                try:
+                    findings += machineconfig_at(path, obj, name, options=options).located_findings()
+                except InputError as exc:  # one bad object does not hide the others' findings
+                    findings += list(exc.findings)
+    except InputError as exc:
+        findings += list(exc.findings)
+    return findings
+
+
+def _validation(name: str, findings: list[Any], output: str, *, unreadable: bool) -> dict[str, Any]:
+    """One file's verdict; in text, its findings printed: errors about the content on stdout (the
+    answer), warnings and a file that cannot be read at all on stderr."""
+    errors = [f for f in findings if f.severity == "error"]
+    if output == "text":
+        for f in findings:
+            to_stdout = f.severity == "error" and not unreadable
+            (sys.stdout if to_stdout else sys.stderr).write(f.render(name) + "\n")
+    return {
+        "file": name,
+        "valid": not errors,
+        "findings": [{"path": _path(f), "message": f.message, "severity": f.severity} for f in findings],
+    }
 
 
 def _path(f: Any) -> str:
@@ -108,7 +131,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.root_mount is not None:
         return _plan_on_root(args)
     if args.new is None:
-        args.parser.error("give OLD and NEW, or --root-mount DIR and NEW")
+        # with --root-mount the node gives OLD: the hint says so
+        missing = "OLD and NEW are" if args.old is None else "NEW is"
+        args.parser.error(f"{missing} missing: mcd plan OLD NEW, or mcd plan --root-mount DIR NEW")
     # small files are kept (registries.conf is read), larger ones measured and decoded on demand
     options = ParseOptions(max_file_size=args.max_file_size)
     if args.pool is not None:
@@ -184,6 +209,8 @@ def _plan_on_root(args: argparse.Namespace) -> int:
     if rendering:
         message = f"{', '.join(rendering)} renders OLD and NEW from MachineConfigs: not with --root-mount"
         raise InputError("mcd plan", [Finding((), message)])
+    if args.old is None:
+        args.parser.error("NEW is missing: mcd plan --root-mount DIR NEW (the node at DIR gives OLD)")
     given = [o for o in ("--policy", "--legacy", "--forcefile", "--node-fips") if _flag_given(args, o)]
     if args.new is not None or given:
         what = "OLD" if args.new is not None else ", ".join(given)

@@ -55,7 +55,7 @@ def test_a_usage_error_prints_no_usage(capsys: pytest.CaptureFixture[str]) -> No
     assert exited.value.code == 1
     out, err = capsys.readouterr()
     assert out == ""
-    required = "mcd validate: error: the following arguments are required: FILE\n"
+    required = "mcd validate: error: the following arguments are required: PATH\n"
     assert err == required + "See 'mcd validate --help'.\n"
 
 
