@@ -63,9 +63,11 @@ bench: setup
 		echo "== $$f"; $(BIN)/python "$$f"; \
 	done; [ -n "$$found" ] || echo "no benchmarks in bench/ yet"
 
-# Caches and build leftovers; keeps .venv (rm -rf .venv to rebuild it from scratch).
+# Caches and build leftovers (the simulator's too, and the picture the README's and
+# docs/fleet.md's commands write); keeps .venv (rm -rf .venv to rebuild it from scratch).
 clean:
 	rm -rf .pytest_cache .mypy_cache .ruff_cache .hypothesis .import_linter_cache build dist *.egg-info .demo mutants
+	rm -rf sim/build sim/*.egg-info rollout.svg
 	find . -path ./.venv -prune -o -name __pycache__ -type d -exec rm -rf {} +
 
 # Mutation run over the pure core (scripts/mutate.py, mutmut): a score per concern, the survivors
