@@ -1,4 +1,4 @@
-"""`mcd sim-cluster`: serve the stand-in API server until SIGINT or SIGTERM."""
+"""`mcd-sim sim-cluster`: serve the stand-in API server until SIGINT or SIGTERM."""
 
 from __future__ import annotations
 
