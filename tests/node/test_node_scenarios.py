@@ -75,7 +75,7 @@ def cluster_node(request: pytest.FixtureRequest, workdir: Path) -> Iterator[Part
 
 
 def assert_no_reboot_owed(node: Node) -> None:
-    status = node.sh("mcd status -o json").stdout
+    status = node.sh("mcd status --root-mount / -o json").stdout
     assert '"rebootOwed": null' in status, status
     jobs = node.sh("systemctl list-jobs --no-legend").stdout
     assert "reboot" not in jobs, jobs
