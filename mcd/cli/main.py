@@ -177,18 +177,25 @@ def cmd_pool_controller(args: argparse.Namespace) -> int:
     from mcd.controller.run import start
 
     setup_logging(args.verbose, args.log_format)
-    _check_kubeconfig(args.kubeconfig)
     namespace = args.namespace or os.environ.get("POD_NAMESPACE") or "openshift-machine-config-operator"
-    return start(
-        kubeconfig_path(args.kubeconfig, os.environ),
-        namespace,
-        args.lease_name,
-        identity=args.identity,
-        lease_duration=args.lease_duration,
-        interval=args.interval,
-        once=args.once,
-        eviction_retry=args.eviction_retry,
-    )
+    try:
+        return start(
+            kubeconfig_path(args.kubeconfig, os.environ),
+            namespace,
+            args.lease_name,
+            identity=args.identity,
+            lease_duration=args.lease_duration,
+            interval=args.interval,
+            once=args.once,
+            eviction_retry=args.eviction_retry,
+        )
+    except ValueError:
+        raise  # a flag's value, checked first by start: its own sentence
+    except Exception:
+        # a malformed kubeconfig fails inside the client (a YAML traceback, a type error): said
+        # as one line naming the file instead; a sound one lets the failure through as it was
+        _check_kubeconfig(args.kubeconfig)
+        raise
 
 
 def _describe_error(exc: BaseException) -> str:
