@@ -16,7 +16,7 @@ test: setup
 
 # The real-node tier (tests/node/, not part of `make test`): Debian roots built by mmdebstrap
 # (cached in /var/tmp/mcd-node-cache), installed as nodes and booted by systemd-nspawn with the
-# repo's unit, against `mcd sim-cluster`, kubectl playing the controller. Needs root;
+# repo's unit, against `mcd-sim sim-cluster`, kubectl playing the controller. Needs root;
 # scripts/node/deps.sh installs mmdebstrap and systemd-container when missing.
 node-test: setup
 	@bash scripts/node/deps.sh
@@ -41,21 +41,21 @@ lint: setup
 
 # The main job on the embedded defaults: a sandbox root stands in for a node and an in-process
 # cluster for a real one. First the node job alone (apply the shipped rendered config, explain
-# the next one, apply it, verify the disk), then `mcd simulate`: the cluster agent updating a
+# the next one, apply it, verify the disk), then `mcd-sim simulate`: the cluster agent updating a
 # sandbox node of the stand-in API server from old.yaml to new.yaml.
 DEMO_ROOT := .demo/root
 demo: setup
 	@rm -rf .demo
-	$(BIN)/mcd sandbox $(DEMO_ROOT)
+	$(BIN)/mcd-sim sandbox $(DEMO_ROOT)
 	$(BIN)/mcd start --once-from examples/old.yaml --root-mount $(DEMO_ROOT) --skip-reboot
 	$(BIN)/mcd plan --root-mount $(DEMO_ROOT) examples/new.yaml -o text
 	$(BIN)/mcd start --once-from examples/new.yaml --root-mount $(DEMO_ROOT) --skip-reboot
 	$(BIN)/mcd check-disk --root-mount $(DEMO_ROOT)
-	$(BIN)/mcd simulate --workdir .demo/cluster --old examples/old.yaml --new examples/new.yaml
+	$(BIN)/mcd-sim simulate --workdir .demo/cluster --old examples/old.yaml --new examples/new.yaml
 
 # The container image: builds Containerfile with buildah from a Debian bookworm base made here
 # (no registry needed), runs its `mcd` as the DaemonSet's pod would on a sandbox root at /rootfs
-# (once-from, check-disk, the agent against `mcd sim-cluster`) and prints its size
+# (once-from, check-disk, the agent against `mcd-sim sim-cluster`) and prints its size
 # (scripts/image-test.sh). Root, the Debian mirror and PyPI, a few minutes: not part of `make test`.
 image: setup
 	@bash scripts/image-test.sh
@@ -71,9 +71,11 @@ bench: setup
 		echo "== $$f"; $(BIN)/python "$$f"; \
 	done; [ -n "$$found" ] || echo "no benchmarks in bench/ yet"
 
-# Caches and build leftovers; keeps .venv (rm -rf .venv to rebuild it from scratch).
+# Caches and build leftovers (the simulator's too, and the picture the README's and
+# docs/fleet.md's commands write); keeps .venv (rm -rf .venv to rebuild it from scratch).
 clean:
 	rm -rf .pytest_cache .mypy_cache .ruff_cache .hypothesis .import_linter_cache build dist *.egg-info .demo mutants
+	rm -rf sim/build sim/*.egg-info rollout.svg
 	find . -path ./.venv -prune -o -name __pycache__ -type d -exec rm -rf {} +
 
 # Mutation run over the pure core (scripts/mutate.py, mutmut): a score per concern, the survivors

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Stand-in API server benchmark (`mcd sim-cluster` in its own process); prints JSON figures.
+"""Stand-in API server benchmark (`mcd-sim sim-cluster` in its own process); prints JSON figures.
 
 One client connection (HTTPS, keep-alive), as the daemon's node writer uses:
   get_node_per_s       GET /api/v1/nodes/worker-0, sequential requests per second
@@ -56,7 +56,7 @@ def main() -> int:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         kubeconfig = Path(tmp) / "kubeconfig"
-        cmd = [sys.executable, "-m", "mcd", "sim-cluster", "--kubeconfig", str(kubeconfig)]
+        cmd = [sys.executable, "-m", "mcd_sim", "sim-cluster", "--kubeconfig", str(kubeconfig)]
         cmd += ["--node", "worker-0"]
         env = dict(os.environ, PYTHONPATH=str(REPO))
         with subprocess.Popen(cmd, cwd=REPO, env=env, stderr=subprocess.DEVNULL) as proc:
@@ -64,7 +64,7 @@ def main() -> int:
                 deadline = time.monotonic() + 30
                 while not kubeconfig.exists():
                     if proc.poll() is not None or time.monotonic() > deadline:
-                        raise SystemExit("mcd sim-cluster did not start")
+                        raise SystemExit("mcd-sim sim-cluster did not start")
                     time.sleep(0.05)
                 result = measure(yaml.safe_load(kubeconfig.read_text()), args.seconds, args.samples)
             finally:

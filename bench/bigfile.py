@@ -92,7 +92,8 @@ def main() -> int:
         config, root = Path(tmp) / "big.json", Path(tmp) / "root"
         write_config(config, size)
         figures["config_bytes"] = config.stat().st_size
-        subprocess.run([*MCD, "sandbox", str(root)], check=True, stdout=subprocess.DEVNULL)
+        sandbox = [sys.executable, "-m", "mcd_sim", "sandbox", str(root)]
+        subprocess.run(sandbox, check=True, stdout=subprocess.DEVNULL)
         cap = ["--max-file-size", args.cap]
         runs = {
             "validate": [*MCD, "validate", "--max-file-size", args.cap, str(config)],

@@ -17,7 +17,7 @@ sandbox root by the real update transaction. Figures:
                         200 edits, taken from the API server's audit log. Each edit is made on
                         an idle agent (no CPU used for 0.2 s): a Degraded node gets a sync,
                         which re-checks all 10,000 files, before the next edit
-The API server is `mcd sim-cluster` in its own process, with its audit log.
+The API server is `mcd-sim sim-cluster` in its own process, with its audit log.
 """
 
 from __future__ import annotations
@@ -123,17 +123,17 @@ def _retarget(monitor: Any, obj: dict[str, Any], change: Callable[[list[dict[str
 
 
 class Server:
-    """`mcd sim-cluster` in its own process (so the bench's polling never slows the server down)
+    """`mcd-sim sim-cluster` in its own process (so the bench's polling never slows the server down)
     and its audit log: the PATCHes of the node with the time the server received them."""
 
     def __init__(self, tmp: Path) -> None:
-        self.kind = "mcd sim-cluster (own process)"
+        self.kind = "mcd-sim sim-cluster (own process)"
         self.kubeconfig = tmp / "kubeconfig"
         self._audit = tmp / "audit.log"
         self._log = (tmp / "sim.log").open("wb")
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "mcd", "sim-cluster", "--kubeconfig", str(self.kubeconfig), "--node", NODE,
-             "--audit-log-path", str(self._audit)],
+            [sys.executable, "-m", "mcd_sim", "sim-cluster", "--kubeconfig", str(self.kubeconfig),
+             "--node", NODE, "--audit-log-path", str(self._audit)],
             stdout=self._log, stderr=self._log, cwd=str(REPO), env=dict(os.environ, PYTHONPATH=str(REPO)),
         )  # fmt: skip
         _wait(self.kubeconfig.exists, "the sim-cluster kubeconfig", proc=self._proc)

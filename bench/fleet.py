@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fleet benchmark: pools of 10, 25 and 50 real agents rolled by the pool controller; prints JSON.
 
-For each size N, one `mcd simulate --nodes N` cluster (`mcd_sim.fleet`): N `mcd start` processes
+For each size N, one `mcd-sim simulate --nodes N` cluster (`mcd_sim.fleet`): N `mcd start` processes
 on sandbox roots joined on examples/old.yaml, then two rollouts, each a drain and a (simulated)
 reboot of every node: to examples/reboot.yaml with maxUnavailable 1, and back to old.yaml with
 maxUnavailable 5. No workload (drains have nothing to evict): the figures are the agents' and

@@ -68,7 +68,7 @@ def main() -> int:
         first_ms = median_ms(from_raw, args.runs, before=forget_remembered)
         # the files compared afresh each time: an update's second diff of the pair is remembered
         parsed_ms = median_ms(lambda: plan(old, new), args.runs, before=forget_last)
-        mcd = [sys.executable, "-m", "mcd", "plan", str(old_path), str(new_path)]
+        mcd = [sys.executable, "-m", "mcd", "plan", "-o", "json", str(old_path), str(new_path)]
         subprocess.run(mcd, check=True, capture_output=True, cwd=REPO)
         cold_ms = median_ms(
             lambda: subprocess.run(mcd, check=True, capture_output=True, cwd=REPO), args.cold_runs

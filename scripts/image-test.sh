@@ -15,6 +15,7 @@ IMAGE=${MCD_IMAGE:-localhost/mcd:0.1.0}
 BASE=${MCD_BASE_IMAGE:-localhost/mcd-base:bookworm}
 WORK=${MCD_IMAGE_WORK:-/var/tmp/mcd-image}
 HOST_MCD=.venv/bin/mcd
+HOST_SIM=.venv/bin/mcd-sim
 
 say() { printf 'image: %s\n' "$*"; }
 die() { printf 'image: FAILED: %s\n' "$*" >&2; exit 1; }
@@ -93,7 +94,7 @@ in_pod_exec() {
 export PATH_ENV="$path_env"
 
 rm -rf "$node"
-"$HOST_MCD" sandbox "$node" >/dev/null
+"$HOST_SIM" sandbox "$node" >/dev/null
 
 say "mcd --help (the entrypoint)"
 in_pod mcd --help | head -3
@@ -106,15 +107,15 @@ say "mcd check-disk in the image, then the checkout's mcd on the same root"
 in_pod mcd check-disk --root-mount /rootfs
 "$HOST_MCD" check-disk --root-mount "$node"
 
-# The agent from the image against the checkout's stand-in API server (`mcd sim-cluster`, on
+# The agent from the image against the checkout's stand-in API server (`mcd-sim sim-cluster`, on
 # loopback: the "pod" shares the host's network as hostNetwork does). kubectl plays the
 # controller's part and names the node's config (`desiredConfig`): without node-annotations.json
 # the agent, as upstream's, writes only `currentConfig` from the root, checks the disk against
 # the desired config and reports Done.
-say "the agent (mcd start --node-name worker-0) against mcd sim-cluster"
+say "the agent (mcd start --node-name worker-0) against mcd-sim sim-cluster"
 kube="$WORK/kube"
 rm -rf "$kube"; mkdir -p "$kube"
-"$HOST_MCD" sim-cluster --kubeconfig "$kube/kubeconfig" --node worker-0 >"$kube/sim.log" 2>&1 &
+"$HOST_SIM" sim-cluster --kubeconfig "$kube/kubeconfig" --node worker-0 >"$kube/sim.log" 2>&1 &
 sim_pid=$!
 agent_pid=
 stop_all() {
@@ -125,7 +126,7 @@ stop_all() {
 }
 trap stop_all EXIT
 for _ in $(seq 100); do [ -s "$kube/kubeconfig" ] && break; sleep 0.1; done
-[ -s "$kube/kubeconfig" ] || die "mcd sim-cluster wrote no kubeconfig: $(cat "$kube/sim.log")"
+[ -s "$kube/kubeconfig" ] || die "mcd-sim sim-cluster wrote no kubeconfig: $(cat "$kube/sim.log")"
 kubectl --kubeconfig "$kube/kubeconfig" create -f examples/new.yaml >/dev/null
 want=$(sed -n 's/^  name: //p' examples/new.yaml | head -1)
 kubectl --kubeconfig "$kube/kubeconfig" annotate node worker-0 \

@@ -52,7 +52,7 @@ _.secure_port  # the TLS metrics endpoint's bound port and whether it made its c
 _.self_signed
 FIRST_PIVOT_CONFIG  # upstream key the first start copies from node-annotations.json; the tests read it
 
-# the long-running child of `mcd simulate` (the agent process); sim/mcd_sim is not read by vulture
+# the long-running child of `mcd-sim simulate` (the agent process); sim/mcd_sim is not read by vulture
 spawn
 
 # the watchers

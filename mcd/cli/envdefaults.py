@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 PREFIX = "MCD_"
@@ -19,14 +18,14 @@ class EnvValueError(ValueError):
     """An environment variable whose value its flag cannot take."""
 
 
-@dataclass(frozen=True)
 class EnvDefault:
-    """A flag's default taken from the environment, converted once the command is known."""
+    """A flag's default taken from the environment, converted once the command is known (a
+    plain class: dataclasses costs `mcd --help` more to import than this whole module)."""
 
-    var: str
-    text: str
-    convert: Callable[[str], Any]
-    expected: str
+    __slots__ = ("convert", "expected", "text", "var")
+
+    def __init__(self, var: str, text: str, convert: Callable[[str], Any], expected: str) -> None:
+        self.var, self.text, self.convert, self.expected = var, text, convert, expected
 
 
 def env_default(

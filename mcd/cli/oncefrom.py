@@ -30,6 +30,9 @@ from mcd.planner.plan import Plan
 from mcd.update.transaction import Host, Outcome, load_mc, plan_on_host, recover, update
 
 LOG = logging.getLogger(__name__)
+# the phases of a run, shown as it goes at every verbosity (mcd.cli.logsetup): a large config
+# or a slow lock is otherwise silent until the final summary
+PROGRESS = logging.getLogger("mcd.progress")
 
 FETCH_TIMEOUT = 30.0
 MAX_FETCH_BYTES = 64 << 20
@@ -64,11 +67,13 @@ def run_once_from(
     """Apply a MachineConfig or Ignition config once (upstream `start --once-from`); no decoded
     file may exceed `max_file_size` (large ones are written as streams, never held whole)."""
     options = ParseOptions(max_file_size=max_file_size)
+    PROGRESS.info("once-from: reading %s", src)
     data, source = read_source(src)
     new = load_machineconfig(data, source, options=options)
     errors = [f for f in new.located_findings() if f.severity == "error"]  # what `validate` refuses
     if errors:
         raise InputError(source, errors)
+    PROGRESS.info("once-from: %s is valid; taking the lock on %s", new.name or source, host.root.prefix)
     # one lock from the first read of the records to the end: another run cannot slip in
     # between recovery, reading the current config and the update
     with rootlock.hold(host.root, timeout=host.lock_timeout):
@@ -77,7 +82,10 @@ def run_once_from(
         bare_ignition = new.raw.get("kind") != "MachineConfig"
         if bare_ignition:
             new = _files_and_units_only(new, old)
+        PROGRESS.info("once-from: updating %s -> %s", old.name or "(none)", new.name or source)
         outcome = update(host, old, new, legacy=True, skip_reboot=skip_reboot)
+        reboot = "rebooted" if outcome.rebooted else "reboot owed" if outcome.reboot else "no reboot"
+        PROGRESS.info("once-from: applied %s (%d steps; %s)", new.name or source, len(outcome.ran), reboot)
         if bare_ignition:
             # upstream drops the encapsulated config after an Ignition once-from only: a
             # MachineConfig applied once leaves it for firstboot

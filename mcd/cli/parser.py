@@ -7,25 +7,34 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from mcd import __version__
-from mcd.cli.envdefaults import env_default, resolve, to_bool, to_count, to_seconds
+from mcd.cli.envdefaults import env_default, one_of, resolve, to_bool, to_count, to_seconds
 from mcd.cli.watchflags import add_watcher_flags
-from mcd.config.contents import DEFAULT_MAX_FILE_SIZE, parse_size
-from mcd.host.rootlock import DEFAULT_TIMEOUT as DEFAULT_LOCK_TIMEOUT
-from mcd.planner.nodefacts import HIGHLY_AVAILABLE, TOPOLOGIES
 
 EXIT_INPUT = 1
 _POOL_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
+# Defaults of other layers, stated here for the help text (tests/cli/test_startup.py checks that
+# they agree with their owners): building the parser imports none of those layers, so `mcd --help`
+# pays for argparse alone and `mcd validate` loads nothing that could touch a node.
+DEFAULT_LOCK_TIMEOUT = 600.0  # mcd.host.rootlock.DEFAULT_TIMEOUT
+DEFAULT_MAX_FILE_SIZE = 256 << 20  # mcd.config.contents.DEFAULT_MAX_FILE_SIZE
+HIGHLY_AVAILABLE = "HighlyAvailable"  # mcd.planner.nodefacts
+TOPOLOGIES = ("SingleReplica", HIGHLY_AVAILABLE, "HighlyAvailableArbiter", "DualReplica")
+SubParsers = argparse._SubParsersAction
 
 
-class _Parser(argparse.ArgumentParser):
+class UsageParser(argparse.ArgumentParser):
+    """A usage error is one line and a hint, as kubectl prints it (not the whole usage first)."""
+
     def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_INPUT, f"{self.prog}: error: {message}\n")
+        self.exit(EXIT_INPUT, f"{self.prog}: error: {message}\nSee '{self.prog} --help'.\n")
+
+
+def version_flag(parser: argparse.ArgumentParser, prog: str) -> None:
+    parser.add_argument("--version", action="version", version=f"{prog} {__version__}")
 
 
 def _env(name: str, default: str | None = "") -> Any:
@@ -45,6 +54,8 @@ def _bool_flag(value: str) -> bool:
 
 def _size(text: str) -> int:
     try:
+        from mcd.config.contents import parse_size
+
         return parse_size(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
@@ -69,6 +80,39 @@ def _lock_timeout_flag(parser: argparse.ArgumentParser, what: str) -> None:
         metavar="SECONDS",
         help=f"how long to wait for another mcd holding the root's lock ({what}; 0: fail at once; "
         f"default {DEFAULT_LOCK_TIMEOUT:g})",
+    )
+
+
+def _log_format_flag(parser: argparse.ArgumentParser, default: object = "text") -> None:
+    parser.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default=default,
+        help="text: klog's lines, I1128 12:00:00.123456 PID file.py:LINE] message (default; the "
+        "journal's own lines when stderr is the journal); json: one JSON object per line",
+    )
+
+
+def _output_flag(parser: argparse.ArgumentParser) -> None:
+    """kubectl's habit on every read command: for people by default, -o for machines."""
+    parser.add_argument(
+        "-o",
+        "--output",
+        choices=("text", "json", "yaml"),
+        default="text",
+        help="text: for people (default); json or yaml: for machines",
+    )
+
+
+# One default root for every command (docs/usage.md): where the daemon's pod mounts the node, as
+# upstream's; MCD_ROOT_MOUNT=/ makes it the host's own root for an admin on the node.
+def _root_mount_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--root-mount",
+        default=_env("ROOT_MOUNT", "/rootfs"),
+        metavar="DIR",
+        help="the node's root (default $MCD_ROOT_MOUNT, else /rootfs, where the daemon's pod mounts it; "
+        "on the node itself: --root-mount /)",
     )
 
 
@@ -101,25 +145,36 @@ def _os_image_url_flag(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    """Every command's flags, one function per command (`_add_<command>`)."""
+    parser = UsageParser(
         prog="mcd",
         description="Apply and explain OpenShift / Fedora CoreOS MachineConfigs (MCD compatible).",
-        epilog="sandbox, sim-cluster and simulate need the simulator, which a node install does not "
-        "carry: pip install ./sim from the mcd repository (make setup installs it).",
+        epilog="The simulator (mcd-sim: sandbox roots, a stand-in API server, simulated updates and "
+        "rollouts; formerly mcd sandbox, sim-cluster and simulate) is a command of its own that a node "
+        "install does not carry: pip install ./sim from the mcd repository (make setup installs it).",
     )
-    parser.add_argument("--version", action="version", version=f"mcd {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    version_flag(parser, "mcd")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=UsageParser)
+    commands = (_add_validate, _add_plan, _add_render, _add_start, _add_firstboot, _add_check_disk)
+    for add in (*commands, _add_status, _add_pool_controller, _add_version, _add_completion):
+        add(sub)
+    return parser
 
+def _add_validate(sub: SubParsers[UsageParser]) -> None:
     v = sub.add_parser(
         "validate",
         help="check MachineConfigs, Ignition configs or MachineConfigurations",
         description="Validate files; print one line per finding as FILE: JSON-PATH: message. "
-        "Exit 0 when every file is valid, 1 otherwise.",
+        "A directory gives its *.yaml, *.yml and *.json files. Exit 0 when every file is valid, 1 otherwise.",
     )
-    v.add_argument("files", nargs="+", metavar="FILE", help="YAML or JSON file ('-' for standard input)")
-    v.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
+    v.add_argument(
+        "files", nargs="+", metavar="PATH", help="YAML or JSON file, or a directory of them ('-': stdin)"
+    )
+    _output_flag(v)
     _max_file_size_flag(v)
 
+
+def _add_plan(sub: SubParsers[UsageParser]) -> None:
     p = sub.add_parser(
         "plan",
         help="explain what updating from OLD to NEW would do (touches nothing)",
@@ -127,7 +182,11 @@ def build_parser() -> argparse.ArgumentParser:
         "post-update actions it needs and whether the node is drained; explain every changed path. "
         "Exit 0 reconcilable, 2 unreconcilable, 1 bad input.",
     )
-    p.add_argument("old", metavar="OLD", help="current rendered MachineConfig ('-' for the empty config)")
+    # both optional for argparse: cmd_plan says which one is missing, and with --root-mount the
+    # one file given is NEW (argparse would call it OLD)
+    p.add_argument(
+        "old", metavar="OLD", nargs="?", help="current rendered MachineConfig ('-' for the empty config)"
+    )
     p.add_argument("new", metavar="NEW", nargs="?", help="desired rendered MachineConfig")
     p.add_argument(
         "--root-mount",
@@ -166,24 +225,29 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _role_flag(p)
     _os_image_url_flag(p)
-    p.add_argument("-o", "--output", choices=("json", "yaml", "text"), default="json")
+    _output_flag(p)
     _max_file_size_flag(p)
     p.set_defaults(parser=p)
 
+
+def _add_render(sub: SubParsers[UsageParser]) -> None:
     r = sub.add_parser(
         "render",
         help="merge a pool's MachineConfigs into its rendered MachineConfig, named as OpenShift names it",
         description="Merge the MachineConfigs labelled machineconfiguration.openshift.io/role: NAME among "
         "PATHs (files, or directories of *.yaml, *.yml and *.json files) into the pool's rendered "
         "MachineConfig, as the machine-config-controller does, named rendered-NAME-<hash> as an OpenShift "
-        "cluster would name it. Exit 0, or 1 for bad input (FILE: JSON-PATH: message).",
+        "cluster would name it: a summary, or the MachineConfig itself with -o yaml (or json). "
+        "Exit 0, or 1 for bad input (FILE: JSON-PATH: message).",
     )
     r.add_argument("paths", nargs="+", metavar="PATH", help="MachineConfig file or directory ('-': stdin)")
     r.add_argument("--pool", required=True, type=_pool_name, metavar="NAME", help="the pool (e.g. worker)")
     _role_flag(r)
     _os_image_url_flag(r)
-    r.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
+    _output_flag(r)
 
+
+def _add_start(sub: SubParsers[UsageParser]) -> None:
     s = sub.add_parser(
         "start",
         help="run the node agent, or apply a config once (--once-from)",
@@ -249,6 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-v", "--verbose", action="count",
                    default=env_default("VERBOSE", 0, to_count, "a count of -v (0, 1, 2)"),
                    help="more logging (-v, -vv)")
+    _log_format_flag(s, env_default("LOG_FORMAT", "text", one_of(("text", "json")), "text or json"))
     s.add_argument("--v", type=int, default=0, metavar="LEVEL",
                    help="upstream's klog verbosity (2-3: -v, 4+: -vv)")
     # what upstream's DaemonSet passes: accepted so its manifest runs mcd unchanged, then ignored
@@ -257,13 +322,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--tls-min-version", metavar="VERSION", help="upstream compatibility; ignored")
     s.add_argument("-o", "--output", choices=("json", "yaml"), default="json")
 
+
+def _add_firstboot(sub: SubParsers[UsageParser]) -> None:
     f = sub.add_parser(
         "firstboot-complete-machineconfig",
         help="apply the encapsulated MachineConfig on first boot",
         description="Apply the rendered MachineConfig Ignition left on the node (OS image, kernel arguments, "
         "kernel type, extensions) before the kubelet starts, then reboot.",
     )
-    f.add_argument("--root-mount", default="/rootfs", metavar="DIR", help="host root (default /rootfs)")
+    _root_mount_flag(f)
     f.add_argument(
         "--machineconfig-file",
         default="/etc/ignition-machine-config-encapsulated.json",
@@ -274,8 +341,11 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--skip-reboot", action="store_true", help="do not reboot at the end")
     _lock_timeout_flag(f, "the whole update")
     f.add_argument("-v", "--verbose", action="count", default=0)
+    _log_format_flag(f)
     f.add_argument("-o", "--output", choices=("json", "yaml"), default="json")
 
+
+def _add_check_disk(sub: SubParsers[UsageParser]) -> None:
     c = sub.add_parser(
         "check-disk",
         help="verify the on-disk state against a config (exit 0 clean, 2 drift)",
@@ -285,12 +355,15 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument(
         "config", nargs="?", metavar="CONFIG", help="MachineConfig file (default: the recorded one)"
     )
-    c.add_argument("--root-mount", default="/rootfs", metavar="DIR", help="host root (default /rootfs)")
+    _root_mount_flag(c)
     _lock_timeout_flag(c, "shared: waits for an update to finish")
     _max_file_size_flag(c)
     c.add_argument("-v", "--verbose", action="count", default=0)
+    _log_format_flag(c)
     c.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
 
+
+def _add_status(sub: SubParsers[UsageParser]) -> None:
     st = sub.add_parser(
         "status",
         help="what the node runs and was asked to run, its state, the last drift, a reboot owed",
@@ -298,40 +371,11 @@ def build_parser() -> argparse.ArgumentParser:
         "the desired one, the state and reason the daemon last reported, the last config drift its monitor "
         "saw and whether a reboot is owed.",
     )
-    st.add_argument("--root-mount", default=_env("ROOT_MOUNT", "/"), metavar="DIR",
-                    help="node root (default /: an admin on the node)")
-    st.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
+    _root_mount_flag(st)
+    _output_flag(st)
 
-    x = sub.add_parser(
-        "sandbox",
-        help="create a minimal root directory to try mcd on",
-        description="Create DIR (or complete it) as a minimal node root: /etc/passwd and /etc/group with "
-        "root and core, and /home/core. Use it as --root-mount.",
-    )
-    x.add_argument("dir", metavar="DIR")
-    x.add_argument(
-        "--coreos", action="store_true", help="mark it as an rpm-ostree system (/run/ostree-booted)"
-    )
 
-    k = sub.add_parser(
-        "sim-cluster",
-        help="serve a local Kubernetes API for tests and demos (never a production path)",
-        description="Serve the Kubernetes API objects mcd uses (Nodes, Pods, Events, MachineConfigs, "
-        "MachineConfigPools, MachineConfiguration …) over HTTPS on loopback until SIGINT/SIGTERM. The "
-        "kubeconfig (server, CA, a random bearer token) is written once the server is ready.",
-    )
-    k.add_argument("--kubeconfig", required=True, metavar="FILE", help="kubeconfig to write (mode 0600)")
-    k.add_argument("--listen", default="127.0.0.1:0", metavar="HOST:PORT", help="default 127.0.0.1:0")
-    k.add_argument("--node", action="append", default=[], metavar="NAME", help="create a Ready worker Node")
-    k.add_argument("--audit-log-path", metavar="FILE", help="append one audit.k8s.io/v1 Event per request")
-    k.add_argument("--user", action="append", default=[], metavar="USER=FILE",
-                   help="also write a kubeconfig for USER to FILE: a bearer token, or for system:node:NAME "
-                   "a client certificate (group system:nodes); a ServiceAccount is "
-                   "system:serviceaccount:NS:NAME")
-    k.add_argument("--rbac", action="append", default=[], metavar="PATH",
-                   help="enforce RBAC with the ClusterRoles, Roles and bindings of this YAML file or "
-                   "directory (e.g. manifests/; kubelets also get what the Node authorizer grants)")
-
+def _add_pool_controller(sub: SubParsers[UsageParser]) -> None:
     pc = sub.add_parser(
         "pool-controller",
         help="render MachineConfigPools and roll their nodes onto them (clusters without the operator)",
@@ -356,71 +400,26 @@ def build_parser() -> argparse.ArgumentParser:
                     "(default 5, as upstream's drain)")
     pc.add_argument("--once", action="store_true", help="one pass as the leader, then release the Lease")
     pc.add_argument("-v", "--verbose", action="count", default=0)
+    _log_format_flag(pc, env_default("LOG_FORMAT", "text", one_of(("text", "json")), "text or json"))
 
-    m = sub.add_parser(
-        "simulate",
-        help="run the cluster agent on a sandbox node of an in-process cluster, from OLD to NEW",
-        description="Start the stand-in API server and controller in this process, join a sandbox node "
-        "to them on OLD, run `mcd start --node-name` as a real process, point the node at NEW and print "
-        "every annotation change and Event until it is Done on NEW (exit 0; 1 on timeout).",
+
+def _add_version(sub: SubParsers[UsageParser]) -> None:
+    ver = sub.add_parser(
+        "version",
+        help="print mcd's version (and the Python it runs on)",
+        description="Print mcd's version; -o json|yaml for machines (as `kubectl version -o json`).",
     )
-    m.add_argument("--workdir", metavar="DIR",
-                   help="kubeconfig, node root, agent log (default: a temporary directory)")
-    m.add_argument("--old", default="examples/old.yaml", metavar="FILE", help="config the node joins on")
-    m.add_argument("--new", metavar="FILE",
-                   help="config it is updated to (examples/new.yaml; with --nodes examples/reboot.yaml)")
-    m.add_argument("--node", default="worker-0", metavar="NAME", help="node name (default worker-0)")
-    m.add_argument("--timeout", type=float, metavar="S",
-                   help="seconds in all (default 60; with --nodes 120 + 10 per node)")
-    fleet = m.add_argument_group(
-        "a pool of nodes", "with --nodes: N agents, a pool controller rolling them to NEW, a timeline"
+    _output_flag(ver)
+
+
+def _add_completion(sub: SubParsers[UsageParser]) -> None:
+    comp = sub.add_parser(
+        "completion",
+        help="print a shell completion script (bash or zsh)",
+        description="Print a completion script for SHELL: commands and each command's flags. "
+        "bash: source <(mcd completion bash); zsh: source <(mcd completion zsh).",
     )
-    fleet.add_argument("--nodes", type=_positive, metavar="N", help="simulate a pool of N nodes")
-    fleet.add_argument("--max-unavailable", type=_count_or_percent, metavar="M",
-                       help="the pool's spec.maxUnavailable: a count or a percentage (default 1)")
-    fleet.add_argument("--pdb", type=_pdb_spec, metavar="minAvailable=X|maxUnavailable=X",
-                       help="run a workload of pods (one per node) under this PodDisruptionBudget")
-    fleet.add_argument("--replicas", type=_positive, metavar="R",
-                       help="the workload's pods (default one per node)")
-    fleet.add_argument("--pod-start", type=float, default=2.0, metavar="S",
-                       help="seconds a rescheduled pod takes to be Ready (default 2)")
-    fleet.add_argument("--pool", nargs="+", metavar=("NAME", "PATH"),
-                       help="the pool's name and the admin's MachineConfigs (files, directories) added "
-                       "to OLD's, instead of NEW")
-    fleet.add_argument("--controller", choices=("pool-controller", "stand-in"), default="pool-controller",
-                       help="mcd pool-controller as a process (default), or the in-process stand-in")
-    fleet.add_argument("--reboot-seconds", type=float, default=0.0, metavar="S",
-                       help="how long each node stays down (NotReady, its agent stopped) in its reboot "
-                       "(default 0: as long as the agent takes to start again)")
-    fleet.add_argument("--kill-controller-after", type=int, default=0, metavar="K",
-                       help="SIGKILL the pool controller once K nodes are Done and start another "
-                       "(the rollout must lose nothing)")
-    fleet.add_argument("-o", "--output", choices=("text", "json"), default="text",
-                       help="json: the figures a CI gate checks")
-    fleet.add_argument("--picture", metavar="FILE.svg", help="write the rollout as an SVG picture")
-    return parser
-
-
-def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, not {text!r}")
-    return int(text)
-
-
-def _count_or_percent(text: str) -> int | str:
-    """A Kubernetes IntOrString as maxUnavailable takes it: 2 or 25%."""
-    if text.endswith("%") and text[:-1].isdigit():
-        return text
-    if text.isdigit():
-        return int(text)
-    raise argparse.ArgumentTypeError(f"expected a count or a percentage (2 or 25%), not {text!r}")
-
-
-def _pdb_spec(text: str) -> dict[str, int | str]:
-    key, sep, value = text.partition("=")
-    if not sep or key not in ("minAvailable", "maxUnavailable"):
-        raise argparse.ArgumentTypeError(f"expected minAvailable=X or maxUnavailable=X, not {text!r}")
-    return {key: _count_or_percent(value)}
+    comp.add_argument("shell", choices=("bash", "zsh"), metavar="SHELL", help="bash or zsh")
 
 
 def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:

@@ -16,15 +16,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from mcd.cli.inputs import files_of
 from mcd.config.findings import Finding, InputError, JsonPath
 from mcd.config.load import load_objects
 from mcd.config.selector import SelectorError, check_selector, selects
 from mcd.render import ROLE_LABEL, RenderError, is_in_pool, labels_of, render_pool
-
-SUFFIXES = (".yaml", ".yml", ".json")
 
 
 @dataclass(frozen=True)
@@ -36,24 +34,11 @@ class Located:
     obj: Mapping[str, Any]
 
 
-def _files(arg: str) -> list[str]:
-    """The files an argument names: itself, or a directory's config files in name order."""
-    if arg != "-" and Path(arg).is_dir():
-        try:
-            names = sorted(p.name for p in Path(arg).iterdir() if p.suffix in SUFFIXES and p.is_file())
-        except OSError as exc:
-            raise InputError(arg, [Finding((), f"cannot read: {exc.strerror or exc}")]) from None
-        if not names:
-            raise InputError(arg, [Finding((), "no *.yaml, *.yml or *.json file in this directory")])
-        return [str(Path(arg) / name) for name in names]
-    return [arg]
-
-
 def read_objects(args: Sequence[str], read: Callable[[str], bytes]) -> list[Located]:
     """Every object of the files and directories `args` names."""
     out: list[Located] = []
     for arg in args:
-        for source in _files(arg):
+        for source in files_of(arg):
             out.extend(Located(source, path, obj) for path, obj in load_objects(read(source), source))
     return out
 
@@ -148,5 +133,29 @@ def rendered_from(paths: Sequence[str], args: Any, read: Callable[[str], bytes])
 
 def cmd_render(args: Any, read: Callable[[str], bytes], dump: Callable[[Any, str, Any], None]) -> int:
     rendered = rendered_from(args.paths, args, read)
-    dump(rendered, args.output, sys.stdout)
+    if args.output == "text":
+        sys.stdout.write(summary(rendered, args.pool))
+    else:
+        dump(rendered, args.output, sys.stdout)
     return 0
+
+
+def summary(rendered: Mapping[str, Any], pool: str) -> str:
+    """`mcd render`'s human output: the rendered config's name and what it holds."""
+    spec = rendered.get("spec") or {}
+    config = spec.get("config") or {}
+    counts = {
+        "files": len((config.get("storage") or {}).get("files") or ()),
+        "units": len((config.get("systemd") or {}).get("units") or ()),
+        "users": len((config.get("passwd") or {}).get("users") or ()),
+        "kernel arguments": len(spec.get("kernelArguments") or ()),
+        "extensions": len(spec.get("extensions") or ()),
+    }
+    lines = [
+        f"{rendered['metadata']['name']}  (pool {pool})",
+        "  " + ", ".join(f"{what}: {n}" for what, n in counts.items()),
+        f"  kernel type: {spec.get('kernelType') or 'default'}, FIPS: {str(bool(spec.get('fips'))).lower()}, "
+        f"OS image: {spec.get('osImageURL') or '(the cluster default)'}",
+        "-o yaml (or -o json) prints the rendered MachineConfig itself",
+    ]
+    return "\n".join(lines) + "\n"

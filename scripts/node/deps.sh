@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What `make node-test` needs beyond `make setup`: root, mmdebstrap (builds the node's Debian
 # root), systemd-container (systemd-nspawn boots it), util-linux's nsenter and kubectl (plays the
-# controller against `mcd sim-cluster`). apt-get runs only when a package is missing.
+# controller against `mcd-sim sim-cluster`). apt-get runs only when a package is missing.
 set -euo pipefail
 
 say() { printf 'node-test: %s\n' "$*"; }

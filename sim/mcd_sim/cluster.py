@@ -1,4 +1,4 @@
-"""`mcd sim-cluster`: serve the stand-in API server until SIGINT or SIGTERM."""
+"""`mcd-sim sim-cluster`: serve the stand-in API server until SIGINT or SIGTERM."""
 
 from __future__ import annotations
 
@@ -108,7 +108,7 @@ def serve(
                 _write_user_kubeconfig(server, name, path)
             server.write_kubeconfig(options.kubeconfig)
             # the token stays in the kubeconfig (mode 0600); never printed or logged
-            sys.stderr.write(f"mcd sim-cluster: serving {server.url}; kubeconfig {options.kubeconfig}\n")
+            sys.stderr.write(f"mcd-sim sim-cluster: serving {server.url}; kubeconfig {options.kubeconfig}\n")
             sys.stderr.flush()
             if ready is not None:
                 ready.set()
@@ -117,5 +117,5 @@ def serve(
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)  # type: ignore[arg-type]
-    sys.stderr.write("mcd sim-cluster: stopped\n")
+    sys.stderr.write("mcd-sim sim-cluster: stopped\n")
     return 0

@@ -1,4 +1,4 @@
-"""`mcd simulate`'s command line: one node's update narrated (`mcd_sim.simulate`), or with
+"""`mcd-sim simulate`'s command line: one node's update narrated (`mcd_sim.simulate`), or with
 `--nodes N` a pool's rollout (`mcd_sim.fleet`). Here rather than in `mcd.cli` so the node's
 package carries none of the simulator's options handling."""
 

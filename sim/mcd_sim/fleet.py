@@ -1,6 +1,6 @@
-"""`mcd simulate --nodes N`: a pool of N real agents rolled to a new config by a pool controller.
+"""`mcd-sim simulate --nodes N`: a pool of N real agents rolled to a new config by a pool controller.
 
-Each node is a sandbox root joined on OLD as `mcd simulate` joins its one node
+Each node is a sandbox root joined on OLD as `mcd-sim simulate` joins its one node
 (`simulate.bootstrap_node`), with its own `mcd start --node-name` process; a reboot is the
 agent's simulated one (it re-executes itself and takes the boot path). The pool controller is
 pluggable (`PoolController`): today the in-process stand-in (`mcd_sim.controller`, with its
@@ -469,7 +469,7 @@ class Fleet:
             self.say(f"picture: {self.o.picture}")
 
     def _failed(self, message: str) -> None:
-        self.out.write(f"mcd simulate: {message}\n")
+        self.out.write(f"mcd-sim simulate: {message}\n")
         for name in self.names:
             a = _annotations(self.sim, name)
             self.out.write(

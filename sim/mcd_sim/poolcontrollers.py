@@ -1,4 +1,4 @@
-"""The pool controllers `mcd simulate --nodes` runs: `mcd pool-controller` as a process of its
+"""The pool controllers `mcd-sim simulate --nodes` runs: `mcd pool-controller` as a process of its
 own over HTTPS (the default: the real one, as on a cluster without the operator), or the
 in-process controller stand-in.
 
@@ -31,7 +31,7 @@ class Change:
 
 
 class PoolController(Protocol):
-    """What `mcd simulate` needs of a pool controller."""
+    """What `mcd-sim simulate` needs of a pool controller."""
 
     description: str
     over_http: bool  # its writes are in the audit log (else the verdict is the store's alone)

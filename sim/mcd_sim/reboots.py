@@ -1,4 +1,4 @@
-"""Reboots that take as long as a machine's: `mcd simulate --nodes N --reboot-seconds S`.
+"""Reboots that take as long as a machine's: `mcd-sim simulate --nodes N --reboot-seconds S`.
 
 On a sandbox root the agent's reboot is simulated: it re-executes itself at once and takes the
 boot path. A real node is gone for minutes meanwhile, and its kubelet reports NotReady. Here,

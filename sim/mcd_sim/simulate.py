@@ -1,4 +1,4 @@
-"""`mcd simulate`: the cluster agent updating one node of an in-process cluster, narrated.
+"""`mcd-sim simulate`: the cluster agent updating one node of an in-process cluster, narrated.
 
 The stand-in API server (`mcd_sim.apiserver`) and the controller stand-in run in this process;
 the agent is a real `mcd start --node-name …` process, the same program a node runs, talking
@@ -301,7 +301,7 @@ def simulate(options: SimulateOptions, out: TextIO | None = None) -> int:
             _show_kubectl(kubeconfig, node, say)
     except SimulateError as exc:
         say.flush()
-        say.say(f"mcd simulate: {exc}")
+        say.say(f"mcd-sim simulate: {exc}")
         if agent is not None:
             say.say(f"-- last lines of the agent's log ({agent.output}):")
             say.say(_tail(agent.output))

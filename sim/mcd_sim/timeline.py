@@ -201,7 +201,7 @@ def summary(
     total: float,
     pool_updated: bool,
 ) -> dict[str, Any]:
-    """What a CI gate reads (`mcd simulate --nodes N -o json`)."""
+    """What a CI gate reads (`mcd-sim simulate --nodes N -o json`)."""
     worst, when, who = unavailability(samples)
     durations = [d for t in timelines if (d := t.duration()) is not None]
     return {

@@ -232,7 +232,7 @@ def test_the_object_text_is_cut_out_of_the_event_as_served() -> None:
 def test_the_stand_in_lists_nothing_by_that_name_and_watches_machineconfigs_from_its_version(
     cluster: Cluster, tmp_path: Path
 ) -> None:
-    """What the watch asks of `mcd sim-cluster`'s API server, through the agent's client: the
+    """What the watch asks of `mcd-sim sim-cluster`'s API server, through the agent's client: the
     list by NO_OBJECT answers no items and the collection's version; a watch from it sees only
     what is created later, with the object's text as served; a compacted version is 410 Gone."""
     from mcd.kube.client import KubeClient

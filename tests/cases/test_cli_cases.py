@@ -34,7 +34,7 @@ def test_reconcilable_through_mcd_plan(
 ) -> None:
     inp, want = case["input"], case["expected"]
     argv = [
-        "plan",
+        "plan", "-o", "json",
         _write_side(tmp_path / "old.json", "old", inp["old"]),
         _write_side(tmp_path / "new.json", "new", inp["new"]),
     ]
@@ -93,7 +93,7 @@ def test_legacy_actions_through_mcd_plan(
 ) -> None:
     old = _legacy_side(tmp_path / "old.json", case["input"]["old"])
     new = _legacy_side(tmp_path / "new.json", case["input"]["new"])
-    code = main(["plan", "--legacy", old, new])
+    code = main(["plan", "-o", "json", "--legacy", old, new])
     out, err = capsys.readouterr()
     assert code == 0, err
     assert json.loads(out)["actions"] == case["expected"]["actions"]
@@ -107,7 +107,7 @@ def test_node_disruption_actions_through_mcd_plan(
 ) -> None:
     inp, want = case["input"], case["expected"]
     old, new = ndp_configs(inp["diff"])
-    argv = ["plan"]
+    argv = ["plan", "-o", "json"]
     for name, mc in (("old", old), ("new", new)):
         (tmp_path / f"{name}.json").write_text(json.dumps(dict(mc.raw)))
         argv.append(str(tmp_path / f"{name}.json"))

@@ -18,3 +18,16 @@ def run(capsys: pytest.CaptureFixture[str]) -> Run:
         return code, out, err
 
     return go
+
+
+@pytest.fixture
+def sim(capsys: pytest.CaptureFixture[str]) -> Run:
+    """Run `mcd-sim ARGS...` (the simulator's command) in-process; returns (exit code, stdout, stderr)."""
+    from mcd_sim.cli import main as sim_main
+
+    def go(*argv: str) -> tuple[int, str, str]:
+        code = sim_main(list(argv))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return go

@@ -167,10 +167,10 @@ def test_the_default_root_mount_says_which_flag_is_missing(run: Run, tmp_path: P
 
 def test_a_long_file_argument_is_clipped(run: Run, tmp_path: Path) -> None:
     name = str(tmp_path / ("x" * 300))
-    code, out, _ = run("validate", name)
-    assert code == 1
-    assert out.endswith("…: cannot read: File name too long\n")
-    assert len(out) < 260
+    code, out, err = run("validate", name)
+    assert (code, out) == (1, "")
+    assert err.endswith("…: cannot read: File name too long\n")
+    assert len(err) < 260
 
 
 # --- once-from parity (spec §10.1) and the kubelet's kubeconfig (spec §4.5) ---------------------

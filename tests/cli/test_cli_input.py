@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from clirun import Run
+from mcd_sim.sandbox import make_sandbox_root
 
 from mcd.cli.main import _describe_error, main
 from mcd.config.findings import Finding
@@ -24,18 +25,18 @@ def test_control_characters_from_the_input_are_escaped() -> None:
     assert line.isprintable()
 
 
-def test_sandbox_on_a_file_says_it_is_not_a_directory(run: Run, tmp_path: Path) -> None:
+def test_sandbox_on_a_file_says_it_is_not_a_directory(sim: Run, tmp_path: Path) -> None:
     target = tmp_path / "file"
     target.write_text("x")
-    code, out, err = run("sandbox", str(target))
+    code, out, err = sim("sandbox", str(target))
     assert code == 1
     assert out == ""
     assert err == f"{target}: not a directory: give a new or an existing directory\n"
 
 
-def test_sandbox_below_a_file_names_the_file(run: Run, tmp_path: Path) -> None:
+def test_sandbox_below_a_file_names_the_file(sim: Run, tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
-    code, _, err = run("sandbox", str(tmp_path / "file" / "root"))
+    code, _, err = sim("sandbox", str(tmp_path / "file" / "root"))
     assert code == 1
     assert f"({tmp_path / 'file'} is not a directory)" in err
     assert "Errno" not in err
@@ -101,7 +102,7 @@ def test_validate_and_start_refuse_alike_and_start_writes_nothing(
     assert message in out
     assert "\0" not in out
     root = tmp_path / "root"
-    assert run("sandbox", str(root))[0] == 0
+    make_sandbox_root(root)
     before = _tree(root)
     code, out, err = run("start", "--once-from", str(config), "--root-mount", str(root), "--skip-reboot")
     assert code == 1
@@ -129,7 +130,7 @@ def test_max_file_size_refuses_a_larger_file_with_its_location(run: Run, tmp_pat
         f"{config}: spec.config.storage.files[0].contents.source: contents of /etc/big are larger than "
         "the maximum file size of 2048 bytes (--max-file-size)\n"
     )
-    code, _, err = run("plan", "--max-file-size", "2K", "-", str(config))
+    code, _, err = run("plan", "-o", "json", "--max-file-size", "2K", "-", str(config))
     assert code == 1
     assert "larger than the maximum file size of 2048 bytes" in err
 
@@ -171,11 +172,11 @@ def test_what_the_api_server_or_the_node_refuses_is_an_error_everywhere(
     code, out, _ = run("validate", str(config))
     assert code == 1
     assert out.startswith(f"{config}: {where}: {message}")
-    code, _, err = run("plan", "-", str(config))
+    code, _, err = run("plan", "-o", "json", "-", str(config))
     assert code == 1
     assert err.startswith(f"{config}: {where}: {message}")
     root = tmp_path / "root"
-    run("sandbox", str(root))
+    make_sandbox_root(root)
     before = _tree(root)
     code, _, err = run("start", "--once-from", str(config), "--root-mount", str(root), "--skip-reboot")
     assert code == 1
@@ -201,12 +202,12 @@ def test_kernel_arguments_of_a_spec_that_lacks_them_are_ignored_by_validate_and_
     code, _, err = run("validate", str(config))
     assert code == 0
     assert "warning: Unused key kernelArguments" in err
-    code, out, _ = run("plan", "-", str(config))
+    code, out, _ = run("plan", "-o", "json", "-", str(config))
     assert code == 0
     assert json.loads(out)["reconcilable"] is True
     ign["ignition"] = {"version": "3.3.0"}
     config.write_text(_mc({"config": ign}))
-    code, out, _ = run("plan", "-", str(config))
+    code, out, _ = run("plan", "-o", "json", "-", str(config))
     assert code == 2
     assert json.loads(out)["errors"][0].endswith("ignition kargs section contains changes")
 
@@ -217,10 +218,10 @@ def test_an_old_config_upstream_would_not_revalidate_is_not_bad_input(run: Run, 
     old.write_text(_config_with_file("/etc/a", mode=0o4755))
     new = tmp_path / "new.json"
     new.write_text(_config_with_file("/etc/a", mode=0o755))
-    code, out, err = run("plan", str(old), str(new))
+    code, out, err = run("plan", "-o", "json", str(old), str(new))
     assert (code, err) == (0, "")
     assert "inputErrors" not in json.loads(out)
-    code, _, err = run("plan", "-", str(old))
+    code, _, err = run("plan", "-o", "json", "-", str(old))
     assert code == 1
     assert "cannot exceed 0777" in err
 
@@ -244,5 +245,5 @@ def test_storage_override_values_are_checked(run: Run, tmp_path: Path) -> None:
     assert run("validate", str(policy)) == (1, line, "")
     config = tmp_path / "new.json"
     config.write_text(_config_with_file("/etc/a"))
-    code, _, err = run("plan", "--policy", str(policy), "-", str(config))
+    code, _, err = run("plan", "-o", "json", "--policy", str(policy), "-", str(config))
     assert (code, err) == (1, line)

@@ -42,7 +42,7 @@ def foo_pair(old_text: str = "foo\n", new_text: str = "bar\n", **new_spec: Any) 
 
 
 def plan_json(run: Run, *argv: str, code: int = 0) -> dict[str, Any]:
-    got, out, err = run("plan", *argv)
+    got, out, err = run("plan", "-o", "json", *argv)
     assert got == code, err
     assert err == ""
     result: dict[str, Any] = json.loads(out)
@@ -145,7 +145,7 @@ def test_invalid_new_ignition_is_bad_input_and_the_document_says_unreconcilable(
 ) -> None:
     # exit 1 (bad input, as `validate`), the findings on stderr; the JSON still carries upstream's text
     new = write("new.json", mc_object("rendered-new", files=[ign_file("/etc/foo", mode=0o1777)]))
-    code, stdout, err = run("plan", "-", new)
+    code, stdout, err = run("plan", "-o", "json", "-", new)
     assert code == 1
     finding = (
         "new.json: spec.config.storage.files[0].mode: invalid mode 01777 for /etc/foo, cannot exceed 0777"
@@ -162,7 +162,7 @@ def test_invalid_new_ignition_is_bad_input_and_the_document_says_unreconcilable(
 
 def test_unsupported_version_is_bad_input(run: Run, workdir: Path) -> None:
     new = write("new.json", mc_object("rendered-new", ignition={"ignition": {"version": "4.0.0"}}))
-    code, stdout, err = run("plan", "valid-mc.yaml", new)
+    code, stdout, err = run("plan", "-o", "json", "valid-mc.yaml", new)
     assert code == 1
     assert err.startswith(
         'new.json: spec.config.ignition.version: unsupported Ignition config version "4.0.0"'
@@ -203,7 +203,7 @@ def test_bad_input_exits_1_with_a_located_message(
     run: Run, workdir: Path, content: bytes, message: str
 ) -> None:
     write("bad.json", content)
-    code, out, err = run("plan", "valid-mc.yaml", "bad.json")
+    code, out, err = run("plan", "-o", "json", "valid-mc.yaml", "bad.json")
     assert code == 1
     assert out == ""
     assert err.startswith(message)
@@ -211,13 +211,13 @@ def test_bad_input_exits_1_with_a_located_message(
 
 
 def test_bad_old_file(run: Run, workdir: Path) -> None:
-    code, out, err = run("plan", "missing.yaml", "valid-mc.yaml")
+    code, out, err = run("plan", "-o", "json", "missing.yaml", "valid-mc.yaml")
     assert (code, out) == (1, "")
     assert err.startswith("missing.yaml: cannot read: ")
 
 
 def test_new_must_be_a_single_machineconfig(run: Run, workdir: Path) -> None:
-    assert run("plan", "-", "mc-list.yaml") == (
+    assert run("plan", "-o", "json", "-", "mc-list.yaml") == (
         1,
         "",
         "mc-list.yaml: expected one MachineConfig, found 2\n",
@@ -248,7 +248,7 @@ def test_policy_inside_a_template(run: Run, workdir: Path) -> None:
 
 def test_invalid_policy_is_bad_input(run: Run, workdir: Path) -> None:
     old, new = foo_pair()
-    code, out, err = run("plan", old, new, "--policy", "policy-bad-service.yaml")
+    code, out, err = run("plan", "-o", "json", old, new, "--policy", "policy-bad-service.yaml")
     assert (code, out) == (1, "")
     lines = err.splitlines()
     assert len(lines) == 2
@@ -263,7 +263,7 @@ def test_invalid_policy_is_bad_input(run: Run, workdir: Path) -> None:
 
 def test_policy_file_without_machineconfiguration(run: Run, workdir: Path) -> None:
     old, new = foo_pair()
-    assert run("plan", old, new, "--policy", "valid-mc.yaml") == (
+    assert run("plan", "-o", "json", old, new, "--policy", "valid-mc.yaml") == (
         1,
         "",
         "valid-mc.yaml: expected one MachineConfiguration, found 0\n",
@@ -525,7 +525,7 @@ def test_usage_errors_exit_1(capsys: pytest.CaptureFixture[str], argv: list[str]
 
 def test_unknown_extension_is_reported(run: Run, workdir: Path) -> None:
     new = write("new.json", mc_object("n", extensions=["bogus"]))
-    code, out, err = run("plan", "-", new)
+    code, out, err = run("plan", "-o", "json", "-", new)
     # bad input (upstream's controller and daemon refuse it); the plan still says the update would fail
     assert code == 1
     assert err.startswith("new.json: spec.extensions[0]: invalid extension 'bogus': supported are ")
@@ -536,12 +536,12 @@ def test_unknown_extension_is_reported(run: Run, workdir: Path) -> None:
 
 def test_64k_pages_on_x86_64_is_reported(run: Run, workdir: Path) -> None:
     new = write("new.json", mc_object("n", kernelType="64k-pages"))
-    code, out, _ = run("plan", "-", new)
+    code, out, _ = run("plan", "-o", "json", "-", new)
     assert code == 0
     assert any(
         "64k-pages is only supported for aarch64 architecture" in w for w in json.loads(out)["warnings"]
     )
-    code, out, _err = run("plan", "--arch", "aarch64", "-", new)
+    code, out, _err = run("plan", "-o", "json", "--arch", "aarch64", "-", new)
     assert code == 0
     assert json.loads(out)["warnings"] == []
     assert any("kernel-64k-core" in c for cmd in json.loads(out)["commands"] for c in cmd)

@@ -62,12 +62,12 @@ def test_a_directory_renders_the_pool_s_configs_only(run: Run, pool_dir: Path) -
     assert rendered["spec"]["kernelArguments"] == ["nosmt"] and rendered["spec"]["fips"] is False
 
 
-def test_files_give_the_same_config_as_their_directory_and_yaml_is_the_default(
+def test_files_give_the_same_config_as_their_directory(
     run: Run, pool_dir: Path
 ) -> None:
-    _, from_dir, _ = run("render", str(pool_dir), "--pool", "worker")
+    _, from_dir, _ = run("render", "-o", "yaml", str(pool_dir), "--pool", "worker")
     files = [str(pool_dir / "99-kargs.yml"), str(pool_dir / "00-worker.yaml")]
-    code, from_files, _ = run("render", *files, "--pool", "worker")
+    code, from_files, _ = run("render", "-o", "yaml", *files, "--pool", "worker")
     assert code == 0 and from_files == from_dir
     assert yaml.safe_load(from_dir)["metadata"]["name"].startswith("rendered-worker-")
 
@@ -91,7 +91,7 @@ def test_bad_input_is_one_line_naming_the_file_and_json_path(run: Run, tmp_path:
         config={"ignition": {"version": "3.4.0"}, "storage": {"files": [{"path": "etc/x"}]}},
     )
     path = write_yaml(tmp_path / "bad.yaml", mc("00-ok", "worker", fips=True), bad)
-    code, out, err = run("render", str(path), "--pool", "worker")
+    code, out, err = run("render", "-o", "yaml", str(path), "--pool", "worker")
     assert (code, out) == (1, "")
     assert err.startswith(f"{path}: <document 1>.spec.config.storage.files[0].path: ")
     assert len(err.splitlines()) == 1 and "Traceback" not in err
@@ -99,27 +99,27 @@ def test_bad_input_is_one_line_naming_the_file_and_json_path(run: Run, tmp_path:
 
 def test_an_invalid_kernel_type_is_named(run: Run, tmp_path: Path) -> None:
     path = write_yaml(tmp_path / "kt.yaml", mc("00-kt", "worker", kernelType="fast"))
-    code, _, err = run("render", str(path), "--pool", "worker")
+    code, _, err = run("render", "-o", "yaml", str(path), "--pool", "worker")
     assert (code, err) == (1, f"{path}: spec.kernelType: kernelType=fast is invalid\n")
 
 
 def test_a_pool_without_configs_and_a_name_given_twice_are_refused(
     run: Run, pool_dir: Path, tmp_path: Path
 ) -> None:
-    code, _, err = run("render", str(pool_dir), "--pool", "infra")
+    code, _, err = run("render", "-o", "yaml", str(pool_dir), "--pool", "infra")
     assert (code, err) == (1, f"{pool_dir}: no MachineConfig labelled {ROLE}: infra\n")
     again = write_yaml(tmp_path / "again.yaml", mc("00-worker", "worker", fips=True))
-    code, _, err = run("render", str(pool_dir), str(again), "--pool", "worker")
+    code, _, err = run("render", "-o", "yaml", str(pool_dir), str(again), "--pool", "worker")
     assert code == 1
     first = pool_dir / "00-worker.yaml"
     assert err == f"{again}: metadata.name: MachineConfig '00-worker' is also defined in {first}\n"
 
 
 def test_a_directory_without_configs_and_a_bad_pool_name_are_refused(run: Run, tmp_path: Path) -> None:
-    code, _, err = run("render", str(tmp_path), "--pool", "worker")
+    code, _, err = run("render", "-o", "yaml", str(tmp_path), "--pool", "worker")
     assert (code, err) == (1, f"{tmp_path}: no *.yaml, *.yml or *.json file in this directory\n")
     with pytest.raises(SystemExit) as exited:
-        run("render", str(tmp_path), "--pool", "Worker Pool")
+        run("render", "-o", "yaml", str(tmp_path), "--pool", "Worker Pool")
     assert exited.value.code == 1
 
 
@@ -129,11 +129,11 @@ def test_plan_renders_the_admin_s_configs_before_planning(run: Run, pool_dir: Pa
     for f in pool_dir.iterdir():
         (after / f.name).write_bytes(f.read_bytes())
     write_yaml(after / "00-worker.yaml", mc("00-worker", "worker", config=motd("bye")))
-    code, out, err = run("plan", "--pool", "worker", str(pool_dir), str(after))
+    code, out, err = run("plan", "-o", "json", "--pool", "worker", str(pool_dir), str(after))
     assert (code, err) == (0, "")
     doc = json.loads(out)
-    _, before_yaml, _ = run("render", str(pool_dir), "--pool", "worker")
-    _, after_yaml, _ = run("render", str(after), "--pool", "worker")
+    _, before_yaml, _ = run("render", "-o", "yaml", str(pool_dir), "--pool", "worker")
+    _, after_yaml, _ = run("render", "-o", "yaml", str(after), "--pool", "worker")
     names = [yaml.safe_load(text)["metadata"]["name"] for text in (before_yaml, after_yaml)]
     assert [doc["old"], doc["new"]] == names
     assert [(c["kind"], c["name"], c["change"]) for c in doc["changes"]] == [
@@ -142,7 +142,7 @@ def test_plan_renders_the_admin_s_configs_before_planning(run: Run, pool_dir: Pa
 
 
 def test_plan_from_nothing_to_a_pool(run: Run, pool_dir: Path) -> None:
-    code, out, _ = run("plan", "--pool", "worker", "-", str(pool_dir))
+    code, out, _ = run("plan", "-o", "json", "--pool", "worker", "-", str(pool_dir))
     assert code == 0
     assert json.loads(out)["old"] == "mco-empty-mc"
 
@@ -219,7 +219,7 @@ def test_a_machineconfigpool_among_the_inputs_selects_its_configs(run: Run, pool
     assert json.loads(by_pool) == json.loads(by_roles)
     infra["spec"]["machineConfigSelector"] = {}
     (pool_dir / "infra-pool.json").write_text(json.dumps(infra))
-    code, _, err = run("render", str(pool_dir), "--pool", "infra")
+    code, _, err = run("render", "-o", "yaml", str(pool_dir), "--pool", "infra")
     assert code == 1
     where = f"{pool_dir / 'infra-pool.json'}: spec.machineConfigSelector"
     assert err == f"{where}: {SELECTING_ALL}\n"

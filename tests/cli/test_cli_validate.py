@@ -259,9 +259,9 @@ def test_bad_yaml(run: Run, workdir: Path) -> None:
 
 
 def test_missing_file(run: Run, workdir: Path) -> None:
-    code, out, _ = run("validate", "nope.yaml")
-    assert code == 1
-    assert out.startswith("nope.yaml: cannot read: ")
+    code, out, err = run("validate", "nope.yaml")
+    assert (code, out) == (1, "")  # an input that cannot be read is an error, on stderr (issue 28)
+    assert err.startswith("nope.yaml: cannot read: ")
 
 
 def test_every_error_is_reported(run: Run, workdir: Path) -> None:
@@ -450,7 +450,7 @@ def test_no_file_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
         main(["validate"])
     assert info.value.code == 1
-    assert "the following arguments are required: FILE" in capsys.readouterr().err
+    assert "the following arguments are required: PATH" in capsys.readouterr().err
 
 
 def test_gzip_contents_are_valid(run: Run, workdir: Path) -> None:

@@ -1,4 +1,4 @@
-"""The real-node tier's harness: a Debian root booted by systemd-nspawn, `mcd sim-cluster`, kubectl.
+"""The real-node tier's harness: a Debian root booted by systemd-nspawn, `mcd-sim sim-cluster`, kubectl.
 
 * `base_root()` builds (once, cached by its package list) a Debian bookworm root with mmdebstrap.
 * `Node` is one copy of it, installed as a node is: the installer's step
@@ -7,7 +7,7 @@
   with the interpreter). It boots with a real systemd as PID 1 under a supervisor that starts
   nspawn again when it exits 133 (a reboot inside), as systemd-nspawn@.service does, and counts
   the boots. `Node.sh` runs a command inside (nsenter into PID 1's namespaces).
-* `Cluster` is `mcd sim-cluster` in its own process with real kubectl as the client, and plays
+* `Cluster` is `mcd-sim sim-cluster` in its own process with real kubectl as the client, and plays
   the machine-config-controller with kubectl: it creates rendered MachineConfigs, sets
   `desiredConfig`, and answers the daemon's drain handshake (cordon/uncordon, then
   `lastAppliedDrain`) from a `kubectl get node -w` stream.
@@ -40,6 +40,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 MCD = REPO / ".venv" / "bin" / "mcd"
+MCD_SIM = REPO / ".venv" / "bin" / "mcd-sim"
 UNIT = REPO / "systemd" / "machine-config-daemon.service"
 CACHE = Path(os.environ.get("MCD_NODE_CACHE", "/var/tmp/mcd-node-cache"))
 
@@ -156,7 +157,7 @@ def shared_paths() -> tuple[Path, ...]:
     return (REPO, base)
 
 
-# --- the cluster: mcd sim-cluster, kubectl, the controller's part ------------------------------
+# --- the cluster: mcd-sim sim-cluster, kubectl, the controller's part ------------------------------
 
 
 @dataclass
@@ -169,7 +170,7 @@ class NodeSeen:
 
 
 class Cluster:
-    """`mcd sim-cluster` as its own process; kubectl the only client the test uses."""
+    """`mcd-sim sim-cluster` as its own process; kubectl the only client the test uses."""
 
     def __init__(self, workdir: Path, node: str = NODE_NAME) -> None:
         self.workdir, self.node = workdir, node
@@ -193,7 +194,7 @@ class Cluster:
     def start(self) -> Cluster:
         log = (self.workdir / "sim-cluster.log").open("wb")
         self._server = subprocess.Popen(
-            [str(MCD), "sim-cluster", "--kubeconfig", str(self.kubeconfig), "--node", self.node,
+            [str(MCD_SIM), "sim-cluster", "--kubeconfig", str(self.kubeconfig), "--node", self.node,
              "--audit-log-path", str(self.workdir / "audit.log")],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
@@ -203,10 +204,10 @@ class Cluster:
         def ready() -> bool:
             if server.poll() is not None:
                 log = self._log("sim-cluster.log")
-                raise NodeTestError(f"mcd sim-cluster exited {server.returncode}: {log}")
+                raise NodeTestError(f"mcd-sim sim-cluster exited {server.returncode}: {log}")
             return self.kubeconfig.exists()
 
-        deadline_poll("mcd sim-cluster's kubeconfig", ready, 30)
+        deadline_poll("mcd-sim sim-cluster's kubeconfig", ready, 30)
         self._thread = threading.Thread(target=self._follow, name="controller", daemon=True)
         self._thread.start()
         self.wait_node(lambda n: True, 30, "the node in the watch")

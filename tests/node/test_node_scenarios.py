@@ -2,7 +2,7 @@
 
 Each scenario copies the cached Debian root, installs it as a node (the installer's
 `mcd start --once-from A --root-mount NODE --skip-reboot`, the repo's unit, the kubelet's
-kubeconfig pointing at `mcd sim-cluster` on loopback), boots it with systemd-nspawn and plays the
+kubeconfig pointing at `mcd-sim sim-cluster` on loopback), boots it with systemd-nspawn and plays the
 controller with kubectl. `make node-test` runs them (tests/node/conftest.py).
 """
 
@@ -75,7 +75,7 @@ def cluster_node(request: pytest.FixtureRequest, workdir: Path) -> Iterator[Part
 
 
 def assert_no_reboot_owed(node: Node) -> None:
-    status = node.sh("mcd status -o json").stdout
+    status = node.sh("mcd status --root-mount / -o json").stdout
     assert '"rebootOwed": null' in status, status
     jobs = node.sh("systemctl list-jobs --no-legend").stdout
     assert "reboot" not in jobs, jobs

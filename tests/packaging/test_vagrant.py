@@ -25,8 +25,8 @@ VAGRANT = REPO / "vagrant"
 SCENARIOS = sorted((VAGRANT / "scenarios").glob("*.yaml"))
 
 
-def _mcd(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mcd", *args], capture_output=True, text=True, check=False,
+def _mcd(*args: str, module: str = "mcd") -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, check=False,
                           cwd=REPO, timeout=120)  # fmt: skip
 
 
@@ -56,7 +56,7 @@ def test_the_scenarios_are_valid_and_apply_in_order_to_a_sandbox(tmp_path: Path)
     proc = _mcd("validate", *map(str, SCENARIOS))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     root = tmp_path / "root"
-    assert _mcd("sandbox", str(root)).returncode == 0
+    assert _mcd("sandbox", str(root), module="mcd_sim").returncode == 0
     for path in SCENARIOS:
         proc = _mcd("start", "--once-from", str(path), "--root-mount", str(root), "--skip-reboot")
         assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -65,12 +65,14 @@ SIM_COMMANDS = [["sandbox", "/nonexistent/x"], ["simulate"], ["sim-cluster", "--
 
 
 @pytest.mark.parametrize("args", SIM_COMMANDS)
-def test_simulator_commands_name_the_missing_distribution(installed: dict[str, str], args: list[str]) -> None:
+def test_the_simulator_commands_say_where_they_moved(installed: dict[str, str], args: list[str]) -> None:
+    """They left mcd for the mcd-sim distribution's own command (issue 26): a node install's mcd
+    says where they went, exit 2, and loads nothing of the simulator to say it."""
     result = _mcd(installed, *args)
-    assert result.returncode == 1
+    assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr == (
-        f"mcd: {args[0]}: the simulator (mcd-sim: sandbox roots, a stand-in API server and controller) is "
-        "not installed; a node install does not carry it: pip install ./sim from the mcd repository\n"
+        f"mcd: `mcd {args[0]}` moved to the simulator's own command: `mcd-sim {args[0]}` "
+        "(pip install ./sim from the mcd repository)\n"
     )
 
 

@@ -10,8 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
-
-from mcd.cli.main import main
+from mcd_sim.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from mcd.cli.main import main
+from mcd_sim.cli import main
 
 
 def _wait_for_file(path: Path, proc: subprocess.Popen[str], timeout: float = 30) -> None:
@@ -44,8 +43,8 @@ def test_sim_cluster_serves_until_sigterm(tmp_path: Path) -> None:
 
     kubeconfig = tmp_path / "kubeconfig"
     audit = tmp_path / "audit.log"
-    cmd = [sys.executable, "-m", "mcd", "sim-cluster", "--kubeconfig", str(kubeconfig), "--node", "worker-0",
-           "--node", "worker-1", "--audit-log-path", str(audit)]  # fmt: skip
+    cmd = [sys.executable, "-m", "mcd_sim", "sim-cluster", "--kubeconfig", str(kubeconfig),
+           "--node", "worker-0", "--node", "worker-1", "--audit-log-path", str(audit)]  # fmt: skip
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
         try:
             _wait_for_file(kubeconfig, proc)
@@ -71,7 +70,7 @@ def test_sim_cluster_serves_until_sigterm(tmp_path: Path) -> None:
 
 def test_bad_listen_is_an_input_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sim-cluster", "--kubeconfig", str(tmp_path / "k"), "--listen", "nope"]) == 1
-    assert capsys.readouterr().err == "mcd: --listen 'nope': expected HOST:PORT, e.g. 127.0.0.1:0\n"
+    assert capsys.readouterr().err == "mcd-sim: --listen 'nope': expected HOST:PORT, e.g. 127.0.0.1:0\n"
     assert not (tmp_path / "k").exists()
     assert os.listdir(tmp_path) == []
 
@@ -85,9 +84,8 @@ def test_address_in_use_is_an_input_error(tmp_path: Path, capsys: pytest.Capture
         port = busy.getsockname()[1]
         code = main(["sim-cluster", "--kubeconfig", str(tmp_path / "k"), "--listen", f"127.0.0.1:{port}"])
     assert code == 1
-    assert (
-        capsys.readouterr().err == f"mcd: --listen 127.0.0.1:{port}: cannot listen: Address already in use\n"
-    )
+    expected = f"mcd-sim: --listen 127.0.0.1:{port}: cannot listen: Address already in use\n"
+    assert capsys.readouterr().err == expected
     assert not (tmp_path / "k").exists()
 
 

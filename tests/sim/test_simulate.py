@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from mcd.cli.main import main
+from mcd_sim.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 OLD, NEW = REPO / "examples" / "old.yaml", REPO / "examples" / "new.yaml"

@@ -10,10 +10,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from mcd_sim.cli import main
 from mcd_sim.fleet import Fleet, FleetOptions
 from mcd_sim.poolcontrollers import Change, StandInController
-
-from mcd.cli.main import main
 
 REPO = Path(__file__).resolve().parents[2]
 OLD, REBOOT = REPO / "examples" / "old.yaml", REPO / "examples" / "reboot.yaml"
@@ -100,7 +99,9 @@ def test_bad_pool_flags_are_usage_errors(
     with pytest.raises(SystemExit) as exited:
         main(["simulate", *argv])
     assert exited.value.code == 1  # mcd's parser: bad input is 1, as every other command
-    assert capsys.readouterr().err.splitlines()[-1].startswith("mcd simulate: error: " + message)
+    first, hint = capsys.readouterr().err.splitlines()  # one line and a hint, not the whole usage
+    assert first.startswith("mcd-sim simulate: error: " + message)
+    assert hint == "See 'mcd-sim simulate --help'."
 
 
 class GreedyController(StandInController):

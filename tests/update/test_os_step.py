@@ -305,7 +305,7 @@ def test_fedora_coreos_skips_the_kernel_type_and_extensions(node: Node) -> None:
 
 
 def test_a_coreos_sandbox_is_rhcos(node: Node) -> None:
-    """`mcd sandbox --coreos` roots say RHCOS, so the kernel type is switched there."""
+    """`mcd-sim sandbox --coreos` roots say RHCOS, so the kernel type is switched there."""
     assert 'ID="rhcos"' in (node.root / "usr/lib/os-release").read_text()
     node.apply(config("rendered-a"))
     seen = len(node.calls())

@@ -1,0 +1,83 @@
+"""Start-up of the pure commands (issue 30, item 2): `mcd --help`, `version`, `validate`, `plan`
+and `render` load no module that could reach a cluster or a node (the Kubernetes client, D-Bus,
+the journal, Prometheus, inotify, mcd's host, kube, agent, controller, update and runtime layers),
+nor the simulator. Checked on `sys.modules` of a fresh interpreter after the command ran: what
+the process paid for at start-up, whatever the machine's speed (bench/startup.py has the times)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mcd.cli import parser
+from mcd.config import contents
+from mcd.host import rootlock
+from mcd.planner import nodefacts
+
+REPO = Path(__file__).resolve().parents[2]
+EX = REPO / "examples"
+pytestmark = pytest.mark.allow_commands
+
+FORBIDDEN = (
+    "kubernetes", "urllib3", "dbus", "jeepney", "systemd", "prometheus_client", "pyinotify", "mcd_sim",
+    "mcd.host", "mcd.kube", "mcd.agent", "mcd.controller", "mcd.update", "mcd.runtime",
+)
+PURE = {
+    "help": ["--help"],
+    "version": ["version"],
+    "validate": ["validate", str(EX / "new.yaml")],
+    "plan": ["plan", str(EX / "old.yaml"), str(EX / "new.yaml")],
+    "render": ["render", "--pool", "worker", str(EX / "pool")],
+}
+PROBE = """
+import json, sys
+from mcd.cli.main import main
+try:
+    code = main(sys.argv[2:])
+except SystemExit as exc:
+    code = exc.code
+with open(sys.argv[1], "w") as out:
+    json.dump({"code": code, "modules": sorted(sys.modules)}, out)
+"""
+
+
+def loaded_by(argv: list[str], tmp_path: Path) -> tuple[object, list[str]]:
+    report = tmp_path / "modules.json"
+    cmd = [sys.executable, "-c", PROBE, str(report), *argv]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)
+    loaded = json.loads(report.read_text())
+    return loaded["code"], loaded["modules"]
+
+
+def forbidden(modules: list[str]) -> list[str]:
+    return [m for m in modules if any(m == f or m.startswith(f + ".") for f in FORBIDDEN)]
+
+
+@pytest.mark.parametrize("name", sorted(PURE))
+def test_a_pure_command_loads_nothing_of_a_cluster_or_a_node(name: str, tmp_path: Path) -> None:
+    code, modules = loaded_by(PURE[name], tmp_path)
+    assert code in (0, None)
+    assert forbidden(modules) == []
+
+
+def test_the_probe_sees_a_command_that_does_load_the_host(tmp_path: Path) -> None:
+    """The check above can fail: `mcd status` reads a node's root through the host layer."""
+    _, modules = loaded_by(["status", "--root-mount", str(tmp_path)], tmp_path)
+    assert "mcd.host.root" in forbidden(modules)
+
+
+def test_the_parsers_defaults_are_their_owners() -> None:
+    assert parser.DEFAULT_LOCK_TIMEOUT == rootlock.DEFAULT_TIMEOUT
+    assert parser.DEFAULT_MAX_FILE_SIZE == contents.DEFAULT_MAX_FILE_SIZE
+    assert parser.HIGHLY_AVAILABLE == nodefacts.HIGHLY_AVAILABLE
+    assert parser.TOPOLOGIES == nodefacts.TOPOLOGIES
+
+
+def test_the_help_loads_no_layer_of_mcd_below_the_command_line(tmp_path: Path) -> None:
+    """`mcd --help` builds the parser and nothing else of mcd."""
+    _, modules = loaded_by(["--help"], tmp_path)
+    assert [m for m in modules if m.startswith("mcd.") and not m.startswith("mcd.cli")] == []
