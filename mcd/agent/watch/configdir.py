@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from mcd import policy
-from mcd.agent.watch.drift import DirectoryWatch
+from mcd.agent.watch.inotify import DirectoryWatch
 from mcd.config.findings import InputError
 from mcd.config.load import load_objects, machineconfig_at
 from mcd.config.machineconfig import MachineConfig
