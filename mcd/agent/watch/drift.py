@@ -126,7 +126,8 @@ class DriftMonitor:
         """Watch `config` instead, without a moment unwatched: the new paths' watches are added,
         then those no path needs any more dropped. Events seen so far stay for the paths both
         configs manage; a path declared differently, or new, counts as unverified (the update
-        wrote it, maybe before its directory was watched). The work is in proportion to what
+        wrote it, maybe before its directory was watched) and is to be checked (pending) once
+        the watches are placed. The work is in proportion to what
         changed when `config` was parsed like the one watched (`Expected.follow`)."""
         with self._watch_lock:
             expected, differ = self.expected.follow(config)
@@ -144,6 +145,11 @@ class DriftMonitor:
                     wd = self._dir_wd.pop(d)
                     self._wd_dir.pop(wd, None)
                     self._wm.rm_watch(wd, quiet=True)
+            # the paths the update wrote are checked now that their directories are watched: a
+            # hand edit made after the write and before the watch (a directory the update
+            # created) showed no event, and is read here; one made later shows one
+            if differ:
+                self._touch(differ)
         LOG.info("drift monitor watching %d paths in %d directories", len(self.managed), len(self._dir_wd))
 
     def stop(self) -> None:
