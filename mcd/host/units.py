@@ -22,6 +22,7 @@ from typing import Protocol
 
 from mcd.config.ignition import Unit
 from mcd.host import atomicfs, batchwrite
+from mcd.host.dirsync import DirSync
 from mcd.host.errors import HostError
 from mcd.host.originals import FILE_DIR_MODE, Originals, failing_as, noorig_path, orig_path
 from mcd.host.root import HostRoot, PathEscapeError
@@ -66,8 +67,9 @@ class UnitFileOps(Protocol):
 class PlainUnitFiles:
     """Crash-safe unit file operations that keep no originals (a root the daemon does not manage)."""
 
-    def __init__(self, root: HostRoot) -> None:
+    def __init__(self, root: HostRoot, dirsync: DirSync | None = None) -> None:
         self._root = root
+        self._sync = dirsync
 
     def write_unit_files(self, items: Sequence[tuple[str, str | bytes, int]]) -> list[bool]:
         """One atomic batch."""
@@ -75,26 +77,27 @@ class PlainUnitFiles:
             batchwrite.Write(self._root.join(p), d.encode() if isinstance(d, str) else d, m)
             for p, d, m in items
         ]
-        return batchwrite.atomic_write_many(writes)
+        return batchwrite.atomic_write_many(writes, sync=self._sync)
 
     def remove_unit_path(self, path: str, *, keep_unrecorded: bool = False) -> bool:
         """Delete the path (nothing is recorded, so nothing is kept)."""
-        return atomicfs.remove(self._root.join(path))
+        return atomicfs.remove(self._root.join(path), dirsync=self._sync)
 
     def remove_empty_dropin(self, path: str, *, keep_unrecorded: bool = False) -> bool:
         """Delete the path (nothing is recorded, so nothing is kept)."""
-        return atomicfs.remove(self._root.join(path))
+        return atomicfs.remove(self._root.join(path), dirsync=self._sync)
 
     def mask_unit_path(self, path: str) -> bool:
         """Link to /dev/null; a directory in the way goes first (a rename replaces anything else)."""
         host = self._root.join(path)
         st = atomicfs.lstat_or_none(host)
-        removed_dir = st is not None and stat.S_ISDIR(st.st_mode) and atomicfs.remove_tree(host)
-        return atomicfs.atomic_symlink(host, DEV_NULL) or removed_dir
+        is_dir = st is not None and stat.S_ISDIR(st.st_mode)
+        removed_dir = is_dir and atomicfs.remove_tree(host, dirsync=self._sync)
+        return atomicfs.atomic_symlink(host, DEV_NULL, dirsync=self._sync) or removed_dir
 
     def unmask_unit_path(self, path: str) -> bool:
         """Remove the mask link."""
-        return atomicfs.remove_tree(self._root.join(path))
+        return atomicfs.remove_tree(self._root.join(path), dirsync=self._sync)
 
 
 class UnitFiles:
@@ -126,7 +129,7 @@ class UnitFiles:
                 path, source, declared=partial(atomicfs.is_exactly, w.path, w.data, w.mode), unit=True
             )
         try:
-            return batchwrite.atomic_write_many(writes)
+            return batchwrite.atomic_write_many(writes, sync=self.originals.dirsync)
         except batchwrite.BatchWriteError as exc:
             raise HostError(f'failed to write systemd unit file "{items[exc.index][0]}": {exc}') from exc
 
@@ -142,11 +145,11 @@ class UnitFiles:
         removed_dir = False
         if st is not None and stat.S_ISDIR(st.st_mode):
             with failing_as(f'removing directory "{path}" to mask the unit'):
-                removed_dir = atomicfs.remove_tree(host)
+                removed_dir = atomicfs.remove_tree(host, dirsync=self.originals.dirsync)
         source = "/usr" + path if self.coreos and self.originals.exists("/usr" + path) else None
         self.originals.backup(path, source, declared=partial(atomicfs.is_link_to, host, DEV_NULL), unit=True)
         with failing_as(f'masking "{path}"'):
-            return atomicfs.atomic_symlink(host, DEV_NULL) or removed_dir
+            return atomicfs.atomic_symlink(host, DEV_NULL, dirsync=self.originals.dirsync) or removed_dir
 
     def unmask_unit_path(self, path: str) -> bool:
         """Undo a mask (`mask: false` and no contents): the original comes back, or the link goes.
@@ -160,8 +163,8 @@ class UnitFiles:
             return self.originals.restore(path)
         host = self.originals.join(path)
         with failing_as(f'unmasking "{path}"'):
-            removed = atomicfs.remove_tree(host)
-            atomicfs.remove(self.originals.join(noorig_path(path)))
+            removed = atomicfs.remove_tree(host, dirsync=self.originals.dirsync)
+            atomicfs.remove(self.originals.join(noorig_path(path)), dirsync=self.originals.dirsync)
         if removed:
             log.info("Removed %s to unmask it", path)
         return removed
