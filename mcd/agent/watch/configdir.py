@@ -204,8 +204,12 @@ class ConfigDirSource:
             if snap.checksum == self.delivered:
                 self._pending = None  # changed and changed back within the grace period
                 return
-            LOG.info("%s changed (checksum %s): applying it after %.1fs without change",
-                     self.directory, snap.checksum[:12], self.grace)  # fmt: skip
+            LOG.info(
+                "%s changed (checksum %s): applying it after %.1fs without change",
+                self.directory,
+                snap.checksum[:12],
+                self.grace,
+            )
             now = self._clock()
             if self._pending is None:
                 self._first = now
