@@ -275,25 +275,7 @@ class UnitWriter:
         Raises SystemdError (`error enabling units: …` / `error disabling unit: …`) when the
         final enable or disable fails; a failed preset is only logged.
         """
-        # An enabled unit whose [Install] section is about to change is disabled first, so links
-        # made from the old section do not outlive it; the final enable recreates the right
-        # ones. Upstream asks for every unit with contents; asking only for units whose
-        # [Install] may change gives the same links (enable makes the same ones from the same
-        # section) and leaves the other units' links alone. (Offline the answer mostly comes
-        # from the links, without a systemctl process.)
-        changing = [u.name for u in units if not u.mask and u.contents and self.install_may_change(u)]
-        disabled_first: list[str] = []
-        if changing:
-            enabled_now = enabled_among(self._manager, changing)
-            disabled_first = [name for name in changing if name in enabled_now]
-        if disabled_first:
-            log.info("Disabling systemd units %s before re-writing them", " ".join(disabled_first))
-            try:
-                self._manager.disable(disabled_first)
-            except SystemdError as e:
-                raise SystemdError(
-                    f"disabling {' '.join(disabled_first)} failed: {e.output}", dbus_name=e.dbus_name
-                ) from e
+        disabled_first = self._disable_changing(units)
 
         # every file first (one batch of writes), then enablement: a preset or enable reads them
         written: list[str] = []
@@ -359,6 +341,30 @@ class UnitWriter:
             preset_failed=tuple(preset_failed),
             skipped=tuple(skipped),
         )
+
+    def _disable_changing(self, units: Sequence[Unit]) -> list[str]:
+        """Disable the enabled units whose [Install] section is about to change; their names.
+
+        Links made from the old section must not outlive it; the final enable recreates the
+        right ones. Upstream asks for every unit with contents; asking only for units whose
+        [Install] may change gives the same links (enable makes the same ones from the same
+        section) and leaves the other units' links alone. (Offline the answer mostly comes from
+        the links, without a systemctl process.)
+        """
+        changing = [u.name for u in units if not u.mask and u.contents and self.install_may_change(u)]
+        disabled_first: list[str] = []
+        if changing:
+            enabled_now = enabled_among(self._manager, changing)
+            disabled_first = [name for name in changing if name in enabled_now]
+        if disabled_first:
+            log.info("Disabling systemd units %s before re-writing them", " ".join(disabled_first))
+            try:
+                self._manager.disable(disabled_first)
+            except SystemdError as e:
+                raise SystemdError(
+                    f"disabling {' '.join(disabled_first)} failed: {e.output}", dbus_name=e.dbus_name
+                ) from e
+        return disabled_first
 
     def _dropins(
         self, unit: Unit, writes: list[tuple[str, bytes, int]], removed: list[str], *, keep_unrecorded: bool
