@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from mcd.agent.report.events import NAMESPACE as MCO_NAMESPACE
 from mcd.agent.report.events import EventRecorder
 from mcd.agent.report.node import NodeWriter
+from mcd.host import rootlock
 from mcd.host.certs import write_bundle, write_certificates
 from mcd.host.root import HostRoot
 from mcd.kube.backoff import Backoff
@@ -87,6 +88,7 @@ class CertificateWriter:
         *,
         watch_timeout_seconds: int = 300,
         restart_kubelet: Callable[[bytes], None] | None = None,
+        lock_timeout: float = rootlock.DEFAULT_TIMEOUT,
     ) -> None:
         self.api = api
         # stops the kubelet, gives its kubeconfig this CA and starts it (a CA rotation)
@@ -96,6 +98,8 @@ class CertificateWriter:
         self.root = root
         self.stop = stop
         self.watch_timeout_seconds = watch_timeout_seconds
+        # how long a write waits for the root's lock (an update holds it): then retried later
+        self.lock_timeout = lock_timeout
         self._latest: Obj | None = None
         self._retry_at: float | None = None
         self._absent_said = False
@@ -124,8 +128,11 @@ class CertificateWriter:
 
     def _absent(self) -> float:
         if not self._absent_said:
-            LOG.info("this cluster serves no ControllerConfig: no certificates to write "
-                     "(looked for again every %.0fs)", ABSENT_RECHECK)  # fmt: skip
+            LOG.info(
+                "this cluster serves no ControllerConfig: no certificates to write "
+                "(looked for again every %.0fs)",
+                ABSENT_RECHECK,
+            )
             self._absent_said = True
         return ABSENT_RECHECK
 
@@ -159,8 +166,8 @@ class CertificateWriter:
             self.sync(obj)
         except BadControllerConfig as exc:
             self._retry_at = None  # the same object will not get better: wait for the next one
-            self._tell_once(INVALID, rv, f"ControllerConfig {CONTROLLER_CONFIG} resourceVersion {rv} "
-                                         f"not written, nothing changed on disk: {exc}")  # fmt: skip
+            message = f"ControllerConfig {CONTROLLER_CONFIG} resourceVersion {rv} not written"
+            self._tell_once(INVALID, rv, f"{message}, nothing changed on disk: {exc}")
             return
         except _NoNode:
             self._retry_at = time.monotonic() + NO_NODE_DELAY
@@ -195,11 +202,14 @@ class CertificateWriter:
             return
         observed = node.annotations.get(ann.LAST_OBSERVED_SERVER_CA, "")
         merge = self._merge_rotated_ca() if certs.rotating and observed != ROTATE_TRUE else None
-        written = write_certificates(self.root, certs)
-        if merge is not None and merge.kubeconfig is not None:
-            LOG.info("Writing new Data to %s", KUBECONFIG)
-            if write_bundle(self.root, KUBECONFIG, merge.kubeconfig):
-                written.files.append(KUBECONFIG)
+        # the root's lock, as every writer of the node's files holds it: never in the middle of
+        # an update (the agent's own, on its loop thread, or another process's)
+        with rootlock.hold(self.root, timeout=self.lock_timeout):
+            written = write_certificates(self.root, certs)
+            if merge is not None and merge.kubeconfig is not None:
+                LOG.info("Writing new Data to %s", KUBECONFIG)
+                if write_bundle(self.root, KUBECONFIG, merge.kubeconfig):
+                    written.files.append(KUBECONFIG)
         if written:
             files, removed = ", ".join(written.files), ", ".join(written.removed)
             LOG.info("certificate writer: wrote %s; removed %s", files or "nothing", removed or "nothing")
@@ -209,7 +219,8 @@ class CertificateWriter:
         self.writer.set_annotations(changes)
         LOG.info("Certificate was synced from controllerconfig resourceVersion %s", certs.resource_version)
         if merge is not None and merge.restart_kubelet and self.restart_kubelet is not None:
-            self.restart_kubelet(merge.ca)
+            with rootlock.hold(self.root, timeout=self.lock_timeout):  # it writes the kubelet's kubeconfig
+                self.restart_kubelet(merge.ca)
 
     def _merge_rotated_ca(self) -> CaMerge | None:
         """Upstream's merge of ConfigMap kubeconfig-data into /etc/kubernetes/kubeconfig at a CA
@@ -222,8 +233,12 @@ class CertificateWriter:
             return None
         bundle = configmap_bytes(cm, KUBECONFIG_DATA_KEY)
         if bundle is None:
-            LOG.error("kubeconfig-data ConfigMap not populated yet. %s not found in %s/%s",
-                      KUBECONFIG_DATA_KEY, MCO_NAMESPACE, KUBECONFIG_DATA)  # fmt: skip
+            LOG.error(
+                "kubeconfig-data ConfigMap not populated yet. %s not found in %s/%s",
+                KUBECONFIG_DATA_KEY,
+                MCO_NAMESPACE,
+                KUBECONFIG_DATA,
+            )
             return None
         # a missing or unreadable kubeconfig fails the sync (retried), as upstream
         merge = merge_server_ca(bundle, self.root.join(KUBECONFIG).read_bytes())

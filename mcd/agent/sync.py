@@ -57,7 +57,7 @@ class DiskWatch(Protocol):
 
     def unverified(self, mc: MachineConfig) -> Collection[str] | None: ...
 
-    def unverify(self, paths: Collection[str] | None) -> None: ...
+    def verified(self, mc: MachineConfig) -> None: ...
 
 
 class Result(enum.Enum):
@@ -211,14 +211,14 @@ class Syncer:
         # the monitor watching this very config vouches for what it saw no change to
         only = self._watch.unverified(mc) if self._watch is not None else None
         error = self.applier.check(mc, only=only)
-        if error is not None:
-            if self._watch is not None:
-                self._watch.unverify(only)
+        if error is not None:  # what `unverified` gave stays unverified (so does it if check raised)
             # upstream names the on-cluster-layering image the node should run, when there is one
             reason = f"unexpected on-disk state validating against {mc.ocl_image or config}: {error}"
             reason = self.boot.with_root_cause(reason)
             self.events.warning(event_reason, reason)
             raise McdError(reason)
+        if self._watch is not None:
+            self._watch.verified(mc)
         return mc
 
     # -- update

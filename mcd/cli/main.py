@@ -111,13 +111,15 @@ def _start_agent(args: argparse.Namespace) -> int:
         api_endpoint_kubeconfig=args.api_endpoint_kubeconfig,
     )
     applier = NodeApplier(root, SubprocessRunner(), lock_timeout=args.lock_timeout)
-    result = Daemon(settings, client, applier).run()
+    daemon = Daemon(settings, client, applier)
+    result = daemon.run()
     client.close()
-    if result is Result.SIMULATED_REBOOT:
-        # the post-boot path of a real node: a new process, which starts with the boot checks
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.execv(sys.executable, [sys.executable, "-m", "mcd", *sys.argv[1:]])
+    if result is Result.SIMULATED_REBOOT and daemon.signals.received is None:
+        # the post-boot path of a real node: a new process of this very mcd, which starts with
+        # the boot checks (a SIGTERM meanwhile ends the process instead)
+        from mcd.host.reboot import restart_process
+
+        restart_process(sys.argv[1:])
     return EXIT_OK
 
 

@@ -17,11 +17,11 @@ import re
 import secrets
 import shutil
 import stat
-from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from pathlib import Path
 
-from mcd.host import failpoints
+from mcd.host import dirsync, failpoints
+from mcd.host.dirsync import DirSync
 from mcd.host.streamdata import Data, Stream, data_size, holds_stream, pieces
 
 # a host path as the readers take it: hot loops pass plain strings (HostRoot.join_str)
@@ -32,29 +32,8 @@ FileVersion = tuple[int, int, int]
 
 _CHUNK = 1 << 20
 
-
-# Temp files filled and fsynced at once: the filesystem's journal commits concurrent fsyncs
-# together (ext4 and XFS both do), so a batch costs a few journal commits instead of one per file.
-BATCH_WRITERS = 8
-
-
-class _Pool:
-    """One pool of writer threads for the process, started on first use and kept.
-
-    Starting threads per batch costs more than a small batch's writes. A forked child has none
-    of its parent's threads, so it starts its own pool.
-    """
-
-    executor: ThreadPoolExecutor | None = None
-    pid = 0
-
-
-def pool() -> ThreadPoolExecutor:
-    """The process's writer threads (batches and the deferred directory syncs share them)."""
-    if _Pool.executor is None or _Pool.pid != os.getpid():
-        _Pool.executor = ThreadPoolExecutor(BATCH_WRITERS, thread_name_prefix="mcd-write")
-        _Pool.pid = os.getpid()
-    return _Pool.executor
+# the one directory fsync (deferred within an update's `DirSync` block), for every writer here
+fsync_dir = dirsync.fsync_dir
 
 
 def lstat_or_none(path: AnyPath) -> os.stat_result | None:
@@ -69,62 +48,6 @@ def version_of(path: AnyPath) -> FileVersion | None:
     """The `FileVersion` of `path` (a final link not followed), or None when it does not exist."""
     st = lstat_or_none(path)
     return None if st is None else (st.st_ino, st.st_mtime_ns, st.st_size)
-
-
-class _Batch:
-    """Directories whose fsync is deferred to the end of a `deferred_dir_sync()` block."""
-
-    dirs: set[Path] | None = None
-
-
-def fsync_dir(path: Path, *, now: bool = False) -> None:
-    """fsync a directory, making the creations, renames and unlinks in it durable.
-
-    Inside `deferred_dir_sync()` the fsync waits for the end of the block (unless `now`).
-    """
-    if _Batch.dirs is not None and not now:
-        _Batch.dirs.add(path)
-        return
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-@contextlib.contextmanager
-def deferred_dir_sync() -> Iterator[None]:
-    """Within the block, fsync each touched directory once, at the end, instead of after each change.
-
-    File contents are still fsynced before every rename, and a killed process loses nothing (the
-    page cache survives it); only the durability of directory entries against a power cut is
-    delayed to the end of the block, where every touched directory is synced. Writes whose order
-    must survive a power cut (the backup of an original before it is replaced) sync at once.
-    """
-    if _Batch.dirs is not None:  # nested: the outer block syncs
-        yield
-        return
-    _Batch.dirs = set()
-    try:
-        yield
-    finally:
-        pending, _Batch.dirs = _Batch.dirs, None
-        _sync_dirs(sorted(pending))
-
-
-def _sync_dir_if_present(directory: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        fsync_dir(directory, now=True)
-
-
-def _sync_dirs(directories: list[Path]) -> None:
-    """fsync each directory; many at once through the writer pool (their journal commits group)."""
-    if len(directories) <= 1:
-        for directory in directories:
-            _sync_dir_if_present(directory)
-        return
-    # list() waits for all and re-raises the first failure
-    list(pool().map(_sync_dir_if_present, directories))
 
 
 def read_bytes_nofollow(path: AnyPath) -> bytes | None:
@@ -177,7 +100,7 @@ def holds_bytes(path: AnyPath, st: os.stat_result, data: Data) -> bool:
         os.close(fd)
 
 
-def make_dirs(path: Path, mode: int = 0o755) -> None:
+def make_dirs(path: Path, mode: int = 0o755, *, dirsync: DirSync | None = None) -> None:
     """Create `path` and its missing parents with exactly `mode`; existing directories are untouched.
 
     The mode is set with chmod after mkdir so the umask cannot weaken or widen it, and each new
@@ -196,7 +119,7 @@ def make_dirs(path: Path, mode: int = 0o755) -> None:
             # otherwise fail with a clear ENOTDIR).
             continue
         os.chmod(new, mode)
-        fsync_dir(new.parent)
+        fsync_dir(new.parent, dirsync=dirsync)
 
 
 def refuse_directory(path: Path, st: os.stat_result | None) -> None:
@@ -298,7 +221,9 @@ def durable_temp_open(path: Path, fill: Callable[[int], None], *, suffix: str = 
     return tmp, fd
 
 
-def _replace_via_temp(path: Path, fill: Callable[[int], None], *, sync_now: bool = False) -> None:
+def _replace_via_temp(
+    path: Path, fill: Callable[[int], None], *, sync_now: bool = False, dirsync: DirSync | None = None
+) -> None:
     """Let `fill` write a durable temp file beside `path` and rename it over `path`.
 
     On any error the temp file is removed and `path` is left as it was.
@@ -312,7 +237,7 @@ def _replace_via_temp(path: Path, fill: Callable[[int], None], *, sync_now: bool
             os.unlink(tmp)
         raise
     failpoints.hit("renamed, directory not synced")
-    fsync_dir(path.parent, now=sync_now)
+    fsync_dir(path.parent, now=sync_now, dirsync=dirsync)
 
 
 def owned_fill(data: Data, mode: int, uid: int, gid: int) -> Callable[[int], None]:
@@ -334,6 +259,7 @@ def atomic_write(
     uid: int = -1,
     gid: int = -1,
     dir_mode: int = 0o755,
+    dirsync: DirSync | None = None,
 ) -> bool:
     """Atomically make `path` a regular file with `data` (bytes, or a `Stream` written piece by
     piece), exactly `mode`, owned by uid:gid.
@@ -347,13 +273,18 @@ def atomic_write(
     refuse_directory(path, st)
     if is_identical(path, st, data, mode=mode, uid=uid, gid=gid):
         return False
-    make_dirs(path.parent, dir_mode)
-    _replace_via_temp(path, owned_fill(data, mode, uid, gid))
+    make_dirs(path.parent, dir_mode, dirsync=dirsync)
+    _replace_via_temp(path, owned_fill(data, mode, uid, gid), dirsync=dirsync)
     return True
 
 
 def create_empty(
-    path: Path, mode: int = 0o644, *, dir_mode: int = 0o755, link_from: Path | None = None
+    path: Path,
+    mode: int = 0o644,
+    *,
+    dir_mode: int = 0o755,
+    link_from: Path | None = None,
+    dirsync: DirSync | None = None,
 ) -> bool:
     """Make `path` an empty regular file of exactly `mode` (a marker); False when it already is.
 
@@ -369,7 +300,7 @@ def create_empty(
         return False
     if st is not None:
         raise FileExistsError(errno.EEXIST, "refusing to replace a non-empty file with a marker", str(path))
-    make_dirs(path.parent, dir_mode)
+    make_dirs(path.parent, dir_mode, dirsync=dirsync)
     failpoints.hit("before creating an empty file")
     if link_from is not None:
         try:
@@ -378,7 +309,7 @@ def create_empty(
             if exc.errno not in (errno.EMLINK, errno.EXDEV, errno.EPERM, errno.ENOENT):
                 raise
         else:
-            fsync_dir(path.parent)
+            fsync_dir(path.parent, dirsync=dirsync)
             return True
     # made under a temp name and renamed: the marker never shows with the temp file's 0o600
     tmp = durable_temp(path, lambda fd: os.fchmod(fd, mode))
@@ -388,11 +319,11 @@ def create_empty(
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-    fsync_dir(path.parent)
+    fsync_dir(path.parent, dirsync=dirsync)
     return True
 
 
-def atomic_symlink(path: Path, target: str, dir_mode: int = 0o755) -> bool:
+def atomic_symlink(path: Path, target: str, dir_mode: int = 0o755, *, dirsync: DirSync | None = None) -> bool:
     """Atomically make `path` a symlink to `target` (replacing a file or link, never a directory).
 
     Returns False when `path` already is exactly that symlink.
@@ -401,13 +332,13 @@ def atomic_symlink(path: Path, target: str, dir_mode: int = 0o755) -> bool:
     refuse_directory(path, st)
     if st is not None and stat.S_ISLNK(st.st_mode) and os.readlink(path) == target:
         return False
-    make_dirs(path.parent, dir_mode)
+    make_dirs(path.parent, dir_mode, dirsync=dirsync)
     tmp = _temp_name(path)
     os.symlink(target, tmp)
     failpoints.hit("temp symlink made, not renamed")
     try:
         os.rename(tmp, path)
-        fsync_dir(path.parent)
+        fsync_dir(path.parent, dirsync=dirsync)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -415,7 +346,7 @@ def atomic_symlink(path: Path, target: str, dir_mode: int = 0o755) -> bool:
     return True
 
 
-def remove(path: Path) -> bool:
+def remove(path: Path, *, dirsync: DirSync | None = None) -> bool:
     """Remove a file or symlink (not a directory); False when it was already absent."""
     st = lstat_or_none(path)
     if st is None:
@@ -427,11 +358,11 @@ def remove(path: Path) -> bool:
         os.unlink(path)
     except FileNotFoundError:
         return False
-    fsync_dir(path.parent)
+    fsync_dir(path.parent, dirsync=dirsync)
     return True
 
 
-def remove_tree(path: Path) -> bool:
+def remove_tree(path: Path, *, dirsync: DirSync | None = None) -> bool:
     """Remove `path` whatever it is (like Go's os.RemoveAll); a symlink is removed, not followed.
 
     Returns False when it was already absent.
@@ -445,11 +376,11 @@ def remove_tree(path: Path) -> bool:
         shutil.rmtree(path)
     else:
         os.unlink(path)
-    fsync_dir(path.parent)
+    fsync_dir(path.parent, dirsync=dirsync)
     return True
 
 
-def copy_preserving(src: Path, dst: Path, dir_mode: int = 0o755) -> None:
+def copy_preserving(src: Path, dst: Path, dir_mode: int = 0o755, *, dirsync: DirSync | None = None) -> None:
     """Atomically copy `src` to `dst` like `cp -a`: bytes, mode, owner, times and (best effort) xattrs.
 
     Used for `.mcdorig` backups and their restore. A symlink is copied as a symlink; other
@@ -458,11 +389,11 @@ def copy_preserving(src: Path, dst: Path, dir_mode: int = 0o755) -> None:
     st = os.lstat(src)
     refuse_directory(dst, lstat_or_none(dst))
     if stat.S_ISLNK(st.st_mode):
-        _copy_symlink(src, dst, st, dir_mode)
+        _copy_symlink(src, dst, st, dir_mode, dirsync)
         return
     if not stat.S_ISREG(st.st_mode):
         raise OSError(errno.EINVAL, "refusing to copy: not a regular file or symlink", str(src))
-    make_dirs(dst.parent, dir_mode)
+    make_dirs(dst.parent, dir_mode, dirsync=dirsync)
     src_fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
 
     def fill(fd: int) -> None:
@@ -480,8 +411,8 @@ def copy_preserving(src: Path, dst: Path, dir_mode: int = 0o755) -> None:
         os.close(src_fd)
 
 
-def _copy_symlink(src: Path, dst: Path, st: os.stat_result, dir_mode: int) -> None:
-    atomic_symlink(dst, os.readlink(src), dir_mode)
+def _copy_symlink(src: Path, dst: Path, st: os.stat_result, dir_mode: int, dirsync: DirSync | None) -> None:
+    atomic_symlink(dst, os.readlink(src), dir_mode, dirsync=dirsync)
     os.chown(dst, st.st_uid, st.st_gid, follow_symlinks=False)
     os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
 

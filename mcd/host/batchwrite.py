@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcd.host import atomicfs, failpoints
+from mcd.host import atomicfs, dirsync, failpoints
 from mcd.host.streamdata import Data
 
 
@@ -46,17 +46,17 @@ def _fill_temp(w: Write) -> Path:
     return atomicfs.durable_temp(w.path, atomicfs.owned_fill(w.data, w.mode, w.uid, w.gid))
 
 
-def atomic_write_many(writes: Sequence[Write]) -> list[bool]:
+def atomic_write_many(writes: Sequence[Write], *, sync: dirsync.DirSync | None = None) -> list[bool]:
     """`atomic_write` for each of `writes`, in order; element i is True when write i changed its file.
 
     The same guarantees, one file at a time: each target is always fully old or fully new. The
     temp files of all changed targets are written and fsynced concurrently first (a pool of
     threads; fsync waits on the disk, not the interpreter), then renamed over their targets, in
     order within each directory and directories side by side; each rename is followed by its
-    directory's sync, as in `atomic_write`. A failure before the renames leaves every target
-    untouched; a failed rename leaves that write and the later ones of its directory undone
-    (other directories may have finished). Either way it raises BatchWriteError naming the
-    failed write, and no temp file stays behind.
+    directory's sync, as in `atomic_write` (deferred within `sync`'s block). A failure before
+    the renames leaves every target untouched; a failed rename leaves that write and the later
+    ones of its directory undone (other directories may have finished). Either way it raises
+    BatchWriteError naming the failed write, and no temp file stays behind.
     """
     changed = [False] * len(writes)
     todo: list[int] = []
@@ -73,13 +73,13 @@ def atomic_write_many(writes: Sequence[Write]) -> list[bool]:
         parent = writes[i].path.parent
         if parent not in made:
             try:
-                atomicfs.make_dirs(parent, writes[i].dir_mode)
+                atomicfs.make_dirs(parent, writes[i].dir_mode, dirsync=sync)
             except OSError as exc:
                 raise BatchWriteError(i, exc) from exc
             made.add(parent)
     temps = _fill_temps(writes, todo)
     try:
-        _rename_all(writes, todo, temps, changed)
+        _rename_all(writes, todo, temps, changed, sync)
     finally:
         for tmp in temps.values():
             with contextlib.suppress(FileNotFoundError):
@@ -88,7 +88,11 @@ def atomic_write_many(writes: Sequence[Write]) -> list[bool]:
 
 
 def _rename_all(
-    writes: Sequence[Write], todo: Sequence[int], temps: dict[int, Path], changed: list[bool]
+    writes: Sequence[Write],
+    todo: Sequence[int],
+    temps: dict[int, Path],
+    changed: list[bool],
+    sync: dirsync.DirSync | None,
 ) -> None:
     """Rename each temp file over its target: in order within a directory, directories side by side.
 
@@ -110,7 +114,7 @@ def _rename_all(
                 raise BatchWriteError(i, exc) from exc
             del temps[i]
             failpoints.hit("renamed, directory not synced")
-            atomicfs.fsync_dir(path.parent)
+            atomicfs.fsync_dir(path.parent, dirsync=sync)
             changed[i] = True
 
     groups = list(by_dir.values())
@@ -120,7 +124,7 @@ def _rename_all(
         return
     failures: list[BatchWriteError] = []
     other: BaseException | None = None
-    pool = atomicfs.pool()
+    pool = dirsync.pool()
     for future in [pool.submit(rename_dir, group) for group in groups]:
         try:
             future.result()
@@ -144,7 +148,7 @@ def _fill_temps(writes: Sequence[Write], todo: Sequence[int]) -> dict[int, Path]
         except OSError as exc:
             failure = BatchWriteError(todo[0], exc)
     elif todo:
-        pool = atomicfs.pool()
+        pool = dirsync.pool()
         futures = [(i, pool.submit(_fill_temp, writes[i])) for i in todo]
         for i, future in futures:
             try:

@@ -13,7 +13,7 @@ import os
 import stat
 from collections.abc import Sequence
 
-from mcd.config.ignition import EMPTY_IGNITION, Unit
+from mcd.config.ignition import EMPTY_IGNITION, IgnitionConfig, Unit
 from mcd.config.machineconfig import MachineConfig
 from mcd.host import atomicfs, ondisk, state
 from mcd.host.accounts import Accounts
@@ -23,7 +23,7 @@ from mcd.host.rpmostree import RpmOstreeError, booted_image
 from mcd.host.ssh import CORE_USER, NO_PASSWORD, SHADOW
 from mcd.host.systemd import enabled_among
 from mcd.host.wiring import Host
-from mcd.planner.diff import REMOVED, diff
+from mcd.planner.diff import REMOVED, ConfigDiff, diff
 from mcd.planner.kargs import TUNING_FILE
 from mcd.planner.managed_paths import KUBECONFIG, LEAKED_SYMLINKS, dropin_path, unit_path
 from mcd.planner.nodefacts import Facts, is_el
@@ -81,13 +81,7 @@ def probe(
         matching |= ondisk.units_as_declared(host.root, kept)
     new_names = {u.name for u in new_ign.units}
     stale_units = [u.name for u in old_ign.units if u.name not in new_names]
-    # every path a step may drop: dropped files, the old config's unit paths
-    dropped = [c.name for c in d.file_changes if c.change == REMOVED]
-    if d.units:
-        # only a removed or changed unit can drop a path; the unchanged ones keep all of theirs
-        for u in old_ign.units:
-            if u.name in changed or u.name not in new_names:
-                dropped += [unit_path(u.name), *(dropin_path(u.name, dr.name) for dr in u.dropins)]
+    dropped = _droppable(d, old_ign, changed, new_names)
     rewriting = [u for u in written if not u.mask and u.contents and host.units.install_may_change(u)]
     enabled = enabled_among(host.systemd, [u.name for u in rewriting]) if rewriting else frozenset()
     contentless = [u.name for u in written if u.enabled is not None and not u.contents]
@@ -122,6 +116,17 @@ def probe(
         cmdline=cmdline or "",
         el=node_is_el(host),
     )
+
+
+def _droppable(d: ConfigDiff, old_ign: IgnitionConfig, changed: set[str], new_names: set[str]) -> list[str]:
+    """Every path a step may drop: dropped files, the old config's unit paths."""
+    dropped = [c.name for c in d.file_changes if c.change == REMOVED]
+    if d.units:
+        # only a removed or changed unit can drop a path; the unchanged ones keep all of theirs
+        for u in old_ign.units:
+            if u.name in changed or u.name not in new_names:
+                dropped += [unit_path(u.name), *(dropin_path(u.name, dr.name) for dr in u.dropins)]
+    return dropped
 
 
 def _enablement_matches(host: Host, units: Sequence[Unit], *, verified: bool = False) -> frozenset[str]:

@@ -18,6 +18,7 @@ from pathlib import Path
 from mcd.config.ignition import File, IgnitionConfig, Unit
 from mcd.host import atomicfs, batchwrite
 from mcd.host.accounts import Accounts, UnknownGroup, UnknownUser
+from mcd.host.dirsync import DirSync
 from mcd.host.errors import HostError
 from mcd.host.originals import FILE_DIR_MODE, Originals, failing_as, noorig_path, orig_path
 from mcd.host.root import HostRoot, PathEscapeError
@@ -32,11 +33,16 @@ APPEND_UNSUPPORTED = "found an append section when writing files. Append is not 
 class FileWriter:
     """Writes Ignition files under one root; `originals` keeps every original it replaces."""
 
-    def __init__(self, root: HostRoot, accounts: Accounts, coreos: bool = True) -> None:
+    def __init__(
+        self, root: HostRoot, accounts: Accounts, coreos: bool = True, *, dirsync: DirSync | None = None
+    ) -> None:
         self.root = root
         self.accounts = accounts
         self.coreos = coreos
-        self.originals = Originals(root, coreos, self.matches)
+        # the directory syncs the update transaction defers (`Host.for_root` hands the same object
+        # to every writer of the update): syncs at once outside its block
+        self.dirsync = dirsync or DirSync()
+        self.originals = Originals(root, coreos, self.matches, dirsync=self.dirsync)
 
     def _join(self, path: str, *, follow_final: bool = False) -> Path:
         try:
@@ -121,7 +127,7 @@ class FileWriter:
             for f, uid, gid in owners
         ]
         try:
-            changed = batchwrite.atomic_write_many(writes)
+            changed = batchwrite.atomic_write_many(writes, sync=self.dirsync)
         except batchwrite.BatchWriteError as exc:
             raise HostError(f'writing file "{owners[exc.index][0].path}": {exc}') from exc
         written = [f.path for (f, _, _), done in zip(owners, changed, strict=True) if done]
@@ -228,7 +234,7 @@ class FileWriter:
                 log.warning("not removing %s: %s", link, exc)
                 continue
             with failing_as(f'error deleting "{link}"'):
-                if atomicfs.remove(host):
+                if atomicfs.remove(host, dirsync=self.dirsync):
                     log.info("removed stale symlink %s", link)
                     changed.append(link)
         return changed

@@ -47,6 +47,7 @@ from pathlib import Path
 
 from mcd.config.ignition import File, IgnitionConfig, Unit
 from mcd.host import atomicfs
+from mcd.host.dirsync import DirSync
 from mcd.host.errors import HostError
 from mcd.host.root import HostRoot, PathEscapeError
 from mcd.planner.managed_paths import DEV_NULL, UNIT_FILE_MODE, dropin_path, path_in_dropins, unit_path
@@ -85,8 +86,17 @@ class Originals:
     owners); it recognises content a config put there at install time.
     """
 
-    def __init__(self, root: HostRoot, coreos: bool, matches: Callable[[File], bool]) -> None:
+    def __init__(
+        self,
+        root: HostRoot,
+        coreos: bool,
+        matches: Callable[[File], bool],
+        *,
+        dirsync: DirSync | None = None,
+    ) -> None:
         self.root = root
+        # the update's deferred directory syncs (its `Host`'s); syncs at once when not in one
+        self.dirsync = dirsync or DirSync()
         self.coreos = coreos
         self._matches = matches
         self._stamp: Path | None = None
@@ -181,18 +191,22 @@ class Originals:
                     return
                 source = shipped
             with failing_as(f'creating orig file for "{path}"'):
-                atomicfs.copy_preserving(self.join(source or path), orig, FILE_DIR_MODE)
+                atomicfs.copy_preserving(
+                    self.join(source or path), orig, FILE_DIR_MODE, dirsync=self.dirsync
+                )
             log.info("backed up original %s", path)
             return
         self._stamp_absent(path, orig, stamp)
 
     def _stamp_absent(self, path: str, orig: Path, stamp: Path) -> None:
         with failing_as(f'creating noorig stamp for "{path}"'):
-            if atomicfs.lstat_or_none(orig) is not None and atomicfs.remove(orig):
+            if atomicfs.lstat_or_none(orig) is not None and atomicfs.remove(orig, dirsync=self.dirsync):
                 log.info("removed stale backup of absent %s", path)
             # every stamp after the first is a hard link to an earlier one: one link(2) instead of
             # creating a file (much cheaper when a config brings thousands of new files)
-            if atomicfs.create_empty(stamp, 0o644, dir_mode=FILE_DIR_MODE, link_from=self._stamp):
+            if atomicfs.create_empty(
+                stamp, 0o644, dir_mode=FILE_DIR_MODE, link_from=self._stamp, dirsync=self.dirsync
+            ):
                 self._stamp = stamp
 
     def holds_backup(self, path: str) -> bool:
@@ -233,7 +247,9 @@ class Originals:
             log.info("%s already holds its original", path)
             return False
         with failing_as(f'restoring "{path}" from orig file "{orig_path(path)}"'):
-            atomicfs.copy_preserving(self.join(orig_path(path)), self.join(path), FILE_DIR_MODE)
+            atomicfs.copy_preserving(
+                self.join(orig_path(path)), self.join(path), FILE_DIR_MODE, dirsync=self.dirsync
+            )
         log.info("restored original %s", path)
         return True
 
@@ -260,7 +276,7 @@ class Originals:
             if path in declared or not self.holds_backup(path):
                 continue
             with failing_as(f'deleting orig file "{orig_path(path)}"'):
-                atomicfs.remove(self.join(orig_path(path)))
+                atomicfs.remove(self.join(orig_path(path)), dirsync=self.dirsync)
             log.info("dropped the backup of restored %s", path)
             dropped.append(path)
         return dropped
@@ -281,7 +297,7 @@ class Originals:
 
     def delete(self, path: str) -> bool:
         with failing_as(f"unable to delete {path}"):
-            removed = atomicfs.remove(self.join(path))
+            removed = atomicfs.remove(self.join(path), dirsync=self.dirsync)
         if removed:
             log.info("removed stale %s", path)
         else:
@@ -298,8 +314,9 @@ class Originals:
         stamp = self.join(noorig_path(path))
         if atomicfs.lstat_or_none(stamp) is not None:
             with failing_as(f'deleting noorig file stamp "{noorig_path(path)}"'):
-                atomicfs.remove(self.join(orig_path(path)))  # an orphan left by older daemons
-                atomicfs.remove(stamp)
+                # an orphan left by older daemons
+                atomicfs.remove(self.join(orig_path(path)), dirsync=self.dirsync)
+                atomicfs.remove(stamp, dirsync=self.dirsync)
         return removed
 
     def prune_file(self, path: str, new_units: Sequence[Unit], *, keep_unrecorded: bool = False) -> bool:
@@ -316,8 +333,8 @@ class Originals:
         if atomicfs.lstat_or_none(stamp) is not None:
             removed = False if keep else self.delete(path)
             with failing_as(f'deleting noorig file stamp "{noorig_path(path)}"'):
-                atomicfs.remove(orig)  # an orphan left by older daemons
-                atomicfs.remove(stamp)
+                atomicfs.remove(orig, dirsync=self.dirsync)  # an orphan left by older daemons
+                atomicfs.remove(stamp, dirsync=self.dirsync)
             return removed
         if atomicfs.lstat_or_none(orig) is not None:
             # every original is restored, OS-shipped or not (upstream restores only OS files)
@@ -342,6 +359,6 @@ class Originals:
         removed = self.delete(path)
         if has_stamp:
             with failing_as(f'deleting noorig file stamp "{noorig_path(path)}"'):
-                atomicfs.remove(orig)  # an orphan left by older daemons
-                atomicfs.remove(stamp)
+                atomicfs.remove(orig, dirsync=self.dirsync)  # an orphan left by older daemons
+                atomicfs.remove(stamp, dirsync=self.dirsync)
         return removed

@@ -8,7 +8,11 @@ stopped here: graceful node shutdown (systemd inhibitor locks) takes care of the
 from __future__ import annotations
 
 import logging
-from typing import Protocol
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import NoReturn, Protocol
 
 from mcd.host.runner import CommandError, Runner
 from mcd.planner.steps import reboot_command
@@ -50,3 +54,27 @@ class Rebooter:
             log.error("reboot failed: %s", e)
             raise RebootError(REBOOT_FAILED) from e
         log.info("reboot successful")
+
+
+def restart_command(args: Sequence[str], env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment that start this very mcd again with `args` (after a
+    simulated reboot, the new process takes the boot path).
+
+    `python -m mcd` alone would import whatever `mcd` folder the working directory holds (`-m`
+    puts it first on the path): `-P` leaves it out, and the directory this process's `mcd` was
+    imported from goes first on PYTHONPATH, so the same code runs again wherever the agent was
+    started from.
+    """
+    source = str(Path(__file__).resolve().parents[2])  # the directory holding this `mcd` package
+    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != source]
+    new_env = dict(env)
+    new_env["PYTHONPATH"] = os.pathsep.join([source, *paths])
+    return [sys.executable, "-P", "-m", "mcd", *args], new_env
+
+
+def restart_process(args: Sequence[str]) -> NoReturn:
+    """Replace this process by a new run of the same mcd with `args` (`restart_command`)."""
+    argv, env = restart_command(args, os.environ)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(argv[0], argv, env)

@@ -32,7 +32,7 @@ class PathEscapeError(ValueError):
 class HostRoot:
     """A directory playing the role of `/` for every host path mcd reads or writes."""
 
-    __slots__ = ("_dir_cache", "prefix")
+    __slots__ = ("_dir_cache", "lock_state", "prefix")
 
     prefix: Path
 
@@ -41,6 +41,8 @@ class HostRoot:
         # mistaken for links inside the root.
         self.prefix = Path(prefix).resolve()
         self._dir_cache: DirCache | None = None
+        # the root's lock as this process holds it through this object (`mcd.host.rootlock`)
+        self.lock_state: object | None = None
 
     @contextlib.contextmanager
     def caching_dirs(self) -> Iterator[None]:

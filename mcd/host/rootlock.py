@@ -11,8 +11,10 @@ after a reboot, and the pod sees the node's own /run at /rootfs/run, so a daemon
 one on the host exclude each other. flock is released by the kernel when the holder dies, so
 a killed update never blocks the next one (which then finishes it from its record).
 
-The lock is re-entrant within a process (once-from holds it around recovery and the update,
-which take it again): a second open of the file would conflict with our own lock.
+The lock is re-entrant within the thread that holds it (once-from holds it around recovery and
+the update, which take it again): a second open of the file would conflict with our own lock.
+What this process holds is kept on the `HostRoot` object, not in the module: another thread of
+the process using that root (the agent's certificate writer beside its update) waits for it.
 """
 
 from __future__ import annotations
@@ -22,9 +24,9 @@ import fcntl
 import logging
 import os
 import posixpath
+import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from mcd.config.paths import LOCK_FILE
 from mcd.host import failpoints
@@ -44,14 +46,24 @@ class RootLockError(HostError):
     """The root's lock could not be taken in time (or at all)."""
 
 
-@dataclass
-class _Held:
-    fd: int
-    shared: bool
-    depth: int
+class _Holding:
+    """The lock of one root as this process holds it, kept on the `HostRoot` object the holder
+    uses (the agent's threads share theirs): re-entrant in the thread that holds it, and another
+    thread of the process waits for it as another process would (the certificate writer for an
+    update, say)."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.owner: int | None = None
+        self.depth = 0
+        self.shared = False
 
 
-_held: dict[str, _Held] = {}
+def _holding(root: HostRoot) -> _Holding:
+    state = root.lock_state
+    if not isinstance(state, _Holding):
+        state = root.lock_state = _Holding()
+    return state
 
 
 def _open(root: HostRoot, *, create: bool) -> int | None:
@@ -125,32 +137,64 @@ def _take(root: HostRoot, fd: int, *, shared: bool, timeout: float) -> None:
 def hold(root: HostRoot, *, shared: bool = False, timeout: float = DEFAULT_TIMEOUT) -> Iterator[None]:
     """Hold `root`'s lock for the block: exclusive for an update, shared for a reader.
 
-    Waits up to `timeout` seconds for another process's lock, then raises RootLockError naming
-    the root and the holder's pid. Inside a block already holding the lock (exclusive, or shared
-    for a shared request) it only nests.
+    Waits up to `timeout` seconds for another process's lock, or another thread's of this one,
+    then raises RootLockError naming the root (and the holder's pid). Inside a block of the same
+    thread already holding the lock (exclusive, or shared for a shared request) it only nests.
     """
-    key = str(root.prefix)
-    held = _held.get(key)
-    if held is not None:
-        if held.shared and not shared:
-            raise RootLockError(f"cannot update {root.prefix} while reading it under a shared lock")
-        held.depth += 1
+    state = _holding(root)
+    me = threading.get_ident()
+    deadline = time.monotonic() + max(timeout, 0.0)
+    with state.cond:
+        nested = state.owner == me
+        if nested:
+            if state.shared and not shared:
+                raise RootLockError(f"cannot update {root.prefix} while reading it under a shared lock")
+            state.depth += 1
+        else:
+            _wait_for_threads(root, state, deadline, timeout)
+            state.owner, state.depth, state.shared = me, 1, shared
+    if nested:
         try:
             yield
         finally:
-            held.depth -= 1
+            with state.cond:
+                state.depth -= 1
         return
+    try:
+        with _flock(root, shared=shared, timeout=max(0.0, deadline - time.monotonic())):
+            yield
+    finally:
+        with state.cond:
+            state.owner, state.depth = None, 0
+            state.cond.notify_all()
+
+
+def _wait_for_threads(root: HostRoot, state: _Holding, deadline: float, timeout: float) -> None:
+    """Until no other thread of this process holds the lock (`state.cond` held)."""
+    waiting = False
+    while state.owner is not None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise RootLockError(
+                f"another thread of this mcd is updating {root.prefix}: gave up waiting for "
+                f"{LOCK_FILE} after {timeout:g} s (--lock-timeout)"
+            )
+        if not waiting:
+            waiting = True
+            LOG.info("waiting for the lock on %s, held by another thread of this process", root.prefix)
+        state.cond.wait(left)
+
+
+@contextlib.contextmanager
+def _flock(root: HostRoot, *, shared: bool, timeout: float) -> Iterator[None]:
+    """The lock file's flock for the block (nothing to lock: a reader of a root without one)."""
     fd = _open(root, create=not shared)
     if fd is None:
         yield
         return
     try:
         _take(root, fd, shared=shared, timeout=timeout)
-        _held[key] = _Held(fd, shared, 1)
         failpoints.hit("root locked")
-        try:
-            yield
-        finally:
-            del _held[key]
+        yield
     finally:
         os.close(fd)  # closing the only descriptor releases the flock

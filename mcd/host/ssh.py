@@ -18,6 +18,7 @@ from pathlib import Path
 from mcd.config.ignition import User
 from mcd.host import atomicfs, failpoints
 from mcd.host.accounts import Accounts, UnknownGroup, UnknownUser
+from mcd.host.dirsync import DirSync
 from mcd.host.errors import HostError
 from mcd.host.root import HostRoot, PathEscapeError
 from mcd.host.runner import CommandError, Runner
@@ -56,10 +57,13 @@ def reset_password_error(user: str, exc: Exception) -> str:
 class SshKeyWriter:
     """Writes SSH keys for core and sets password hashes, under one root."""
 
-    def __init__(self, root: HostRoot, accounts: Accounts, runner: Runner) -> None:
+    def __init__(
+        self, root: HostRoot, accounts: Accounts, runner: Runner, *, dirsync: DirSync | None = None
+    ) -> None:
         self.root = root
         self.accounts = accounts
         self.runner = runner
+        self.dirsync = dirsync  # the update's deferred directory syncs, when in one
 
     def _core_ids(self) -> tuple[int, int]:
         try:
@@ -73,11 +77,11 @@ class SshKeyWriter:
         if st is not None and (st.st_uid, st.st_gid) == (uid, gid):
             return False
         if st is None:
-            atomicfs.make_dirs(host, KEY_DIR_MODE)
+            atomicfs.make_dirs(host, KEY_DIR_MODE, dirsync=self.dirsync)
         # also repairs a directory whose chown a crash interrupted
         failpoints.hit("before chown of ssh directory")
         os.chown(host, uid, gid, follow_symlinks=False)
-        atomicfs.fsync_dir(host)  # makes the inode change (owner) durable
+        atomicfs.fsync_dir(host, dirsync=self.dirsync)  # makes the inode change (owner) durable
         failpoints.hit("after chown of ssh directory")
         return True
 
@@ -99,17 +103,23 @@ class SshKeyWriter:
             st = atomicfs.lstat_or_none(ssh_dir)
             if st is not None and (not stat.S_ISDIR(st.st_mode) or st.st_uid != uid):
                 log.info("removing %s: not a directory owned by core", SSH_DIR)
-                changed |= atomicfs.remove_tree(ssh_dir)
+                changed |= atomicfs.remove_tree(ssh_dir, dirsync=self.dirsync)
             changed |= self._ensure_dir(ssh_dir, uid, gid)
             keys_dir = self.root.join(KEYS_DIR)
             st = atomicfs.lstat_or_none(keys_dir)
             if st is not None and not stat.S_ISDIR(st.st_mode):
                 log.info("removing %s: not a directory", KEYS_DIR)
-                changed |= atomicfs.remove_tree(keys_dir)
+                changed |= atomicfs.remove_tree(keys_dir, dirsync=self.dirsync)
             changed |= self._ensure_dir(keys_dir, uid, gid)
             target = self.root.join(KEYS_PATH)
             changed |= atomicfs.atomic_write(
-                target, keys.encode(), KEY_FILE_MODE, uid=uid, gid=gid, dir_mode=KEY_DIR_MODE
+                target,
+                keys.encode(),
+                KEY_FILE_MODE,
+                uid=uid,
+                gid=gid,
+                dir_mode=KEY_DIR_MODE,
+                dirsync=self.dirsync,
             )
         if changed:
             log.info("wrote SSH keys to %s", KEYS_PATH)

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcd.host import atomicfs, failpoints
+from mcd.host import atomicfs, dirsync, failpoints
 from mcd.host.errors import StepError, os_error_text
 from mcd.host.root import HostRoot
 
@@ -59,10 +59,12 @@ class StateError(RuntimeError):
     """A record on the node exists but cannot be read."""
 
 
-def _write_record(root: HostRoot, what: str, path: str, data: bytes, mode: int) -> None:
+def _write_record(
+    root: HostRoot, what: str, path: str, data: bytes, mode: int, *, batch: dirsync.DirSync | None = None
+) -> None:
     """Write one record; an OS error (a full disk) names the record and what writing it was for."""
     try:
-        atomicfs.atomic_write(root.join(path), data, mode)
+        atomicfs.atomic_write(root.join(path), data, mode, dirsync=batch)
     except OSError as exc:
         raise StepError(f"{what} {path}: {os_error_text(exc)}") from exc
 
@@ -139,7 +141,7 @@ def stage(root: HostRoot, text: bytes) -> Staged:
         failpoints.hit("update record staged")
         return written
 
-    return Staged(text, atomicfs.pool().submit(write))
+    return Staged(text, dirsync.pool().submit(write))
 
 
 def keep_aside(root: HostRoot) -> Path | None:
@@ -240,19 +242,20 @@ def begin(root: HostRoot, txn: Transaction) -> None:
     record alone is harmless (`pending` takes a `txn.json` without `pendingconfig` as finished).
     A staged file of the same text (already fsynced) is renamed instead of writing it again.
     """
-    with atomicfs.deferred_dir_sync():
+    batch = dirsync.DirSync()
+    with batch.deferred():
         if txn.phase == "apply":
             text = txn.new_text if txn.new_text is not None else _dump(txn.new)
             staged = txn.staged.take(text) if txn.staged is not None else None
             if staged is None:
-                _write_record(root, "writing the update record", PENDING_CONFIG, text, 0o644)
+                _write_record(root, "writing the update record", PENDING_CONFIG, text, 0o644, batch=batch)
             else:
-                _rename_staged(root, staged)
+                _rename_staged(root, staged, batch)
         record = {"phase": txn.phase, "mode": txn.mode, "version": 2, "created": list(txn.created)}
-        _write_record(root, "writing the update record", TRANSACTION, _dump(record), 0o600)
+        _write_record(root, "writing the update record", TRANSACTION, _dump(record), 0o600, batch=batch)
 
 
-def _rename_staged(root: HostRoot, staged: Path) -> None:
+def _rename_staged(root: HostRoot, staged: Path, batch: dirsync.DirSync) -> None:
     pending_path = root.join(PENDING_CONFIG)
     try:
         os.rename(staged, pending_path)
@@ -261,7 +264,7 @@ def _rename_staged(root: HostRoot, staged: Path) -> None:
             os.unlink(staged)
         raise StepError(f"writing the update record {PENDING_CONFIG}: {os_error_text(exc)}") from exc
     failpoints.hit("staged record renamed, directory not synced")
-    atomicfs.fsync_dir(pending_path.parent)
+    atomicfs.fsync_dir(pending_path.parent, dirsync=batch)
 
 
 def pending(root: HostRoot) -> Transaction | None:

@@ -22,6 +22,7 @@ from typing import Protocol
 
 from mcd.config.ignition import Unit
 from mcd.host import atomicfs, batchwrite
+from mcd.host.dirsync import DirSync
 from mcd.host.errors import HostError
 from mcd.host.originals import FILE_DIR_MODE, Originals, failing_as, noorig_path, orig_path
 from mcd.host.root import HostRoot, PathEscapeError
@@ -66,8 +67,9 @@ class UnitFileOps(Protocol):
 class PlainUnitFiles:
     """Crash-safe unit file operations that keep no originals (a root the daemon does not manage)."""
 
-    def __init__(self, root: HostRoot) -> None:
+    def __init__(self, root: HostRoot, dirsync: DirSync | None = None) -> None:
         self._root = root
+        self._sync = dirsync
 
     def write_unit_files(self, items: Sequence[tuple[str, str | bytes, int]]) -> list[bool]:
         """One atomic batch."""
@@ -75,26 +77,27 @@ class PlainUnitFiles:
             batchwrite.Write(self._root.join(p), d.encode() if isinstance(d, str) else d, m)
             for p, d, m in items
         ]
-        return batchwrite.atomic_write_many(writes)
+        return batchwrite.atomic_write_many(writes, sync=self._sync)
 
     def remove_unit_path(self, path: str, *, keep_unrecorded: bool = False) -> bool:
         """Delete the path (nothing is recorded, so nothing is kept)."""
-        return atomicfs.remove(self._root.join(path))
+        return atomicfs.remove(self._root.join(path), dirsync=self._sync)
 
     def remove_empty_dropin(self, path: str, *, keep_unrecorded: bool = False) -> bool:
         """Delete the path (nothing is recorded, so nothing is kept)."""
-        return atomicfs.remove(self._root.join(path))
+        return atomicfs.remove(self._root.join(path), dirsync=self._sync)
 
     def mask_unit_path(self, path: str) -> bool:
         """Link to /dev/null; a directory in the way goes first (a rename replaces anything else)."""
         host = self._root.join(path)
         st = atomicfs.lstat_or_none(host)
-        removed_dir = st is not None and stat.S_ISDIR(st.st_mode) and atomicfs.remove_tree(host)
-        return atomicfs.atomic_symlink(host, DEV_NULL) or removed_dir
+        is_dir = st is not None and stat.S_ISDIR(st.st_mode)
+        removed_dir = is_dir and atomicfs.remove_tree(host, dirsync=self._sync)
+        return atomicfs.atomic_symlink(host, DEV_NULL, dirsync=self._sync) or removed_dir
 
     def unmask_unit_path(self, path: str) -> bool:
         """Remove the mask link."""
-        return atomicfs.remove_tree(self._root.join(path))
+        return atomicfs.remove_tree(self._root.join(path), dirsync=self._sync)
 
 
 class UnitFiles:
@@ -126,7 +129,7 @@ class UnitFiles:
                 path, source, declared=partial(atomicfs.is_exactly, w.path, w.data, w.mode), unit=True
             )
         try:
-            return batchwrite.atomic_write_many(writes)
+            return batchwrite.atomic_write_many(writes, sync=self.originals.dirsync)
         except batchwrite.BatchWriteError as exc:
             raise HostError(f'failed to write systemd unit file "{items[exc.index][0]}": {exc}') from exc
 
@@ -142,11 +145,11 @@ class UnitFiles:
         removed_dir = False
         if st is not None and stat.S_ISDIR(st.st_mode):
             with failing_as(f'removing directory "{path}" to mask the unit'):
-                removed_dir = atomicfs.remove_tree(host)
+                removed_dir = atomicfs.remove_tree(host, dirsync=self.originals.dirsync)
         source = "/usr" + path if self.coreos and self.originals.exists("/usr" + path) else None
         self.originals.backup(path, source, declared=partial(atomicfs.is_link_to, host, DEV_NULL), unit=True)
         with failing_as(f'masking "{path}"'):
-            return atomicfs.atomic_symlink(host, DEV_NULL) or removed_dir
+            return atomicfs.atomic_symlink(host, DEV_NULL, dirsync=self.originals.dirsync) or removed_dir
 
     def unmask_unit_path(self, path: str) -> bool:
         """Undo a mask (`mask: false` and no contents): the original comes back, or the link goes.
@@ -160,8 +163,8 @@ class UnitFiles:
             return self.originals.restore(path)
         host = self.originals.join(path)
         with failing_as(f'unmasking "{path}"'):
-            removed = atomicfs.remove_tree(host)
-            atomicfs.remove(self.originals.join(noorig_path(path)))
+            removed = atomicfs.remove_tree(host, dirsync=self.originals.dirsync)
+            atomicfs.remove(self.originals.join(noorig_path(path)), dirsync=self.originals.dirsync)
         if removed:
             log.info("Removed %s to unmask it", path)
         return removed
@@ -272,25 +275,7 @@ class UnitWriter:
         Raises SystemdError (`error enabling units: …` / `error disabling unit: …`) when the
         final enable or disable fails; a failed preset is only logged.
         """
-        # An enabled unit whose [Install] section is about to change is disabled first, so links
-        # made from the old section do not outlive it; the final enable recreates the right
-        # ones. Upstream asks for every unit with contents; asking only for units whose
-        # [Install] may change gives the same links (enable makes the same ones from the same
-        # section) and leaves the other units' links alone. (Offline the answer mostly comes
-        # from the links, without a systemctl process.)
-        changing = [u.name for u in units if not u.mask and u.contents and self.install_may_change(u)]
-        disabled_first: list[str] = []
-        if changing:
-            enabled_now = enabled_among(self._manager, changing)
-            disabled_first = [name for name in changing if name in enabled_now]
-        if disabled_first:
-            log.info("Disabling systemd units %s before re-writing them", " ".join(disabled_first))
-            try:
-                self._manager.disable(disabled_first)
-            except SystemdError as e:
-                raise SystemdError(
-                    f"disabling {' '.join(disabled_first)} failed: {e.output}", dbus_name=e.dbus_name
-                ) from e
+        disabled_first = self._disable_changing(units)
 
         # every file first (one batch of writes), then enablement: a preset or enable reads them
         written: list[str] = []
@@ -356,6 +341,30 @@ class UnitWriter:
             preset_failed=tuple(preset_failed),
             skipped=tuple(skipped),
         )
+
+    def _disable_changing(self, units: Sequence[Unit]) -> list[str]:
+        """Disable the enabled units whose [Install] section is about to change; their names.
+
+        Links made from the old section must not outlive it; the final enable recreates the
+        right ones. Upstream asks for every unit with contents; asking only for units whose
+        [Install] may change gives the same links (enable makes the same ones from the same
+        section) and leaves the other units' links alone. (Offline the answer mostly comes from
+        the links, without a systemctl process.)
+        """
+        changing = [u.name for u in units if not u.mask and u.contents and self.install_may_change(u)]
+        disabled_first: list[str] = []
+        if changing:
+            enabled_now = enabled_among(self._manager, changing)
+            disabled_first = [name for name in changing if name in enabled_now]
+        if disabled_first:
+            log.info("Disabling systemd units %s before re-writing them", " ".join(disabled_first))
+            try:
+                self._manager.disable(disabled_first)
+            except SystemdError as e:
+                raise SystemdError(
+                    f"disabling {' '.join(disabled_first)} failed: {e.output}", dbus_name=e.dbus_name
+                ) from e
+        return disabled_first
 
     def _dropins(
         self, unit: Unit, writes: list[tuple[str, bytes, int]], removed: list[str], *, keep_unrecorded: bool

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mcd.host.accounts import Accounts
+from mcd.host.dirsync import DirSync
 from mcd.host.files import FileWriter
 from mcd.host.reboot import Rebooter, Reboots
 from mcd.host.root import HostRoot
@@ -53,7 +54,9 @@ class Host:
         if coreos is None:
             coreos = root.join(OSTREE_BOOTED).exists()
         accounts = Accounts.load(root)
-        files = FileWriter(root, accounts, coreos=coreos)
+        # the update's directory syncs, deferred within its steps; every writer of it shares them
+        dirsync = DirSync()
+        files = FileWriter(root, accounts, coreos=coreos, dirsync=dirsync)
         live = root.runs_systemd
         host_runner: Runner = runner
         if live and not root.is_live:
@@ -70,7 +73,7 @@ class Host:
             files=files,
             systemd=systemd,
             units=units,
-            ssh=SshKeyWriter(root, accounts, runner),
+            ssh=SshKeyWriter(root, accounts, runner, dirsync=dirsync),
             rpmostree=RpmOstree(host_runner, binary=rpmostree_binary, root=root) if coreos else None,
             rebooter=Rebooter(host_runner, coreos=coreos),
             live=live,

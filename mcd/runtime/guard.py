@@ -123,6 +123,9 @@ class SignalFlag:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._previous: dict[int, object] = {}
+        # the last signal received (None: none), still known after `close`: a caller about to
+        # start the process again (a simulated reboot) honours it instead
+        self.received: int | None = None
 
     def install(self, signums: tuple[int, ...] = (signal.SIGTERM, signal.SIGINT)) -> None:
         """Install the handler (main thread only) and start the thread that acts on it."""
@@ -139,9 +142,13 @@ class SignalFlag:
     def _wait(self) -> None:
         while not self._stop.is_set():
             data = os.read(self._read, 64)
+            signums = [b for b in data if b]  # 0: `close` waking this thread
+            if signums:
+                self.received = signums[-1]
             if not data or self._stop.is_set():
                 return
-            self._on_signal(data[-1])
+            if signums:
+                self._on_signal(signums[-1])
 
     def close(self) -> None:
         """Put the previous handlers back and stop the thread."""
@@ -153,3 +160,9 @@ class SignalFlag:
             os.write(self._write, b"\0")
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(5)
+        # a signal whose byte the thread had not read yet is not lost
+        os.set_blocking(self._read, False)
+        with contextlib.suppress(OSError):
+            signums = [b for b in os.read(self._read, 64) if b]
+            if signums:
+                self.received = signums[-1]

@@ -291,7 +291,7 @@ def _undo_passwd(
     """Put back the old keys and hashes; a key file and directories the update made go again."""
     if KEYS_PATH in created:
         # the node had no key file: an empty one would be a file the old config never made
-        atomicfs.remove(host.root.join(KEYS_PATH))
+        atomicfs.remove(host.root.join(KEYS_PATH), dirsync=host.files.dirsync)
         _remove_empty_dirs(host, [p for p in created if p != KEYS_PATH])
     else:
         host.ssh.apply(old_ign.users)

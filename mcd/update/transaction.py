@@ -251,7 +251,7 @@ def _apply(
     reboot = next((s for s in p.steps if isinstance(s, st.Reboot)), None)
     try:
         # directory entries are made durable once per directory, before the commit
-        with atomicfs.deferred_dir_sync(), host.files.originals.replacing(old_ign):
+        with host.files.dirsync.deferred(), host.files.originals.replacing(old_ign):
             for step in p.steps[lead:]:
                 if not isinstance(step, st.ACTION_STEPS):
                     run.step(step)

@@ -123,7 +123,7 @@ def test_parent_that_is_a_file_fails_cleanly(tmp_path: Path) -> None:
 
 def test_make_dirs_fsyncs_each_new_directorys_parent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     synced: list[Path] = []
-    monkeypatch.setattr(atomicfs, "fsync_dir", synced.append)
+    monkeypatch.setattr(atomicfs, "fsync_dir", lambda path, **_: synced.append(path))
     make_dirs(tmp_path / "a/b/c")
     assert synced == [tmp_path, tmp_path / "a", tmp_path / "a/b"]
 

@@ -50,7 +50,9 @@ class Collector:
                 raise AssertionError(f"monitor never reported {want}; saw {self.seen}")
             self.changed.wait(left)
             self.changed.clear()
-            self.seen += monitor.take()
+            taken = monitor.take()
+            self.seen += monitor.ordered(taken)
+            monitor.commit(taken)
         return self.seen
 
     def settle(self, monitor: DriftMonitor, marker: Path) -> list[str]:

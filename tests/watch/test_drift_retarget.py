@@ -19,7 +19,8 @@ from drifttools import laid_down
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcd.agent.watch.drift import LINK_DIR_SUFFIXES, DriftMonitor
+from mcd.agent.watch.drift import DriftMonitor
+from mcd.agent.watch.inotify import LINK_DIR_SUFFIXES
 from mcd.agent.watch.managed import Expected, same_declaration
 from mcd.config.ignition import IgnitionConfig
 from mcd.config.machineconfig import MachineConfig, machineconfig_from_object
@@ -116,9 +117,13 @@ def test_a_retargeted_monitor_watches_and_distrusts_what_a_fresh_one_would(seed:
         retargeted = DriftMonitor(hr, a.config, lambda: None)
         retargeted.start()
         try:
-            assert retargeted.take_unverified() is None  # everything, at first
+            first = retargeted.take_unverified()
+            assert first.everything  # everything, at first
+            retargeted.verified(first)
             retargeted.retarget(b.config)
-            unverified = retargeted.take_unverified()
+            taken = retargeted.take_unverified()
+            assert not taken.everything
+            unverified = set(taken.marks)
             fresh = DriftMonitor(hr, b.config, lambda: None)
             fresh.start()
             try:

@@ -109,6 +109,7 @@ def test_a_path_declared_twice_is_handed_over_alone_and_checked_as_each_declares
     drift.arm(mc)
     try:
         assert drift.unverified(mc) is None  # everything, at first
+        drift.verified(mc)  # the check of it passed
         (root / DROPIN.lstrip("/")).write_text("file\n")
         (root / DROPIN.lstrip("/")).unlink()  # as the dropin declares, not as the file does
         only = drift.unverified(mc)
@@ -132,6 +133,7 @@ def test_the_reporter_hands_over_the_declarations_of_the_paths_it_saw_change(tmp
     drift.arm(mc)
     try:
         assert drift.unverified(mc) is None
+        drift.verified(mc)
         (root / "etc/mcd-t/f1.conf").touch()
         only = drift.unverified(mc)
         assert isinstance(only, Mapping) and dict(only) == {

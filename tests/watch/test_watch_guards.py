@@ -1,4 +1,4 @@
-"""One importer each: pyinotify only in mcd/agent/watch/drift.py; systemd.journal only in
+"""One importer each: pyinotify only in mcd/agent/watch/inotify.py; systemd.journal only in
 mcd/agent/watch/logins.py (the reader) and mcd/cli/logsetup.py (the log handler)."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def _importers(module: str) -> set[str]:
 @pytest.mark.parametrize(
     ("module", "allowed"),
     [
-        ("pyinotify", {"mcd/agent/watch/drift.py"}),
+        ("pyinotify", {"mcd/agent/watch/inotify.py"}),
         ("systemd.journal", {"mcd/agent/watch/logins.py", "mcd/cli/logsetup.py"}),
     ],
 )

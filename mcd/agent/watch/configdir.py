@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from mcd import policy
-from mcd.agent.watch.drift import DirectoryWatch
+from mcd.agent.watch.inotify import DirectoryWatch
 from mcd.config.findings import InputError
 from mcd.config.load import load_objects, machineconfig_at
 from mcd.config.machineconfig import MachineConfig
@@ -204,8 +204,12 @@ class ConfigDirSource:
             if snap.checksum == self.delivered:
                 self._pending = None  # changed and changed back within the grace period
                 return
-            LOG.info("%s changed (checksum %s): applying it after %.1fs without change",
-                     self.directory, snap.checksum[:12], self.grace)  # fmt: skip
+            LOG.info(
+                "%s changed (checksum %s): applying it after %.1fs without change",
+                self.directory,
+                snap.checksum[:12],
+                self.grace,
+            )
             now = self._clock()
             if self._pending is None:
                 self._first = now

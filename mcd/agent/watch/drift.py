@@ -1,4 +1,4 @@
-"""The config drift monitor: inotify on the directories of every managed path (the one pyinotify user).
+"""The config drift monitor: inotify on the directories of every managed path.
 
 Upstream's monitor (`pkg/daemon/config_drift_monitor.go`) re-validates the whole config on every
 event and only watches paths that existed when it started. This one watches the parent
@@ -11,165 +11,39 @@ appears, so paths created later and directories removed and recreated are follow
 The notifier thread never checks anything itself: it records which managed paths an event
 touched and calls `on_change` (the daemon enqueues its `drift` key); the daemon's loop takes
 the paths (`take()`) and checks each (`check()`), so every report goes through the one loop.
-It runs under the agent's guard (`mcd.runtime.guard`): an event it cannot handle (an OSError
-while following a path) restarts it after a backoff, and a restarted monitor places its
-watches again and has every managed path checked, since it may have missed events.
+The inotify plumbing is `mcd.agent.watch.inotify`. The notifier runs under the agent's guard
+(`mcd.runtime.guard`): an event it cannot handle (an OSError while following a path) restarts
+it after a backoff, and a restarted monitor places its watches again and has every managed
+path checked, since it may have missed events.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import logging
-import os
-import select
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-import pyinotify
-
-from mcd.agent.watch.managed import Expected, Unverified, child, next_below, parent, under
+from mcd.agent.watch.inotify import (
+    DIR_APPEARS,
+    IS_DIR,
+    LINK_DIR_SUFFIXES,
+    MOVE_SELF,
+    Q_OVERFLOW,
+    SELF_GONE,
+    WATCH_MASK,
+    NotifierThread,
+    WatchManager,
+    close_manager,
+)
+from mcd.agent.watch.managed import Expected, Marks, Taken, child, next_below, parent, under
 from mcd.config.ignition import IgnitionConfig
 from mcd.host import ondisk
 from mcd.host.root import HostRoot, PathEscapeError
 from mcd.planner.managed_paths import UNIT_DIR
-from mcd.runtime import guard
 
 LOG = logging.getLogger(__name__)
-
-
-def _quiet_moved_watch(record: logging.LogRecord) -> bool:
-    # pyinotify complains when a watched directory moves out of sight; the monitor handles that
-    # itself (IN_MOVE_SELF drops the watch and waits for the path to come back)
-    return "has probably changed and couldn't be updated" not in record.getMessage()
-
-
-# pyinotify writes its errors to stderr through its own handler: send them through ours instead
-_PYINOTIFY_LOG = logging.getLogger("pyinotify")
-for _handler in list(_PYINOTIFY_LOG.handlers):
-    _PYINOTIFY_LOG.removeHandler(_handler)
-_PYINOTIFY_LOG.propagate = True
-_PYINOTIFY_LOG.setLevel(logging.WARNING)
-_PYINOTIFY_LOG.addFilter(_quiet_moved_watch)
-
-
-class _ProcessLibc(pyinotify._CtypesLibcINotifyWrapper):  # type: ignore[misc]
-    """pyinotify's ctypes binding on the libc this process already has loaded.
-
-    pyinotify finds libc with `ctypes.util.find_library`, which forks `ldconfig -p` (and maybe
-    gcc) for every WatchManager: tens of milliseconds per monitor start, and a command run
-    outside `mcd.host.runner`. `CDLL(None)` is the running process's own symbol table, which
-    holds glibc's inotify functions.
-    """
-
-    def init(self) -> bool:
-        self._libc = ctypes.CDLL(None, use_errno=True)
-        self._get_errno_func = ctypes.get_errno
-        libc = self._libc
-        if not all(hasattr(libc, f) for f in ("inotify_init", "inotify_add_watch", "inotify_rm_watch")):
-            return False
-        libc.inotify_init.argtypes = []
-        libc.inotify_init.restype = ctypes.c_int
-        libc.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
-        libc.inotify_add_watch.restype = ctypes.c_int
-        libc.inotify_rm_watch.argtypes = [ctypes.c_int, ctypes.c_int]
-        libc.inotify_rm_watch.restype = ctypes.c_int
-        return True
-
-
-class _WatchManager(pyinotify.WatchManager):  # type: ignore[misc]
-    """pyinotify 0.9.6's WatchManager (pinned) built on `_ProcessLibc` instead of `create()`."""
-
-    def __init__(self) -> None:
-        self._ignore_events = False
-        self._exclude_filter = lambda path: False
-        self._wmd: dict[int, Any] = {}
-        wrapper = _ProcessLibc()
-        if not wrapper.init():
-            raise pyinotify.InotifyBindingNotFoundError()
-        self._inotify_wrapper = wrapper
-        self._fd = wrapper.inotify_init()
-        if self._fd < 0:
-            raise OSError(f"cannot initialise inotify: {wrapper.str_errno()}")
-
-
-class _NotifierThread:
-    """Reads one WatchManager's events on a guarded thread and hands each to `proc_fun`.
-
-    pyinotify's ThreadedNotifier calls the deprecated Event.isSet(); this loop polls the inotify
-    descriptor and a pipe that stop() writes to, so stopping never waits for an event. When
-    `proc_fun` raises, the guard runs `on_restart` and the loop again after a backoff.
-    """
-
-    def __init__(
-        self,
-        wm: Any,
-        proc_fun: Callable[[Any], None],
-        name: str,
-        on_restart: Callable[[], None] | None = None,
-    ) -> None:
-        self._notifier = pyinotify.Notifier(wm, default_proc_fun=proc_fun)
-        self._fd = wm.get_fd()
-        self._pipe = os.pipe()
-        # one reader at a time: the thread, or a caller of `flush`
-        self._reading = threading.Lock()
-        self._stopping = threading.Event()
-        self._thread = guard.spawn(name, self._loop, self._stopping, on_restart=on_restart)
-
-    def _loop(self) -> None:
-        poll = select.poll()
-        poll.register(self._fd, select.POLLIN)
-        poll.register(self._pipe[0], select.POLLIN)
-        while True:
-            if any(fd == self._pipe[0] for fd, _ in poll.poll()):
-                return
-            self.flush()
-
-    def flush(self) -> None:
-        """Handle every event queued now, on the calling thread. The kernel queues an event
-        within the system call that caused it: after `flush`, every change made before the
-        call has been handed to `proc_fun`."""
-        with self._reading:
-            # only when something is queued: a read of an empty inotify queue waits for an event
-            if select.select([self._fd], [], [], 0)[0]:
-                self._notifier.read_events()
-            self._notifier.process_events()
-
-    def stop(self) -> None:
-        """Stop the thread, then close the inotify descriptor (every watch goes with it)."""
-        self._stopping.set()
-        os.write(self._pipe[1], b"x")
-        self._thread.join()
-        self._notifier.stop()
-        for fd in self._pipe:
-            os.close(fd)
-
-
-def _close_manager(wm: Any) -> None:
-    """Close a WatchManager no notifier took over (a start that failed half way)."""
-    with contextlib.suppress(OSError):
-        os.close(wm.get_fd())
-
-
-# Every way a directory entry can change: writes in place (MODIFY while open, CLOSE_WRITE at the
-# end), chmod/chown/touch (ATTRIB), creation, deletion, renames in or out, and the watched
-# directory itself going away.
-_CHILD_EVENTS = (
-    pyinotify.IN_MODIFY
-    | pyinotify.IN_CLOSE_WRITE
-    | pyinotify.IN_ATTRIB
-    | pyinotify.IN_CREATE
-    | pyinotify.IN_DELETE
-    | pyinotify.IN_MOVED_FROM
-    | pyinotify.IN_MOVED_TO
-)
-_SELF_GONE = pyinotify.IN_DELETE_SELF | pyinotify.IN_MOVE_SELF | pyinotify.IN_IGNORED | pyinotify.IN_UNMOUNT
-WATCH_MASK = _CHILD_EVENTS | pyinotify.IN_DELETE_SELF | pyinotify.IN_MOVE_SELF | pyinotify.IN_ONLYDIR
-_DIR_APPEARS = pyinotify.IN_CREATE | pyinotify.IN_MOVED_TO
-# systemctl enable/disable add and remove links in these directories under /etc/systemd/system
-LINK_DIR_SUFFIXES = (".wants", ".requires", ".upholds")
 
 
 class DriftMonitor:
@@ -189,13 +63,14 @@ class DriftMonitor:
         self._is_enabled = is_enabled
         self._owners = owners
         self._expect(Expected(config))
-        self._lock = threading.Lock()
-        self._pending: set[str] = set()
-        self._unverified = Unverified()
+        # the paths to check and report (the `drift` key), and those the next on-disk check must
+        # read: each cleared only by a commit once that work succeeded
+        self._pending = Marks()
+        self._unverified = Marks(everything=True)
         # the watches and their maps, changed by the notifier thread and by `retarget`
         self._watch_lock = threading.RLock()
         self._wm: Any = None
-        self._notifier: _NotifierThread | None = None
+        self._notifier: NotifierThread | None = None
         self._wd_dir: dict[int, str] = {}
         self._dir_wd: dict[str, int] = {}
         # the link directories present under the unit directory have been watched since its
@@ -218,14 +93,14 @@ class DriftMonitor:
         if self._notifier is not None:
             return
         with self._watch_lock:
-            self._wm = _WatchManager()
+            self._wm = WatchManager()
         try:
             with self._watch_lock:
                 self._place_all()
-            self._notifier = _NotifierThread(self._wm, self._on_event, "drift-monitor", self._restarted)
+            self._notifier = NotifierThread(self._wm, self._on_event, "drift-monitor", self._restarted)
         except BaseException:
             # no notifier owns the inotify instance yet: close it, or each failed start leaks one
-            _close_manager(self._wm)
+            close_manager(self._wm)
             self._wm = None
             self._wd_dir.clear()
             self._dir_wd.clear()
@@ -244,21 +119,21 @@ class DriftMonitor:
         watch again and have every managed path checked (and read by the next on-disk check)."""
         with self._watch_lock:
             self._place_all()
-        self._unverified.everything()
+        self.unverify(None)
         self._touch(self.managed)
 
     def retarget(self, config: IgnitionConfig) -> None:
         """Watch `config` instead, without a moment unwatched: the new paths' watches are added,
         then those no path needs any more dropped. Events seen so far stay for the paths both
         configs manage; a path declared differently, or new, counts as unverified (the update
-        wrote it, maybe before its directory was watched). The work is in proportion to what
+        wrote it, maybe before its directory was watched) and is to be checked (pending) once
+        the watches are placed. The work is in proportion to what
         changed when `config` was parsed like the one watched (`Expected.follow`)."""
         with self._watch_lock:
             expected, differ = self.expected.follow(config)
             self._expect(expected)
-            with self._lock:
-                self._pending = {p for p in self._pending if p in self.managed}
-            self._unverified.retarget(self.managed, differ)
+            self._pending.keep(self.managed, ())
+            self._unverified.keep(self.managed, differ)
             if self._wm is None:
                 return
             for d in sorted(self._by_dir.keys() - self._dir_wd.keys()):  # the others are watched
@@ -270,6 +145,11 @@ class DriftMonitor:
                     wd = self._dir_wd.pop(d)
                     self._wd_dir.pop(wd, None)
                     self._wm.rm_watch(wd, quiet=True)
+            # the paths the update wrote are checked now that their directories are watched: a
+            # hand edit made after the write and before the watch (a directory the update
+            # created) showed no event, and is read here; one made later shows one
+            if differ:
+                self._touch(differ)
         LOG.info("drift monitor watching %d paths in %d directories", len(self.managed), len(self._dir_wd))
 
     def stop(self) -> None:
@@ -277,8 +157,7 @@ class DriftMonitor:
         notifier, self._notifier = self._notifier, None
         if notifier is not None:
             notifier.stop()
-        with self._lock:
-            self._pending.clear()
+        self._pending.clear()
         self._unverified.everything()
         with self._watch_lock:
             self._wd_dir.clear()
@@ -304,27 +183,37 @@ class DriftMonitor:
             LOG.error("reading the drift monitor's events failed: %s", exc)
             self._restarted()
 
-    def take(self) -> list[str]:
-        """The managed paths touched since the last call, in validation order."""
+    def take(self) -> Taken:
+        """The managed paths touched and not yet committed (`Taken.paths`: in validation order).
+        They stay pending until `commit`: a check or report that fails leaves them for the
+        next take, which the caller retries (no `on_change` here, so a failure cannot spin)."""
         self.flush()
-        with self._lock:
-            paths, self._pending = self._pending, set()
-        return sorted(paths, key=lambda p: self.managed[p].order)
+        return self._pending.take()
 
-    def requeue(self, paths: Iterable[str]) -> None:
-        """Give back paths taken but not reported (the report failed): the next `take()` has
-        them again; the caller retries (no `on_change` here, so a failing report cannot spin)."""
-        with self._lock:
-            self._pending.update(p for p in paths if p in self.managed)
+    def ordered(self, taken: Taken) -> list[str]:
+        """The paths of `taken` this monitor manages, in validation order."""
+        managed = self.managed
+        return sorted((p for p in taken.marks if p in managed), key=lambda p: managed[p].order)
 
-    def take_unverified(self) -> frozenset[str] | None:
-        """The managed paths not known to match (None: all of them), from now on taken as
-        verified: the caller checks them (events from now on mark paths again)."""
+    def commit(self, taken: Taken, done: Iterable[str] | None = None) -> None:
+        """The paths `done` of `taken` (all, by default) were checked and reported: no longer
+        pending, unless touched again since, which asks for another round (`on_change`)."""
+        if self._pending.commit(taken, done):
+            self._on_change()
+
+    def take_unverified(self) -> Taken:
+        """The managed paths not known to match (`everything`: all of them); they stay
+        unverified until `verified` (the check of them passed)."""
         self.flush()
         return self._unverified.take()
 
+    def verified(self, taken: Taken) -> None:
+        """The check of `taken` (from `take_unverified`) passed: those paths match, unless an
+        event touched them since."""
+        self._unverified.commit(taken)
+
     def unverify(self, paths: Iterable[str] | None) -> None:
-        """The check of `paths` (None: all) failed: they are not known to match after all."""
+        """`paths` (None: all) are not known to match after all (an overflowed queue, say)."""
         if paths is None:
             self._unverified.everything()
         else:
@@ -411,16 +300,16 @@ class DriftMonitor:
             self._event(event)
 
     def _event(self, event: Any) -> None:
-        if event.mask & pyinotify.IN_Q_OVERFLOW:
+        if event.mask & Q_OVERFLOW:
             LOG.warning("inotify queue overflowed: checking every managed path")
-            self._unverified.everything()
+            self.unverify(None)
             self._touch(self.managed)
             return
         directory = self._wd_dir.get(event.wd)
         if directory is None:
             return
-        if event.mask & _SELF_GONE and not event.name:
-            self._dir_gone(event.wd, directory, moved=bool(event.mask & pyinotify.IN_MOVE_SELF))
+        if event.mask & SELF_GONE and not event.name:
+            self._dir_gone(event.wd, directory, moved=bool(event.mask & MOVE_SELF))
             return
         name = event.name
         if not name:
@@ -429,12 +318,12 @@ class DriftMonitor:
         touched: set[str] = set()
         if path in self.managed:
             touched.add(path)
-        if event.mask & pyinotify.IN_ISDIR:
+        if event.mask & IS_DIR:
             if path in self._needed:
-                if event.mask & _DIR_APPEARS:
+                if event.mask & DIR_APPEARS:
                     self._place_under(path)
                 touched |= under(self.managed, path)
-            elif directory == UNIT_DIR and name.endswith(LINK_DIR_SUFFIXES) and event.mask & _DIR_APPEARS:
+            elif directory == UNIT_DIR and name.endswith(LINK_DIR_SUFFIXES) and event.mask & DIR_APPEARS:
                 self._add_link_dir(path)
         if directory.endswith(LINK_DIR_SUFFIXES) and parent(directory) == UNIT_DIR:
             unit = self._enablement.get(name)
@@ -457,44 +346,7 @@ class DriftMonitor:
 
     def _touch(self, paths: Iterable[str]) -> None:
         touched = set(paths)
-        with self._lock:
-            before = len(self._pending)
-            self._pending.update(touched)
-            grew = len(self._pending) > before
+        grew = self._pending.add(touched)
         self._unverified.add(touched)
         if grew:
             self._on_change()
-
-
-class DirectoryWatch:
-    """Calls `on_change` for every entry created, deleted, renamed or written in one directory.
-
-    For `mcd.agent.watch.configdir`, which follows the kubelet's `..data` link swaps: this module
-    stays the one that talks to inotify.
-    """
-
-    def __init__(self, directory: Path, on_change: Callable[[], None]) -> None:
-        self.directory = directory
-        self._on_change = on_change
-        self._notifier: _NotifierThread | None = None
-
-    def start(self) -> None:
-        if self._notifier is not None:
-            return
-        wm = _WatchManager()
-        try:
-            wd = wm.add_watch(str(self.directory), _CHILD_EVENTS | pyinotify.IN_ONLYDIR, quiet=True)
-            if wd.get(str(self.directory), -1) < 0:
-                raise OSError(f"cannot watch {self.directory}")
-            # a restart after a failure may have missed a change: report one
-            self._notifier = _NotifierThread(
-                wm, lambda event: self._on_change(), "configdir-watch", self._on_change
-            )
-        except BaseException:
-            _close_manager(wm)
-            raise
-
-    def stop(self) -> None:
-        notifier, self._notifier = self._notifier, None
-        if notifier is not None:
-            notifier.stop()

@@ -25,6 +25,8 @@ from mcd.agent.report.metrics import Metrics
 from mcd.agent.report.node import NodeWriter
 from mcd.agent.watch.drift import DriftMonitor
 from mcd.agent.watch.heal import Healer
+from mcd.agent.watch.managed import Taken
+from mcd.config.ignition import IgnitionConfig
 from mcd.config.machineconfig import MachineConfig
 from mcd.host import status
 from mcd.host.root import HostRoot
@@ -85,6 +87,10 @@ class DriftReporter:
         self.config_name = ""
         self._suspended = False
         self._drifted: dict[str, str] = {}
+        # what the on-disk check is reading (`unverified`), committed by `verified`
+        self._checking: tuple[DriftMonitor, IgnitionConfig, Taken] | None = None
+        # a drift put back whose sync request was lost to a failure later in the same round
+        self._owed_sync = False
 
     @property
     def drifted(self) -> dict[str, str]:
@@ -160,21 +166,32 @@ class DriftReporter:
 
     def unverified(self, mc: MachineConfig) -> Collection[str] | None:
         """The paths of `mc` the check must read (None: all): when the monitor watches `mc`
-        itself, only those it saw change since the last check (or all, after an overflow).
-        With their declarations, so the check finds them without a pass over the config,
-        unless a path is declared twice (a file and a dropin, say): the index has one of them."""
+        itself, only those it saw change since the last check that passed (or all, after an
+        overflow). With their declarations, so the check finds them without a pass over the
+        config, unless a path is declared twice (a file and a dropin, say): the index has one
+        of them. They stay unverified until `verified(mc)`: a check that fails or raises
+        leaves them to the next one."""
+        self._checking = None
         monitor = self.monitor
         if monitor is None or mc.config is None or monitor.config is not mc.config:
             return None
-        paths = monitor.take_unverified()
-        if paths is None or not monitor.expected.distinct:
-            return paths
-        return {p: monitor.managed[p] for p in paths if p in monitor.managed}
+        taken = monitor.take_unverified()
+        self._checking = (monitor, mc.config, taken)
+        if taken.everything:
+            return None
+        if not monitor.expected.distinct:
+            return frozenset(taken.marks)
+        return {p: monitor.managed[p] for p in taken.marks if p in monitor.managed}
 
-    def unverify(self, paths: Collection[str] | None) -> None:
-        """The check of what `unverified` gave failed: read those paths again next time."""
-        if self.monitor is not None:
-            self.monitor.unverify(paths)
+    def verified(self, mc: MachineConfig) -> None:
+        """The check of what `unverified(mc)` gave passed: those paths match (until an event
+        touches them again), so the next check need not read them."""
+        checking, self._checking = self._checking, None
+        if checking is None:
+            return
+        monitor, config, taken = checking
+        if monitor is self.monitor and config is mc.config and monitor.config is config:
+            monitor.verified(taken)
 
     def stop(self) -> None:
         """Stop watching (at shutdown, or when there is no config on disk to watch)."""
@@ -188,41 +205,63 @@ class DriftReporter:
     # -- the `drift` key
 
     def handle(self) -> bool:
-        """Check the paths the monitor reported; True when drift was put back and a sync should run."""
+        """Check the paths the monitor reported; True when drift was put back and a sync should run.
+
+        Take only on success: a path leaves the monitor's pending set once its check and the
+        report that follows succeeded. A path whose check raises stays pending (the others are
+        reported) and the error is raised for the loop to retry; a report that fails leaves
+        every path pending and the reporter's state as it was."""
         monitor = self.monitor
         if monitor is None or self._suspended:
             return False
+        taken = monitor.take()
+        found: dict[str, str | None] = {}
+        failure: Exception | None = None
+        for path in monitor.ordered(taken):
+            try:
+                found[path] = monitor.check(path)
+            except Exception as exc:  # this path stays pending; the others are still reported
+                LOG.warning("checking %s for config drift failed: %s", path, exc)
+                failure = failure or exc
+        drifted = dict(self._drifted)
         cleared = False
         new: list[str] = []
-        for path in monitor.take():
-            err = monitor.check(path)
+        for path, err in found.items():
             if err is None:
-                if self._drifted.pop(path, None) is not None:
+                if drifted.pop(path, None) is not None:
                     LOG.info("config drift of %s is gone", path)
                     cleared = True
-            elif self._drifted.get(path) != err:
-                self._drifted[path] = err
+            elif drifted.get(path) != err:
+                drifted[path] = err
                 new.append(path)
+        healed = self._heal(monitor, new, drifted)
+        if self.policy is not DriftPolicy.OBSERVE and drifted.keys() - healed and (new or cleared):
+            # the node first (the latency that matters), then the log, Event and records; when
+            # it fails nothing is committed: the loop retries and finds these paths new again
+            first = min(drifted.keys() - healed, key=lambda p: monitor.managed[p].order)
+            self.reporter.report_drift(drifted[first])
+        self._drifted = drifted
+        monitor.commit(taken, found)
+        for path in new:
+            self._note(path, drifted[path], healed=path in healed)
+        for path in healed:
+            self._drifted.pop(path, None)
+        sync = (cleared or self._owed_sync) and not self._drifted
+        if failure is not None:
+            self._owed_sync = sync
+            raise failure
+        self._owed_sync = False
+        return sync
+
+    def _heal(self, monitor: DriftMonitor, new: list[str], drifted: dict[str, str]) -> set[str]:
+        """The paths of `new` put back under `--drift-policy heal` (their rewrite shows as
+        events that check clean)."""
         healed: set[str] = set()
         if self.policy is DriftPolicy.HEAL and self.healer is not None:
             for path in new:
-                if self.healer.heal(monitor.managed[path], self._drifted[path]):
-                    healed.add(path)  # its rewrite shows as events that check clean
-        if self.policy is not DriftPolicy.OBSERVE and self._drifted.keys() - healed and (new or cleared):
-            # the node first (the latency that matters), then the log, Event and records
-            first = min(self._drifted.keys() - healed, key=lambda p: monitor.managed[p].order)
-            try:
-                self.reporter.report_drift(self._drifted[first])
-            except Exception:  # not reported: the loop retries, and finds these paths new again
-                for path in new:
-                    self._drifted.pop(path, None)
-                monitor.requeue(new)
-                raise
-        for path in new:
-            self._note(path, self._drifted[path], healed=path in healed)
-        for path in healed:
-            self._drifted.pop(path, None)
-        return cleared and not self._drifted
+                if self.healer.heal(monitor.managed[path], drifted[path]):
+                    healed.add(path)
+        return healed
 
     def _note(self, path: str, reason: str, *, healed: bool) -> None:
         now = time.time()

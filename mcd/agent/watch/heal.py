@@ -90,8 +90,8 @@ class Healer:
             LOG.error("healing %s failed: %s", m.path, exc)
             return False
         self._healed[m.path] = now
-        LOG.warning("healed config drift of %s (%s); actions: %s", m.path, reason,
-                    ", ".join(map(str, actions)) or "none")  # fmt: skip
+        done = ", ".join(map(str, actions)) or "none"
+        LOG.warning("healed config drift of %s (%s); actions: %s", m.path, reason, done)
         return True
 
     @staticmethod

@@ -10,6 +10,7 @@ import copy
 import operator
 import threading
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from mcd.config.ignition import File, IgnitionConfig, Unit
 from mcd.planner.managed_paths import Managed, dropin_path, unit_path
@@ -235,33 +236,81 @@ def _changed_items(old: IgnitionConfig, new: IgnitionConfig) -> tuple[list[File]
     return [b for _, b in files], [b for _, b in units]
 
 
-class Unverified:
-    """The managed paths not known to match since a check took them: every path until a first
-    check, after an overflowed queue or a lost notifier; then those events touched. Thread-safe."""
+@dataclass(frozen=True)
+class Taken:
+    """What a consumer took from `Marks`: the paths marked then, each with its mark (`every`:
+    the mark of "every path", when that was set), to be committed once the work succeeded."""
 
-    def __init__(self) -> None:
+    marks: Mapping[str, int]
+    every: int | None = None
+
+    @property
+    def everything(self) -> bool:
+        return self.every is not None
+
+
+class Marks:
+    """Paths marked by events and taken by the loop, cleared only by a `commit` once the work
+    that consumed them succeeded ("take only on success"): a failed check or report leaves them
+    marked, and a path marked again after the take stays marked for the next one. "Every path"
+    is a mark too (a first check, an overflowed queue, a lost notifier). Thread-safe."""
+
+    def __init__(self, *, everything: bool = False) -> None:
         self._lock = threading.Lock()
-        self._paths: set[str] = set()
-        self._all = True
+        self._marks: dict[str, int] = {}
+        self._tick = 0
+        self._every: int | None = 0 if everything else None
 
-    def add(self, paths: Iterable[str]) -> None:
+    def add(self, paths: Iterable[str]) -> bool:
+        """Mark `paths`; True when one of them was not marked before."""
         with self._lock:
-            self._paths.update(paths)
+            self._tick += 1
+            tick, marks = self._tick, self._marks
+            before = len(marks)
+            for p in paths:
+                marks[p] = tick
+            return len(marks) > before
 
     def everything(self) -> None:
         with self._lock:
-            self._all = True
+            self._tick += 1
+            self._every = self._tick
 
-    def take(self) -> frozenset[str] | None:
-        """The paths (None: all), from now on taken as verified: the caller checks them."""
+    def take(self) -> Taken:
+        """The paths marked now (they stay marked until `commit`)."""
         with self._lock:
-            everything, self._all = self._all, False
-            paths, self._paths = self._paths, set()
-        return None if everything else frozenset(paths)
+            return Taken(dict(self._marks), self._every)
 
-    def retarget(self, managed: Mapping[str, Managed], differ: Iterable[str]) -> None:
-        """Another config is watched: its paths declared as before keep their state, those
-        in `differ` (new, or declared differently: the update wrote them) are unverified."""
+    def commit(self, taken: Taken, done: Iterable[str] | None = None) -> bool:
+        """The work on `taken` (on the paths `done` of it, when given) succeeded: clear the
+        marks it took that nothing marked again since. True when something was marked after
+        the take (a new path, or one of `taken` again): more work is due."""
         with self._lock:
-            self._paths = {p for p in self._paths if p in managed}
-            self._paths.update(differ)
+            marks = self._marks
+            if done is None:
+                if taken.every is not None and taken.every == self._every:
+                    self._every = None
+                done = taken.marks
+            for p in done:
+                if p in taken.marks and marks.get(p) == taken.marks[p]:
+                    del marks[p]
+            if self._every is not None and self._every != taken.every:
+                return True
+            return any(taken.marks.get(p) != tick for p, tick in marks.items())
+
+    def keep(self, managed: Mapping[str, Managed], differ: Iterable[str]) -> None:
+        """Another config is watched: the marks of its paths stay, those of paths it does not
+        manage go, and `differ` (new, or declared differently: the update wrote them) is marked."""
+        with self._lock:
+            self._tick += 1
+            self._marks = {p: t for p, t in self._marks.items() if p in managed}
+            for p in differ:
+                self._marks[p] = self._tick
+
+    def clear(self) -> None:
+        with self._lock:
+            self._marks.clear()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._marks)
