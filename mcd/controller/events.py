@@ -26,8 +26,9 @@ DEFAULT_NAMESPACE = "openshift-machine-config-operator"
 
 
 def pool_event(
-    pool: Mapping[str, Any], reason: str, message: str, component: str, namespace: str
-) -> dict[str, Any]:
+    pool: Mapping[str, Any], reason: str, message: str, component: str, namespace: str,
+    *, kind: str = "Normal",
+) -> dict[str, Any]:  # fmt: skip
     """The core/v1 Event upstream's recorder posts about `pool`. Pure but for the clock."""
     meta = pool.get("metadata") or {}
     name = str(meta.get("name", ""))
@@ -45,7 +46,7 @@ def pool_event(
         },
         "reason": reason,
         "message": message,
-        "type": "Normal",
+        "type": kind,
         "source": {"component": component},
         "firstTimestamp": stamp,
         "lastTimestamp": stamp,
@@ -62,9 +63,18 @@ class PoolEvents:
         self, reason: str, pool: Mapping[str, Any], message: str, component: str = NODE_CONTROLLER
     ) -> None:
         LOG.info("pool %s: %s: %s", (pool.get("metadata") or {}).get("name", ""), reason, message)
+        self._post(pool, reason, message, component, "Normal")
+
+    def warning(
+        self, reason: str, pool: Mapping[str, Any], message: str, component: str = NODE_CONTROLLER
+    ) -> None:
+        LOG.warning("pool %s: %s: %s", (pool.get("metadata") or {}).get("name", ""), reason, message)
+        self._post(pool, reason, message, component, "Warning")
+
+    def _post(self, pool: Mapping[str, Any], reason: str, message: str, component: str, kind: str) -> None:
         try:
             self.api.create_event(
-                self.namespace, pool_event(pool, reason, message, component, self.namespace)
+                self.namespace, pool_event(pool, reason, message, component, self.namespace, kind=kind)
             )
         except ApiError as exc:
             LOG.warning("event %s not posted: %s", reason, exc)

@@ -33,6 +33,7 @@ LOG = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 MC_API_VERSION = "machineconfiguration.openshift.io/v1"
+SELECTING_ALL_NODES = "This machineconfigpool is selecting all nodes. A non-empty selector is required."
 
 
 def rfc3339(ts: float) -> str:
@@ -49,6 +50,7 @@ class PoolSync:
         self.events = events or PoolEvents(api)
         self.clock = clock
         self.errors: list[str] = []
+        self._selecting_all: dict[str, str] = {}  # the pools warned of SelectingAll: name → uid
 
     def sync(self) -> None:
         self.errors = []
@@ -70,13 +72,17 @@ class PoolSync:
         served = dict(pool.get("status") or {})
         if not (pool.get("metadata") or {}).get("deletionTimestamp"):
             pool = self._render(pool, configs, now)
-        members = rollout.nodes_of(pool, nodes, pools)
         if spec.get("nodeSelector") == {}:
-            LOG.warning(
-                "pool %s: this machineconfigpool is selecting all nodes; a non-empty selector is required",
-                name,
-            )
+            # upstream's node controller: a Warning Event and nothing else for this pool (its
+            # selector matches no node, `rollout.selects_nothing`); said once while the selector
+            # stays `{}` here, where upstream's recorder folds every sync's repeat into one Event
+            key = str(pool["metadata"].get("uid", ""))
+            if self._selecting_all.get(name) != key:
+                self._selecting_all[name] = key
+                self.events.warning("SelectingAll", pool, SELECTING_ALL_NODES)
             return
+        self._selecting_all.pop(name, None)
+        members = rollout.nodes_of(pool, nodes, pools)
         members = self._adopt_joining(name, members)
         if not spec.get("paused") and not (pool.get("metadata") or {}).get("deletionTimestamp"):
             members = self._move_nodes(pool, members)

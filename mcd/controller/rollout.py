@@ -147,10 +147,18 @@ def primary_pool(node: Mapping[str, Any], pools: Sequence[Mapping[str, Any]]) ->
     return WORKER if WORKER in names else None
 
 
+def selects_nothing(selector: object) -> bool:
+    """A node selector that must match no node: missing, not an object, or empty (`{}`,
+    `{matchLabels: {}}`, `{matchExpressions: []}`). As upstream's ListPools: a pool whose
+    selector is empty would otherwise take every node from the pool that manages it."""
+    if not isinstance(selector, Mapping):
+        return True
+    return not selector.get("matchLabels") and not selector.get("matchExpressions")
+
+
 def _selects_nodes(pool: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
     selector = (pool.get("spec") or {}).get("nodeSelector")
-    # a missing selector selects nothing (an empty one, everything: the pass refuses that pool)
-    return selector is not None and matches(selector, labels)
+    return isinstance(selector, Mapping) and not selects_nothing(selector) and matches(selector, labels)
 
 
 def nodes_of(pool: Mapping[str, Any], nodes: Sequence[Obj], pools: Sequence[Mapping[str, Any]]) -> list[Obj]:
