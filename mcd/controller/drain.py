@@ -46,9 +46,11 @@ class DrainSync:
 
     def __init__(
         self, api: KubeClient, *, retry_seconds: float = EVICT_RETRY_SECONDS,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = time.monotonic, fence: Callable[[], None] = lambda: None,
     ) -> None:  # fmt: skip
+        """`fence` is called before every write (the leader's check, `LeaderElector.fence`)."""
         self.api = api
+        self.fence = fence
         self.retry_seconds = retry_seconds
         self.clock = clock
         self._retry_at: dict[tuple[str, str], float] = {}
@@ -77,6 +79,7 @@ class DrainSync:
             try:
                 if verb == "uncordon":
                     if (node.get("spec") or {}).get("unschedulable"):
+                        self.fence()
                         self.api.patch_node(name, {"spec": {"unschedulable": None}})
                         LOG.info("uncordoned node %s", name)
                     self._complete(name, request)
@@ -96,6 +99,7 @@ class DrainSync:
     def _drain(self, node: Obj, request: str, pods: Sequence[Obj]) -> None:
         name = str(node["metadata"]["name"])
         if not (node.get("spec") or {}).get("unschedulable"):
+            self.fence()
             self.api.patch_node(name, {"spec": {"unschedulable": True}})
             LOG.info("cordoned node %s", name)
         remaining = pods_to_evict(pods_on(pods, name), None)
@@ -105,6 +109,7 @@ class DrainSync:
             key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
             if meta.get("deletionTimestamp") or self._retry_at.get(key, 0.0) > now:
                 continue  # terminating already, or a budget said no a moment ago
+            self.fence()
             try:
                 self.api.evict_pod(*key)
                 LOG.info("evicting pod %s/%s from node %s", key[0], key[1], name)
@@ -121,4 +126,5 @@ class DrainSync:
             LOG.info("drained node %s", name)
 
     def _complete(self, name: str, request: str) -> None:
+        self.fence()
         self.api.patch_node(name, {"metadata": {"annotations": {LAST_APPLIED_DRAIN: request}}})

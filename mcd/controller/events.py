@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from mcd.kube.client import KubeClient
@@ -56,8 +56,10 @@ def pool_event(
 
 
 class PoolEvents:
-    def __init__(self, api: KubeClient, namespace: str = DEFAULT_NAMESPACE) -> None:
-        self.api, self.namespace = api, namespace
+    def __init__(
+        self, api: KubeClient, namespace: str = DEFAULT_NAMESPACE, *, fence: Callable[[], None] = lambda: None
+    ) -> None:
+        self.api, self.namespace, self.fence = api, namespace, fence
 
     def normal(
         self, reason: str, pool: Mapping[str, Any], message: str, component: str = NODE_CONTROLLER
@@ -72,6 +74,7 @@ class PoolEvents:
         self._post(pool, reason, message, component, "Warning")
 
     def _post(self, pool: Mapping[str, Any], reason: str, message: str, component: str, kind: str) -> None:
+        self.fence()  # not best effort: a replica that no longer leads says nothing either
         try:
             self.api.create_event(
                 self.namespace, pool_event(pool, reason, message, component, self.namespace, kind=kind)

@@ -44,10 +44,13 @@ class PoolSync:
     """The render and node-controller part of a pass; `errors` holds what the last pass could not do."""
 
     def __init__(
-        self, api: KubeClient, *, events: PoolEvents | None = None, clock: Callable[[], float] = time.time
-    ) -> None:
+        self, api: KubeClient, *, events: PoolEvents | None = None, clock: Callable[[], float] = time.time,
+        fence: Callable[[], None] = lambda: None,
+    ) -> None:  # fmt: skip
+        """`fence` is called before every write (the leader's check, `LeaderElector.fence`)."""
         self.api = api
-        self.events = events or PoolEvents(api)
+        self.fence = fence
+        self.events = events or PoolEvents(api, fence=fence)
         self.clock = clock
         self.errors: list[str] = []
         self._selecting_all: dict[str, str] = {}  # the pools warned of SelectingAll: name → uid
@@ -129,6 +132,7 @@ class PoolSync:
         if {"name": current.get("name"), "source": current.get("source")} != wanted:
             patch = {"metadata": {"resourceVersion": pool["metadata"]["resourceVersion"]},
                      "spec": {"configuration": wanted}}  # fmt: skip
+            self.fence()
             updated = self.api.patch_machineconfigpool(name, patch)
             pool = {**updated, "status": status}
             if current.get("name") != wanted["name"]:
@@ -147,6 +151,7 @@ class PoolSync:
             "uid": pool["metadata"].get("uid", ""), "controller": True, "blockOwnerDeletion": True,
         }]  # fmt: skip
         try:
+            self.fence()
             created = self.api.create_machineconfig({**rendered, "metadata": meta})
         except ConflictError:
             return  # another pass (or replica) created it first: same name, same content
@@ -170,8 +175,24 @@ class PoolSync:
                 out.append(node)
                 continue
             LOG.info("pool %s: node %s joins on its current config %s", pool, name, config)
-            out.append(self.api.patch_node(name, {"metadata": {"annotations": {ann.DESIRED_CONFIG: config}}}))
+            out.append(self._target(node, config))
         return out
+
+    def _target(self, node: Obj, config: str, *, image: bool = False) -> Obj:
+        """Write the node's desiredConfig (and drop desiredImage) if the node is still as this pass
+        read it (its resourceVersion as a precondition): a node changed since, by its agent or by
+        another replica that led meanwhile, is left for the next pass to judge again."""
+        meta = node.get("metadata") or {}
+        annotations: dict[str, str | None] = {ann.DESIRED_CONFIG: config}
+        if image:
+            annotations[ann.DESIRED_IMAGE] = None
+        patch = {"metadata": {"resourceVersion": meta.get("resourceVersion"), "annotations": annotations}}
+        self.fence()
+        try:
+            return self.api.patch_node(str(meta.get("name", "")), patch)
+        except ConflictError:
+            LOG.info("node %s changed since it was read: judged again on the next pass", meta.get("name"))
+            return node
 
     def _move_nodes(self, pool: Obj, members: list[Obj]) -> list[Obj]:
         name, target = rollout.name_of(pool), rollout.pool_target(pool)
@@ -183,14 +204,13 @@ class PoolSync:
         LOG.info(
             "pool %s: %d candidate nodes for update, capacity: %d", name, len(choice.nodes), choice.capacity
         )
-        patch = {"metadata": {"annotations": {ann.DESIRED_CONFIG: target, ann.DESIRED_IMAGE: None}}}
         out = []
         for node in members:
             node_name = rollout.name_of(node)
             if node_name not in choice.nodes:
                 out.append(node)
                 continue
-            out.append(self.api.patch_node(node_name, patch))
+            out.append(self._target(node, target, image=True))
         if len(choice.nodes) == 1:
             message = f"Targeted node {choice.nodes[0]} to MachineConfig: {target}"
         else:
@@ -211,6 +231,7 @@ class PoolSync:
         if {k: old.get(k) for k in status} == status:
             return  # fields written by others (certExpirys …) are left as they are
         patch = {"metadata": {"resourceVersion": pool["metadata"]["resourceVersion"]}, "status": status}
+        self.fence()
         self.api.patch_machineconfigpool(rollout.name_of(pool), patch, status=True)
         old_name = (old.get("configuration") or {}).get("name")
         new_name = (status.get("configuration") or {}).get("name")
