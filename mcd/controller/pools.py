@@ -23,7 +23,8 @@ from mcd.config.selector import selector_text
 from mcd.config.selector import selects as matches
 from mcd.controller import rollout
 from mcd.controller.events import RENDER_CONTROLLER, PoolEvents
-from mcd.controller.status import pool_status, render_degraded
+from mcd.controller.reconcilable import unreconcilable
+from mcd.controller.status import pool_status, render_degraded, spec_invalid
 from mcd.kube.client import KubeClient
 from mcd.kube.errors import ApiError, ConflictError
 from mcd.node import annotations as ann
@@ -53,7 +54,10 @@ class PoolSync:
         self.events = events or PoolEvents(api, fence=fence)
         self.clock = clock
         self.errors: list[str] = []
+        # per pool, the last (current, rendered) pair checked for reconcilability, and the answer
+        self._verdicts: dict[str, tuple[tuple[str, str], str | None]] = {}
         self._selecting_all: dict[str, str] = {}  # the pools warned of SelectingAll: name → uid
+        self._invalid: dict[str, str] = {}  # the pools whose spec stops them, and why (said once)
 
     def sync(self) -> None:
         self.errors = []
@@ -87,11 +91,31 @@ class PoolSync:
         self._selecting_all.pop(name, None)
         members = rollout.nodes_of(pool, nodes, pools)
         members = self._adopt_joining(name, members)
-        if not spec.get("paused") and not (pool.get("metadata") or {}).get("deletionTimestamp"):
+        invalid = self._invalid_spec(pool, members)
+        if invalid is None and not spec.get("paused") and not (pool.get("metadata") or {}).get(
+            "deletionTimestamp"
+        ):
             members = self._move_nodes(pool, members)
         elif spec.get("paused"):
             LOG.debug("pool %s is paused and will not update", name)
-        self._write_status(pool, served, members, now)
+        self._write_status(pool, served, members, now, invalid)
+
+    def _invalid_spec(self, pool: Obj, members: Sequence[Obj]) -> str | None:
+        """What in the pool's spec stops its nodes from moving (a bad maxUnavailable), said at
+        WARNING when it starts or changes, not every pass; None when nothing does. The status
+        is still written (as upstream's syncStatusOnly), with the InvalidSpec condition."""
+        name = rollout.name_of(pool)
+        try:
+            rollout.max_unavailable(pool, len(members))
+        except rollout.PoolError as exc:
+            error = str(exc)
+            level = logging.DEBUG if self._invalid.get(name) == error else logging.WARNING
+            LOG.log(level, "%s: no node is moved until it is fixed", error)
+            self._invalid[name] = error
+            self.errors.append(error)
+            return error
+        self._invalid.pop(name, None)
+        return None
 
     # -- render
 
@@ -116,6 +140,8 @@ class PoolSync:
                 rendered = render_pool(name, chosen)
             except RenderError as exc:
                 error = str(exc)
+            if rendered is not None and (error := self._unreconcilable(pool, rendered, chosen, configs)):
+                rendered = None
         pool = dict(pool)
         status = dict(pool.get("status") or {})
         before = status.get("conditions") or []
@@ -140,6 +166,23 @@ class PoolSync:
                     "Updating", pool, f"Pool {name} now targeting MachineConfig {wanted['name']}"
                 )
         return pool
+
+    def _unreconcilable(self, pool: Obj, rendered: Obj, chosen: list[Obj], configs: list[Obj]) -> str | None:
+        """Why the pool's nodes could not take `rendered` in place (upstream's render controller
+        checks it against the pool's current config before targeting it); None when they can,
+        when it is the current one, or when there is none to compare with."""
+        current = rollout.pool_target(pool)
+        new = rollout.name_of(rendered)
+        if not current or current == new:
+            return None
+        pool_name = rollout.name_of(pool)
+        known = self._verdicts.get(pool_name)
+        if known is not None and known[0] == (current, new):
+            return known[1]  # the same pair is asked every pass until something changes
+        old = next((c for c in configs if rollout.name_of(c) == current), None)
+        verdict = None if old is None else unreconcilable(old, rendered, chosen)
+        self._verdicts[pool_name] = ((current, new), verdict)
+        return verdict
 
     def _create_rendered(self, pool: Obj, rendered: Obj, configs: list[Obj]) -> None:
         name = rollout.name_of(rendered)
@@ -220,7 +263,9 @@ class PoolSync:
 
     # -- status
 
-    def _write_status(self, pool: Obj, old: Mapping[str, Any], members: Sequence[Obj], now: str) -> None:
+    def _write_status(
+        self, pool: Obj, old: Mapping[str, Any], members: Sequence[Obj], now: str, invalid: str | None = None
+    ) -> None:
         """`old`: the status as the server has it (the render step's condition is only in `pool`).
         A pool with no target yet gets only the render step's condition, as upstream's node
         controller leaves an unconfigured pool to the renderer."""
@@ -228,6 +273,7 @@ class PoolSync:
             status = pool_status(pool, members, now)
         else:
             status = {"conditions": (pool.get("status") or {}).get("conditions") or []}
+        status["conditions"] = spec_invalid(status["conditions"], invalid, now)
         if {k: old.get(k) for k in status} == status:
             return  # fields written by others (certExpirys …) are left as they are
         patch = {"metadata": {"resourceVersion": pool["metadata"]["resourceVersion"]}, "status": status}
