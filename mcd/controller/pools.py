@@ -54,6 +54,7 @@ class PoolSync:
         self.events = events or PoolEvents(api, fence=fence)
         self.clock = clock
         self.errors: list[str] = []
+        self.nodes: list[Obj] = []  # as the last pass listed them
         # per pool, the last (current, rendered) pair checked for reconcilability, and the answer
         self._verdicts: dict[str, tuple[tuple[str, str], str | None]] = {}
         self._selecting_all: dict[str, str] = {}  # the pools warned of SelectingAll: name → uid
@@ -63,7 +64,7 @@ class PoolSync:
         self.errors = []
         pools = self.api.list_all("machineconfigpools")
         configs = self.api.list_all("machineconfigs")
-        nodes = self.api.list_all("nodes")
+        nodes = self.nodes = self.api.list_all("nodes")
         for pool in sorted(pools, key=rollout.name_of):
             try:
                 self.sync_pool(pool, pools, configs, nodes)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from mcd.controller.drain import EVICT_RETRY_SECONDS, DrainSync
 from mcd.controller.events import PoolEvents
+from mcd.controller.mcns import MachineConfigNodeSync
 from mcd.controller.pools import PoolSync
 from mcd.kube.client import CONTROLLER_USER_AGENT, KubeClient
 from mcd.kube.errors import ApiError
@@ -49,6 +50,7 @@ class PoolController:
         fence = self.elector.fence
         self.drains = DrainSync(api, retry_seconds=options.eviction_retry, fence=fence)
         self.pools = PoolSync(api, events=PoolEvents(api, options.lease.namespace, fence=fence), fence=fence)
+        self.mcns = MachineConfigNodeSync(api, fence=fence)
         self.lost = threading.Event()  # set by the Lease thread when leadership ended
         self._led = False  # kept across a restart of that thread by the guard
 
@@ -56,7 +58,7 @@ class PoolController:
         """Drains first (they unblock nodes), then pools. False when something could not be done
         (the next pass retries it) or when this replica stopped leading during the pass."""
         ok = True
-        for part in (self.drains.sync, self.pools.sync):
+        for part in (self.drains.sync, self.pools.sync, lambda: self.mcns.sync(self.pools.nodes)):
             try:
                 part()
             except ApiError as exc:  # a list failed: the other part may still get through
@@ -65,7 +67,7 @@ class PoolController:
             except NotLeading as exc:
                 LOG.warning("pass abandoned before a write: %s", exc)
                 return False
-        return ok and not self.pools.errors and not self.drains.errors
+        return ok and not self.pools.errors and not self.drains.errors and not self.mcns.errors
 
     def _keep_lease(self, stop: threading.Event) -> None:
         """The Lease thread: acquire, then renew every retry period, independently of the passes;

@@ -25,6 +25,7 @@ from mcd.controller import rollout
 from mcd.controller.run import ControllerOptions, PoolController
 from mcd.kube.client import CONTROLLER_USER_AGENT, KubeClient
 from mcd.kube.lease import LeaseSettings
+from mcd.node import machineconfignode as mcn
 
 ACCOUNT = "machine-config-controller"
 RBAC_KINDS = ("ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding")
@@ -35,6 +36,8 @@ def _run_the_repertoire(sim: ApiServer, kubeconfig: Path) -> bool:
     sim.put(mc("00-worker"))
     sim.put(pool())
     add_nodes(sim, 2, "rendered-worker-boot")
+    for name in ("worker-0", "gone"):  # the agents' MachineConfigNodes: one to own, one to delete
+        sim.put(mcn.new_object(name, "worker", "rendered-worker-boot"))
     web = Replicas(sim, "web", 2)
     web.reconcile()
     sim.put({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
