@@ -429,7 +429,8 @@ def cmd_pool_controller(args: argparse.Namespace) -> int:
     namespace = args.namespace or os.environ.get("POD_NAMESPACE") or "openshift-machine-config-operator"
     return start(kubeconfig_path(args.kubeconfig, os.environ), namespace, args.lease_name,
                  identity=args.identity, lease_duration=args.lease_duration, interval=args.interval,
-                 once=args.once, eviction_retry=args.eviction_retry)  # fmt: skip
+                 once=args.once, eviction_retry=args.eviction_retry,
+                 metrics_url=args.metrics_url)  # fmt: skip
 
 
 def _describe_error(exc: BaseException) -> str:

@@ -21,15 +21,18 @@ from mcd.kube.errors import ApiError
 LOG = logging.getLogger(__name__)
 
 NODE_CONTROLLER = "machineconfigcontroller-nodecontroller"
+DRAIN_CONTROLLER = "machineconfigcontroller-draincontroller"
+POOL = ("MachineConfigPool", "machineconfiguration.openshift.io/v1")
 RENDER_CONTROLLER = "machineconfigcontroller-rendercontroller"
 DEFAULT_NAMESPACE = "openshift-machine-config-operator"
 
 
 def pool_event(
     pool: Mapping[str, Any], reason: str, message: str, component: str, namespace: str,
-    *, kind: str = "Normal",
+    *, kind: str = "Normal", involved: tuple[str, str] = POOL,
 ) -> dict[str, Any]:  # fmt: skip
-    """The core/v1 Event upstream's recorder posts about `pool`. Pure but for the clock."""
+    """The core/v1 Event upstream's recorder posts about `pool` (or, with `involved` (kind,
+    apiVersion), another cluster-scoped object: a Node). Pure but for the clock."""
     meta = pool.get("metadata") or {}
     name = str(meta.get("name", ""))
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -38,11 +41,11 @@ def pool_event(
         "kind": "Event",
         "metadata": {"name": f"{name}.{time.time_ns():x}", "namespace": namespace},
         "involvedObject": {
-            "kind": "MachineConfigPool",
+            "kind": involved[0],
             "name": name,
             "namespace": namespace,
             "uid": str(meta.get("uid", "")),
-            "apiVersion": "machineconfiguration.openshift.io/v1",
+            "apiVersion": involved[1],
         },
         "reason": reason,
         "message": message,
@@ -73,11 +76,18 @@ class PoolEvents:
         LOG.warning("pool %s: %s: %s", (pool.get("metadata") or {}).get("name", ""), reason, message)
         self._post(pool, reason, message, component, "Warning")
 
-    def _post(self, pool: Mapping[str, Any], reason: str, message: str, component: str, kind: str) -> None:
+    def node_warning(self, reason: str, node: Mapping[str, Any], message: str) -> None:
+        """A Warning Event about a Node, as upstream's drain controller posts them."""
+        LOG.warning("node %s: %s: %s", (node.get("metadata") or {}).get("name", ""), reason, message)
+        self._post(node, reason, message, DRAIN_CONTROLLER, "Warning", involved=("Node", "v1"))
+
+    def _post(
+        self, obj: Mapping[str, Any], reason: str, message: str, component: str, kind: str,
+        *, involved: tuple[str, str] = POOL,
+    ) -> None:  # fmt: skip
         self.fence()  # not best effort: a replica that no longer leads says nothing either
         try:
-            self.api.create_event(
-                self.namespace, pool_event(pool, reason, message, component, self.namespace, kind=kind)
-            )
+            event = pool_event(obj, reason, message, component, self.namespace, kind=kind, involved=involved)
+            self.api.create_event(self.namespace, event)
         except ApiError as exc:
             LOG.warning("event %s not posted: %s", reason, exc)

@@ -46,11 +46,14 @@ class PoolSync:
 
     def __init__(
         self, api: KubeClient, *, events: PoolEvents | None = None, clock: Callable[[], float] = time.time,
-        fence: Callable[[], None] = lambda: None,
+        fence: Callable[[], None] = lambda: None, stuck: Callable[[], Mapping[str, str]] = dict,
     ) -> None:  # fmt: skip
-        """`fence` is called before every write (the leader's check, `LeaderElector.fence`)."""
+        """`fence` is called before every write (the leader's check, `LeaderElector.fence`);
+        `stuck`: the drains found blocked, by node (`DrainSync.stuck`), told on their pool."""
         self.api = api
         self.fence = fence
+        self.stuck = stuck
+        self._told_stuck: dict[str, str] = {}  # node → the sentence told on its pool
         self.events = events or PoolEvents(api, fence=fence)
         self.clock = clock
         self.errors: list[str] = []
@@ -92,6 +95,7 @@ class PoolSync:
         self._selecting_all.pop(name, None)
         members = rollout.nodes_of(pool, nodes, pools)
         members = self._adopt_joining(name, members)
+        self._tell_stuck(pool, members)
         invalid = self._invalid_spec(pool, members)
         if invalid is None and not spec.get("paused") and not (pool.get("metadata") or {}).get(
             "deletionTimestamp"
@@ -100,6 +104,19 @@ class PoolSync:
         elif spec.get("paused"):
             LOG.debug("pool %s is paused and will not update", name)
         self._write_status(pool, served, members, now, invalid)
+
+    def _tell_stuck(self, pool: Obj, members: Sequence[Obj]) -> None:
+        """A drain of one of the pool's nodes found blocked (by budgets that may never allow it):
+        a Warning Event `DrainBlocked` on the pool, once per node and sentence."""
+        stuck = self.stuck()
+        for node in members:
+            node_name = rollout.name_of(node)
+            sentence = stuck.get(node_name)
+            if sentence is None:
+                self._told_stuck.pop(node_name, None)
+            elif self._told_stuck.get(node_name) != sentence:
+                self._told_stuck[node_name] = sentence
+                self.events.warning("DrainBlocked", pool, sentence)
 
     def _invalid_spec(self, pool: Obj, members: Sequence[Obj]) -> str | None:
         """What in the pool's spec stops its nodes from moving (a bad maxUnavailable), said at

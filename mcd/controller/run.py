@@ -14,11 +14,12 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
-from mcd.controller.drain import EVICT_RETRY_SECONDS, DrainSync
+from mcd.controller.drain import EVICT_RETRY_SECONDS, DrainSync, DrainTiming
 from mcd.controller.events import PoolEvents
 from mcd.controller.mcns import MachineConfigNodeSync
+from mcd.controller.metrics import ControllerMetrics, MetricsEndpoint
 from mcd.controller.pools import PoolSync
 from mcd.kube.client import CONTROLLER_USER_AGENT, KubeClient
 from mcd.kube.errors import ApiError
@@ -34,6 +35,8 @@ class ControllerOptions:
     interval: float = 2.0
     once: bool = False
     eviction_retry: float = EVICT_RETRY_SECONDS
+    drain_timing: DrainTiming = field(default_factory=DrainTiming)
+    metrics_url: str = ""  # host:port for /metrics ("" for none)
 
 
 class PoolController:
@@ -48,8 +51,11 @@ class PoolController:
         self.options = options
         self.elector = LeaderElector(api, options.lease)
         fence = self.elector.fence
-        self.drains = DrainSync(api, retry_seconds=options.eviction_retry, fence=fence)
-        self.pools = PoolSync(api, events=PoolEvents(api, options.lease.namespace, fence=fence), fence=fence)
+        events = PoolEvents(api, options.lease.namespace, fence=fence)
+        self.metrics = ControllerMetrics()
+        timing = replace(options.drain_timing, retry=options.eviction_retry)
+        self.drains = DrainSync(api, timing=timing, fence=fence, events=events, metrics=self.metrics)
+        self.pools = PoolSync(api, events=events, fence=fence, stuck=lambda: self.drains.stuck)
         self.mcns = MachineConfigNodeSync(api, fence=fence)
         self.lost = threading.Event()  # set by the Lease thread when leadership ended
         self._led = False  # kept across a restart of that thread by the guard
@@ -92,6 +98,8 @@ class PoolController:
             finally:
                 self.elector.release()
         halt = threading.Event()
+        url = self.options.metrics_url
+        endpoint = MetricsEndpoint(self.metrics, url) if url else None
         renewer = spawn("lease", lambda: self._keep_lease(halt), halt)
         next_pass = 0.0
         try:
@@ -113,6 +121,8 @@ class PoolController:
         finally:
             halt.set()
             renewer.join()
+            if endpoint is not None:
+                endpoint.close()
             self.elector.release()
 
     def _once(self) -> int:
@@ -146,7 +156,7 @@ def serve(api: KubeClient, options: ControllerOptions) -> int:
 def start(
     kubeconfig: str, namespace: str, lease_name: str, *,
     identity: str, lease_duration: float, interval: float, once: bool,
-    eviction_retry: float = EVICT_RETRY_SECONDS,
+    eviction_retry: float = EVICT_RETRY_SECONDS, metrics_url: str = "",
 ) -> int:  # fmt: skip
     """`mcd pool-controller`: the client (the pod's account when `kubeconfig` is empty), then `serve`."""
     if lease_duration < 3 or interval <= 0 or eviction_retry <= 0:
@@ -159,6 +169,6 @@ def start(
                           min(2.0, lease_duration / 5))  # fmt: skip
     api = KubeClient.from_kubeconfig(kubeconfig, CONTROLLER_USER_AGENT)
     try:
-        return serve(api, ControllerOptions(lease, interval, once, eviction_retry))
+        return serve(api, ControllerOptions(lease, interval, once, eviction_retry, metrics_url=metrics_url))
     finally:
         api.close()

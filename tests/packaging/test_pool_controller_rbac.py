@@ -22,6 +22,7 @@ from test_pool_controller_manifests import controller_objects
 from test_rbac import _allows, _calls, _grants
 
 from mcd.controller import rollout
+from mcd.controller.drain import DrainTiming
 from mcd.controller.run import ControllerOptions, PoolController
 from mcd.kube.client import CONTROLLER_USER_AGENT, KubeClient
 from mcd.kube.lease import LeaseSettings
@@ -44,7 +45,9 @@ def _run_the_repertoire(sim: ApiServer, kubeconfig: Path) -> bool:
              "metadata": {"namespace": "shop", "name": "web"},
              "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}}})  # fmt: skip
     api = KubeClient.from_kubeconfig(str(kubeconfig), CONTROLLER_USER_AGENT)
-    options = ControllerOptions(LeaseSettings(NS, "machine-config-controller", "me"))
+    # a refused eviction names its budgets at once (a list of them), not after 30 s
+    options = ControllerOptions(LeaseSettings(NS, "machine-config-controller", "me"),
+                                drain_timing=DrainTiming(blocked_notice=0))  # fmt: skip
     controller = PoolController(api, options)
     controller.drains.retry_seconds = 0.0
     refused = False
