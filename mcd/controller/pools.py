@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from mcd.config.selector import selector_text
@@ -26,8 +27,9 @@ from mcd.controller.events import RENDER_CONTROLLER, PoolEvents
 from mcd.controller.reconcilable import unreconcilable
 from mcd.controller.status import pool_status, render_degraded, spec_invalid
 from mcd.kube.client import KubeClient
-from mcd.kube.errors import ApiError, ConflictError
+from mcd.kube.errors import ApiError, ConflictError, NotFoundError
 from mcd.node import annotations as ann
+from mcd.planner.nodefacts import HIGHLY_AVAILABLE, SINGLE_REPLICA
 from mcd.render import RenderError, render_pool, source_refs
 
 LOG = logging.getLogger(__name__)
@@ -35,6 +37,20 @@ LOG = logging.getLogger(__name__)
 Obj = dict[str, Any]
 MC_API_VERSION = "machineconfiguration.openshift.io/v1"
 SELECTING_ALL_NODES = "This machineconfigpool is selecting all nodes. A non-empty selector is required."
+
+
+CONTROLLER_CONFIG = "machine-config-controller"
+# a node on its way to a config whose agent writes none of these for this long is said stalled
+STALL_SECONDS = 900.0
+PROGRESS_KEYS = (ann.STATE, ann.CURRENT_CONFIG, ann.DESIRED_CONFIG, ann.DESIRED_DRAIN, ann.LAST_APPLIED_DRAIN,
+                 ann.REASON)  # fmt: skip
+CONTROL_PLANE_LABELS = ("node-role.kubernetes.io/master", "node-role.kubernetes.io/control-plane")
+
+
+@dataclass(frozen=True)
+class Cluster:
+    base_os_image: str  # the ControllerConfig's baseOSContainerImage ("" without one)
+    topology: str  # its infra's controlPlaneTopology, or inferred
 
 
 def rfc3339(ts: float) -> str:
@@ -54,9 +70,13 @@ class PoolSync:
         self.fence = fence
         self.stuck = stuck
         self._told_stuck: dict[str, str] = {}  # node → the sentence told on its pool
+        self.stall_after = STALL_SECONDS
+        # node → (its progress annotations, since when unchanged (our clock), told)
+        self._progress: dict[str, tuple[tuple[str, ...], float, bool]] = {}
         self.events = events or PoolEvents(api, fence=fence)
         self.clock = clock
         self.errors: list[str] = []
+        self.cluster = Cluster("", "")
         self.nodes: list[Obj] = []  # as the last pass listed them
         # per pool, the last (current, rendered) pair checked for reconcilability, and the answer
         self._verdicts: dict[str, tuple[tuple[str, str], str | None]] = {}
@@ -68,6 +88,7 @@ class PoolSync:
         pools = self.api.list_all("machineconfigpools")
         configs = self.api.list_all("machineconfigs")
         nodes = self.nodes = self.api.list_all("nodes")
+        self.cluster = self._cluster(nodes)
         for pool in sorted(pools, key=rollout.name_of):
             try:
                 self.sync_pool(pool, pools, configs, nodes)
@@ -75,6 +96,41 @@ class PoolSync:
                 # one pool's failure does not hold the others; the next pass retries it
                 LOG.warning("pool %s: %s", rollout.name_of(pool), exc)
                 self.errors.append(f"pool {rollout.name_of(pool)}: {exc}")
+
+    def _cluster(self, nodes: Sequence[Obj]) -> Cluster:
+        """What the ControllerConfig says of the cluster (upstream's render and node controllers
+        read it too): its base OS image and control plane topology. A cluster without one (no
+        operator, no CRD) has no base image, and a topology inferred from its nodes: a cluster
+        whose one node is its control plane is SingleReplica (its agent does not drain: there is
+        nowhere to drain to), any other HighlyAvailable."""
+        try:
+            configs = self.api.list_all("controllerconfigs")
+            found = [c for c in configs if rollout.name_of(c) == CONTROLLER_CONFIG]
+        except NotFoundError:
+            found = []
+        spec = (found[0].get("spec") or {}) if found else {}
+        topology = str((((spec.get("infra") or {}).get("status") or {}).get("controlPlaneTopology")) or "")
+        if not found:
+            single = len(nodes) == 1 and bool(set(CONTROL_PLANE_LABELS) & set(rollout.labels_of(nodes[0])))
+            topology = SINGLE_REPLICA if single else HIGHLY_AVAILABLE
+        return Cluster(str(spec.get("baseOSContainerImage") or ""), topology)
+
+    def _set_topology(self, members: list[Obj]) -> list[Obj]:
+        """The cluster's control plane topology on each node, as upstream's node controller
+        writes it (the agent skips the drain on SingleReplica)."""
+        topology = self.cluster.topology
+        if not topology:
+            return members
+        out = []
+        for node in members:
+            if rollout.annotations_of(node).get(ann.CONTROL_PLANE_TOPOLOGY) == topology:
+                out.append(node)
+                continue
+            self.fence()
+            patch = {"metadata": {"annotations": {ann.CONTROL_PLANE_TOPOLOGY: topology}}}
+            LOG.info("node %s: controlPlaneTopology %s", rollout.name_of(node), topology)
+            out.append(self.api.patch_node(rollout.name_of(node), patch))
+        return out
 
     def sync_pool(self, pool: Obj, pools: Sequence[Obj], configs: list[Obj], nodes: Sequence[Obj]) -> None:
         name = rollout.name_of(pool)
@@ -94,8 +150,10 @@ class PoolSync:
             return
         self._selecting_all.pop(name, None)
         members = rollout.nodes_of(pool, nodes, pools)
+        members = self._set_topology(members)
         members = self._adopt_joining(name, members)
         self._tell_stuck(pool, members)
+        self._tell_stalled(pool, members)
         invalid = self._invalid_spec(pool, members)
         if invalid is None and not spec.get("paused") and not (pool.get("metadata") or {}).get(
             "deletionTimestamp"
@@ -117,6 +175,31 @@ class PoolSync:
             elif self._told_stuck.get(node_name) != sentence:
                 self._told_stuck[node_name] = sentence
                 self.events.warning("DrainBlocked", pool, sentence)
+
+    def _tell_stalled(self, pool: Obj, members: Sequence[Obj]) -> None:
+        """A node asked to move whose agent has written nothing for `stall_after` seconds (killed,
+        or wedged) would only show as one more unavailable machine: a Warning Event `NodeStalled`
+        on the pool and a WARNING say which node, once per stall."""
+        target, now = rollout.pool_target(pool), self.clock()
+        for node in members:
+            name = rollout.name_of(node)
+            a = rollout.annotations_of(node)
+            if not target or rollout.is_done(node) or rollout.is_failing(node) or not rollout.is_ready(node):
+                self._progress.pop(name, None)
+                continue
+            mark = tuple(a.get(k, "") for k in PROGRESS_KEYS)
+            seen = self._progress.get(name)
+            if seen is None or seen[0] != mark:
+                self._progress[name] = (mark, now, False)
+                continue
+            if not seen[2] and now - seen[1] >= self.stall_after:
+                self._progress[name] = (mark, seen[1], True)
+                state = a.get(ann.STATE, "") or "not reported"
+                message = (
+                    f"Node {name} has made no progress toward {a.get(ann.DESIRED_CONFIG, '')} for "
+                    f"{now - seen[1]:.0f}s (state {state}): is its machine-config daemon running?"
+                )
+                self.events.warning("NodeStalled", pool, message)
 
     def _invalid_spec(self, pool: Obj, members: Sequence[Obj]) -> str | None:
         """What in the pool's spec stops its nodes from moving (a bad maxUnavailable), said at
@@ -155,7 +238,7 @@ class PoolSync:
             error = f"no MachineConfigs found matching selector {selector_text(selector)}"
         else:
             try:
-                rendered = render_pool(name, chosen)
+                rendered = render_pool(name, chosen, os_image_url=self.cluster.base_os_image or None)
             except RenderError as exc:
                 error = str(exc)
             if rendered is not None and (error := self._unreconcilable(pool, rendered, chosen, configs)):
