@@ -110,7 +110,6 @@ class DrainSync:
         now = self.clock()
         self._retry_at = {k: at for k, at in self._retry_at.items() if at > now}
         self._forget({str(n["metadata"]["name"]): r for n, r in pending})
-        pods: list[Obj] | None = None
         for node, request in pending:
             name = str(node["metadata"]["name"])
             verb = request.split("-", 1)[0]
@@ -118,9 +117,8 @@ class DrainSync:
                 if verb == "uncordon":
                     self._uncordon(node, request)
                 elif verb == "drain":
-                    if pods is None:
-                        pods = self.api.list_all("pods")
-                    self._drain(node, request, pods)
+                    # only the draining node's pods (a field selector), not every pod of the cluster
+                    self._drain(node, request, self.api.list_pods_on_node(name))
                 else:
                     LOG.error(
                         "node %s: unknown drain request %r (expected drain-… or uncordon-…)", name, request

@@ -11,6 +11,7 @@ whose node is gone.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -18,6 +19,8 @@ from mcd.kube.client import KubeClient
 from mcd.kube.errors import ApiError, ConflictError, NotFoundError
 
 LOG = logging.getLogger(__name__)
+
+RESYNC_SECONDS = 30.0
 
 Obj = dict[str, Any]
 
@@ -41,12 +44,22 @@ def owned_by(mcn: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
 class MachineConfigNodeSync:
     """`errors`: what the last pass could not do (each retried on the next)."""
 
-    def __init__(self, api: KubeClient, *, fence: Callable[[], None] = lambda: None) -> None:
+    def __init__(
+        self, api: KubeClient, *, fence: Callable[[], None] = lambda: None, every: float = RESYNC_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:  # fmt: skip
+        """`every`: seconds between two looks (the list of every MachineConfigNode is not worth
+        making every pass: a node is deleted, or its agent creates one, rarely)."""
         self.api = api
         self.fence = fence
+        self.every, self.clock = every, clock
+        self._next = 0.0
         self.errors: list[str] = []
 
     def sync(self, nodes: Sequence[Mapping[str, Any]]) -> None:
+        if self.clock() < self._next:
+            return
+        self._next = self.clock() + self.every
         self.errors = []
         by_name = {str((n.get("metadata") or {}).get("name", "")): n for n in nodes}
         for mcn in self.api.list_all("machineconfignodes"):

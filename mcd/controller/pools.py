@@ -40,6 +40,7 @@ SELECTING_ALL_NODES = "This machineconfigpool is selecting all nodes. A non-empt
 
 
 CONTROLLER_CONFIG = "machine-config-controller"
+RESYNC_SECONDS = 30.0
 # a node on its way to a config whose agent writes none of these for this long is said stalled
 STALL_SECONDS = 900.0
 PROGRESS_KEYS = (ann.STATE, ann.CURRENT_CONFIG, ann.DESIRED_CONFIG, ann.DESIRED_DRAIN, ann.LAST_APPLIED_DRAIN,
@@ -77,6 +78,8 @@ class PoolSync:
         self.clock = clock
         self.errors: list[str] = []
         self.cluster = Cluster("", "")
+        self.resync = RESYNC_SECONDS  # seconds between two reads of the ControllerConfig
+        self._controller_config: tuple[float, list[Obj]] | None = None  # (read again after, objects)
         self.nodes: list[Obj] = []  # as the last pass listed them
         # per pool, the last (current, rendered) pair checked for reconcilability, and the answer
         self._verdicts: dict[str, tuple[tuple[str, str], str | None]] = {}
@@ -103,11 +106,14 @@ class PoolSync:
         operator, no CRD) has no base image, and a topology inferred from its nodes: a cluster
         whose one node is its control plane is SingleReplica (its agent does not drain: there is
         nowhere to drain to), any other HighlyAvailable."""
-        try:
-            configs = self.api.list_all("controllerconfigs")
-            found = [c for c in configs if rollout.name_of(c) == CONTROLLER_CONFIG]
-        except NotFoundError:
-            found = []
+        if self._controller_config is None or time.monotonic() >= self._controller_config[0]:
+            try:
+                configs = self.api.list_all("controllerconfigs")
+            except NotFoundError:
+                configs = []
+            # read again every half minute: it changes with an upgrade, not between passes
+            self._controller_config = (time.monotonic() + self.resync, configs)
+        found = [c for c in self._controller_config[1] if rollout.name_of(c) == CONTROLLER_CONFIG]
         spec = (found[0].get("spec") or {}) if found else {}
         topology = str((((spec.get("infra") or {}).get("status") or {}).get("controlPlaneTopology")) or "")
         if not found:

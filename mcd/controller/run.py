@@ -37,6 +37,7 @@ class ControllerOptions:
     eviction_retry: float = EVICT_RETRY_SECONDS
     drain_timing: DrainTiming = field(default_factory=DrainTiming)
     metrics_url: str = ""  # host:port for /metrics ("" for none)
+    resync: float = 30.0  # seconds between two looks at the MachineConfigNodes and the ControllerConfig
 
 
 class PoolController:
@@ -56,7 +57,8 @@ class PoolController:
         timing = replace(options.drain_timing, retry=options.eviction_retry)
         self.drains = DrainSync(api, timing=timing, fence=fence, events=events, metrics=self.metrics)
         self.pools = PoolSync(api, events=events, fence=fence, stuck=lambda: self.drains.stuck)
-        self.mcns = MachineConfigNodeSync(api, fence=fence)
+        self.mcns = MachineConfigNodeSync(api, fence=fence, every=options.resync)
+        self.pools.resync = options.resync
         self.lost = threading.Event()  # set by the Lease thread when leadership ended
         self._led = False  # kept across a restart of that thread by the guard
 

@@ -7,7 +7,9 @@ clock is the test's: no test waits for a threshold."""
 
 from __future__ import annotations
 
+import json
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 from fakes import DESIRED_DRAIN, LAST_APPLIED_DRAIN, Replicas, add_nodes, mc, pool
@@ -165,3 +167,14 @@ def test_the_metrics_endpoint_serves_mcc_drain_err() -> None:
     finally:
         endpoint.close()
     assert 'mcc_drain_err{node="worker-3"} 1.0' in text
+
+
+def test_a_drain_lists_only_the_pods_of_its_node(sim: ApiServer, api: KubeClient, tmp_path: Path) -> None:
+    add_nodes(sim, 3, BOOT)
+    drains = DrainSync(api, events=PoolEvents(api, NS))
+    drains.sync()  # nothing asked: no pod listed
+    ask(sim, f"drain-{BOOT}")
+    drains.sync()
+    uris = [json.loads(line)["requestURI"] for line in (tmp_path / "audit.log").read_text().splitlines()]
+    pods = [u for u in uris if u.split("?")[0] == "/api/v1/pods"]
+    assert pods == ["/api/v1/pods?fieldSelector=spec.nodeName%3Dworker-0"]

@@ -21,7 +21,7 @@ def test_machineconfignodes_are_owned_by_their_node_and_go_with_it(sim: ApiServe
     add_nodes(sim, 2, BOOT)
     for name in ("worker-0", "worker-1"):  # as the agents create them
         api.create_machineconfignode(mcn.new_object(name, "worker", BOOT))
-    controller = PoolController(api, ControllerOptions(LeaseSettings("default", "lease", "me")))
+    controller = PoolController(api, ControllerOptions(LeaseSettings("default", "lease", "me"), resync=0.0))
     try:
         assert controller.elector.tick()
         controller.one_pass()
