@@ -27,7 +27,9 @@ class ControllerProcs:
             "--identity",
             identity,
             "--lease-duration",
-            "4",  # short, for fast takeovers; renewed within 2.7 s even on a loaded machine
+            # short, for fast takeovers, yet renewed within its 4 s deadline on a loaded machine (a
+            # leader that misses it exits)
+            "6",
             "--interval",
             "0.2",
             "-v",
