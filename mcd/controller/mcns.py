@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from mcd.kube.client import KubeClient
@@ -56,13 +56,17 @@ class MachineConfigNodeSync:
         self._next = 0.0
         self.errors: list[str] = []
 
-    def sync(self, nodes: Sequence[Mapping[str, Any]]) -> None:
+    def sync(self) -> None:
         if self.clock() < self._next:
             return
         self._next = self.clock() + self.every
         self.errors = []
-        by_name = {str((n.get("metadata") or {}).get("name", "")): n for n in nodes}
-        for mcn in self.api.list_all("machineconfignodes"):
+        # the MachineConfigNodes first, then the nodes: an agent creates its object after its node
+        # exists, so a node missing from the later list is really gone (listed the other way
+        # round, a node and its object both new in between would lose the object)
+        mcns = self.api.list_all("machineconfignodes")
+        by_name = {str((n.get("metadata") or {}).get("name", "")): n for n in self.api.list_all("nodes")}
+        for mcn in mcns:
             meta = mcn.get("metadata") or {}
             name = str(meta.get("name", ""))
             node = by_name.get(name)

@@ -80,7 +80,6 @@ class PoolSync:
         self.cluster = Cluster("", "")
         self.resync = RESYNC_SECONDS  # seconds between two reads of the ControllerConfig
         self._controller_config: tuple[float, list[Obj]] | None = None  # (read again after, objects)
-        self.nodes: list[Obj] = []  # as the last pass listed them
         # per pool, the last (current, rendered) pair checked for reconcilability, and the answer
         self._verdicts: dict[str, tuple[tuple[str, str], str | None]] = {}
         self._selecting_all: dict[str, str] = {}  # the pools warned of SelectingAll: name → uid
@@ -90,7 +89,7 @@ class PoolSync:
         self.errors = []
         pools = self.api.list_all("machineconfigpools")
         configs = self.api.list_all("machineconfigs")
-        nodes = self.nodes = self.api.list_all("nodes")
+        nodes = self.api.list_all("nodes")
         self.cluster = self._cluster(nodes)
         for pool in sorted(pools, key=rollout.name_of):
             try:

@@ -66,7 +66,7 @@ class PoolController:
         """Drains first (they unblock nodes), then pools. False when something could not be done
         (the next pass retries it) or when this replica stopped leading during the pass."""
         ok = True
-        for part in (self.drains.sync, self.pools.sync, lambda: self.mcns.sync(self.pools.nodes)):
+        for part in (self.drains.sync, self.pools.sync, self.mcns.sync):
             try:
                 part()
             except ApiError as exc:  # a list failed: the other part may still get through

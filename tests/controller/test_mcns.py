@@ -40,3 +40,19 @@ def test_machineconfignodes_are_owned_by_their_node_and_go_with_it(sim: ApiServe
         assert (sim.get("MachineConfigNode", "worker-0") or {})["metadata"]["resourceVersion"] == before
     finally:
         controller.elector.release()
+
+
+def test_no_machineconfignode_is_deleted_when_the_nodes_cannot_be_listed(
+    sim: ApiServer, api: KubeClient
+) -> None:
+    add_nodes(sim, 1, BOOT)
+    api.create_machineconfignode(mcn.new_object("worker-0", "worker", BOOT))
+    sim.faults.fail(code=503, times=None, verb="list", resource="nodes")
+    controller = PoolController(api, ControllerOptions(LeaseSettings("default", "lease", "me"), resync=0.0))
+    try:
+        assert controller.elector.tick()
+        assert controller.one_pass() is False
+        assert sim.get("MachineConfigNode", "worker-0") is not None
+    finally:
+        sim.faults.clear()
+        controller.elector.release()
