@@ -1,20 +1,23 @@
 #!/usr/bin/env python3
-"""Fleet benchmark: pools of 10, 25 and 50 real agents rolled by the pool controller; prints JSON.
+"""Fleet benchmark: N real agents rolled by `mcd pool-controller` (a process) under a
+PodDisruptionBudget; prints JSON.
 
-For each size N, one `mcd-sim simulate --nodes N` cluster (`mcd_sim.fleet`): N `mcd start` processes
-on sandbox roots joined on examples/old.yaml, then two rollouts, each a drain and a (simulated)
-reboot of every node: to examples/reboot.yaml with maxUnavailable 1, and back to old.yaml with
-maxUnavailable 5. No workload (drains have nothing to evict): the figures are the agents' and
-the API server's. Per rollout:
-  seconds                        the pool pointed at the config -> every node Done, pool Updated
-  agent_requests_per_node        requests the agents sent in that window (audit log), per node
-  other_requests                 requests from other clients: the pool controller
-  bytes_sent_per_node            bytes the API server wrote (headers, bodies, watch events), per node
-  max_unavailable_seen           most nodes unavailable at once (from the server's commits)
-  max_unavailable_in_audit_log   the same, replayed from the audit log alone
-and per size: agent peak RSS (MiB: max and mean over agents, the larger of before and after the
-simulated reboot), the pool controller's (`mcd pool-controller`, a process) and this process's
-(the API server). `--sizes 10 25` picks sizes.
+For each size N (`--sizes`, default 50), one `mcd-sim simulate` cluster (`mcd_sim.fleet`): N
+`mcd start` processes on sandbox roots joined on examples/old.yaml, a workload of one pod per
+node under a budget allowing one disruption, then:
+  idle      `--idle` seconds (default 30) with nothing to do: the controller's requests per minute
+  rollout   to examples/reboot.yaml with maxUnavailable `--max-unavailable` (default 10%): each
+            node drained and (simulated) rebooted
+Per size:
+  seconds, bound_seconds, ratio   pool pointed at the config -> every node Done and the pool
+                                  Updated, against ceil(N / maxUnavailable) x the median seconds
+                                  one node took (the bound maxUnavailable and one update imply)
+  per_node_per_update             the agents' requests per node: all, Node PATCHes, Events posted,
+                                  MachineConfigNode writes (from the audit log)
+  controller_requests_per_minute  idle and during the rollout
+  max_unavailable_seen, pdb_violations
+  rss_mib                         agents (max, mean), the controller, this process (API server)
+  load                            the machine's 1-minute load average before and after
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import math
 import os
 import shutil
 import statistics
@@ -37,59 +41,111 @@ from mcd_sim.fleet import Fleet, FleetOptions  # noqa: E402
 from mcd_sim.simulate import SimulateError  # noqa: E402
 
 OLD, NEW = REPO / "examples" / "old.yaml", REPO / "examples" / "reboot.yaml"
+AGENT_UA, CONTROLLER_UA = "machine-config-daemon/", "machine-config-controller/"
 
 
-def _rollout(result: dict[str, Any], nodes: int) -> dict[str, Any]:
+def _stamp(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1e6):06d}Z"
+
+
+def _audit(path: Path, since: float, until: float) -> list[dict[str, Any]]:
+    first, last = _stamp(since), _stamp(until)
+    events = (json.loads(line) for line in path.read_text().splitlines())
+    return [e for e in events if first <= e["requestReceivedTimestamp"] <= last]
+
+
+def _resource(event: dict[str, Any]) -> str:
+    ref = event.get("objectRef") or {}
+    return str(ref.get("resource", "")) + ("/" + ref["subresource"] if ref.get("subresource") else "")
+
+
+def _agent_writes(events: list[dict[str, Any]], nodes: int) -> dict[str, float]:
+    agents = [e for e in events if e.get("userAgent", "").startswith(AGENT_UA)]
+
+    def per_node(pick: Any) -> float:
+        return round(sum(1 for e in agents if pick(e)) / nodes, 1)
+
     return {
-        "seconds": result["totalSeconds"],
-        "seconds_per_node": round(result["totalSeconds"] / nodes, 2),
-        "agent_requests_per_node": result["apiRequests"]["agentsPerNode"],
-        "other_requests": result["apiRequests"]["others"],
-        "bytes_sent_per_node": round(result["bytesSentByApiServer"] / nodes),
-        "max_unavailable_seen": result["maxConcurrentlyUnavailable"],
-        "max_unavailable_in_audit_log": result.get("auditLog", {}).get("maxConcurrentlyUnavailable"),
-        "all_done": result["allDone"] and result["poolUpdated"],
+        "requests": per_node(lambda e: True),
+        "node_patches": per_node(lambda e: e["verb"] == "patch" and _resource(e).startswith("nodes")),
+        "events": per_node(lambda e: e["verb"] in ("create", "patch") and _resource(e) == "events"),
+        "machineconfignode_writes": per_node(
+            lambda e: (
+                e["verb"] in ("create", "update", "patch") and _resource(e).startswith("machineconfignodes")
+            )
+        ),
     }
 
 
-def _mib(kib: int | None) -> float | None:
-    return None if kib is None else round(kib / 1024, 1)
+def _controller_rate(events: list[dict[str, Any]], seconds: float) -> float:
+    count = sum(1 for e in events if e.get("userAgent", "").startswith(CONTROLLER_UA))
+    return round(count / seconds * 60, 1)
 
 
-def measure(nodes: int, workdir: Path) -> dict[str, Any]:
-    options = FleetOptions(workdir=workdir, old=OLD, new=NEW, nodes=nodes, max_unavailable=1,
-                           timeout=600 + 30 * nodes, output="json")  # fmt: skip
+def _limit(value: str, nodes: int) -> int:
+    if value.endswith("%"):
+        return max(1, int(value[:-1]) * nodes // 100)
+    return max(1, int(value))
+
+
+def measure(nodes: int, workdir: Path, max_unavailable: str, idle: float) -> dict[str, Any]:
+    limit_value: int | str = max_unavailable if max_unavailable.endswith("%") else int(max_unavailable)
+    options = FleetOptions(workdir=workdir, old=OLD, new=NEW, nodes=nodes, max_unavailable=limit_value,
+                           timeout=600 + 30 * nodes, output="json", pdb={"maxUnavailable": 1})  # fmt: skip
     fleet = Fleet(options, io.StringIO())
     deadline = time.monotonic() + options.timeout
-    started = time.monotonic()
+    load_before = os.getloadavg()[0]
     try:
         fleet.setup(deadline)
-        joined = time.monotonic() - started
-        forward = fleet.roll(fleet.after, 1, deadline)
-        back = fleet.roll(fleet.before, 5, deadline)
+        audit = workdir / "audit.log"
+        t_idle = time.time()
+        time.sleep(idle)  # a measuring window, not a wait for something
+        idle_rate = _controller_rate(_audit(audit, t_idle, time.time()), idle)
+        t0 = time.time()
+        result = fleet.roll(fleet.after, limit_value, deadline)
+        t1 = time.time()
     finally:
         fleet.teardown()
-    rss = [kib / 1024 for r in (forward, back) for kib in r["peakRssKiB"]["agents"].values()]
+    events = _audit(audit, t0, t1)
+    limit = _limit(max_unavailable, nodes)
+    per_node = [float(n["seconds"]) for n in result["perNode"] if n.get("seconds")]
+    median = statistics.median(per_node) if per_node else 0.0
+    bound = math.ceil(nodes / limit) * median
+    rss = list(result["peakRssKiB"]["agents"].values())
+    controller = result["peakRssKiB"]["controller"]
     return {
         "nodes": nodes,
-        "join_seconds": round(joined, 1),
-        "max_unavailable_1": _rollout(forward, nodes),
-        "max_unavailable_5": _rollout(back, nodes),
-        "agent_peak_rss_mib": {"max": round(max(rss), 1), "mean": round(statistics.fmean(rss), 1)},
-        "controller_peak_rss_mib": _mib(back["peakRssKiB"]["controller"]),
-        "simulator_peak_rss_mib": round(back["peakRssKiB"]["simulator"] / 1024, 1),
+        "max_unavailable": f"{max_unavailable} ({limit} nodes)",
+        "seconds": result["totalSeconds"],
+        "node_seconds_median": round(median, 1),
+        "bound_seconds": round(bound, 1),
+        "ratio_to_bound": round(result["totalSeconds"] / bound, 2) if bound else None,
+        "all_done": result["allDone"] and result["poolUpdated"],
+        "max_unavailable_seen": result["maxConcurrentlyUnavailable"],
+        "pdb_violations": result["pdbViolations"],
+        "per_node_per_update": _agent_writes(events, nodes),
+        "controller_requests_per_minute": {"idle": idle_rate, "rollout": _controller_rate(events, t1 - t0)},
+        "rss_mib": {
+            "agents_max": round(max(rss) / 1024, 1) if rss else None,
+            "agents_mean": round(statistics.fmean(rss) / 1024, 1) if rss else None,
+            "controller": None if controller is None else round(controller / 1024, 1),
+            "simulator": round(result["peakRssKiB"]["simulator"] / 1024, 1),
+        },
+        "load": {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)},
     }
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10, 25, 50])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[50])
+    parser.add_argument("--max-unavailable", default="10%")
+    parser.add_argument("--idle", type=float, default=30.0)
     args = parser.parse_args()
     out: dict[str, Any] = {"cpus": len(os.sched_getaffinity(0)), "sizes": []}
     for nodes in args.sizes:
         tmp = Path(tempfile.mkdtemp(prefix="mcd-bench-fleet-"))
         try:
-            out["sizes"].append(measure(nodes, tmp))
+            out["sizes"].append(measure(nodes, tmp, args.max_unavailable, args.idle))
             shutil.rmtree(tmp, ignore_errors=True)
         except SimulateError as exc:  # the agents' logs stay for a look
             out["sizes"].append({"nodes": nodes, "error": f"{exc} (logs in {tmp})"})

@@ -193,6 +193,7 @@ def cmd_pool_controller(args: argparse.Namespace) -> int:
             interval=args.interval,
             once=args.once,
             eviction_retry=args.eviction_retry,
+            metrics_url=args.metrics_url,
         )
     except ValueError:
         raise  # a flag's value, checked first by start: its own sentence

@@ -398,6 +398,7 @@ def _add_pool_controller(sub: SubParsers[UsageParser]) -> None:
     pc.add_argument("--eviction-retry", type=float, default=5.0, metavar="S",
                     help="seconds before an eviction a PodDisruptionBudget refused is tried again "
                     "(default 5, as upstream's drain)")
+    pc.add_argument("--metrics-url", default="", metavar="HOST:PORT", help="serve /metrics there")
     pc.add_argument("--once", action="store_true", help="one pass as the leader, then release the Lease")
     pc.add_argument("-v", "--verbose", action="count", default=0)
     _log_format_flag(pc, env_default("LOG_FORMAT", "text", one_of(("text", "json")), "text or json"))

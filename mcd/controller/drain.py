@@ -4,10 +4,18 @@ A node whose `desiredDrain` differs from its `lastAppliedDrain` asks for work: `
 is answered by making the node schedulable, `drain-…` by cordoning it (again, if someone
 uncordoned it meanwhile), evicting through the Eviction API every pod a drain moves (not
 DaemonSet, mirror/static or critical pods: `mcd.node.drainrules.pods_to_evict`), and, once none
-of those pods is left on the node, writing `lastAppliedDrain`. An eviction a
-PodDisruptionBudget refuses (429) is retried after `retry_seconds` (upstream's
-EvictErrorRetryDelay, 5 s) on a later pass, so one blocked node holds neither the pools nor the
-other drains. Nothing is remembered that the cluster does not show but those retry times.
+of those pods is left on the node and a fresh read shows it still cordoned (upstream re-reads
+it too: pods may have landed on a node uncordoned meanwhile), writing `lastAppliedDrain`.
+
+A refused eviction (a PodDisruptionBudget's 429) is retried as upstream's drain controller
+retries a failing drain (`DrainTiming`): every `retry` seconds (5, upstream's
+EvictErrorRetryDelay) for the first `failing_threshold` (10 min), then every `failing_delay`
+(5 min) with a `DrainThresholdExceeded` Warning Event on the node; past `timeout` (1 h) each
+failure also posts `DrainFailed` and sets `mcc_drain_err{node}`. After `blocked_notice` seconds
+(30) of refusals the budgets that hold the drain are named, once, at WARNING and in a Warning
+Event `DrainBlocked` on the node (`stuck` carries the sentence for the pool's Event). The
+phases go on the node's MachineConfigNode (`mcd.controller.drainreport`). What is remembered
+that the cluster does not show: when each drain started, the retry times, what was told.
 """
 
 from __future__ import annotations
@@ -15,10 +23,15 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
+from mcd.controller.drainreport import MachineConfigNodeReports, budgets_sentence
+from mcd.controller.events import PoolEvents
+from mcd.controller.metrics import ControllerMetrics
 from mcd.kube.client import KubeClient
 from mcd.kube.errors import ApiError, NotFoundError
+from mcd.node import machineconfignode as mcn
 from mcd.node.annotations import DESIRED_DRAIN, LAST_APPLIED_DRAIN
 from mcd.node.drainrules import pods_to_evict
 
@@ -27,6 +40,17 @@ LOG = logging.getLogger(__name__)
 EVICT_RETRY_SECONDS = 5.0
 
 Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class DrainTiming:
+    """Seconds; upstream's drain controller's defaults (and 30 s before a blocked drain is named)."""
+
+    retry: float = EVICT_RETRY_SECONDS
+    failing_threshold: float = 600.0
+    failing_delay: float = 300.0
+    timeout: float = 3600.0
+    blocked_notice: float = 30.0
 
 
 def pending_request(node: Mapping[str, Any]) -> str:
@@ -41,19 +65,36 @@ def pods_on(pods: Sequence[Mapping[str, Any]], node: str) -> list[Mapping[str, A
 
 
 class DrainSync:
-    """Answers every node's pending drain request a step at a time; `blocked` names the pods whose
-    eviction a budget refused in the last pass."""
+    """Answers every node's pending drain request a step at a time; `stuck` names, per node, the
+    budgets found holding its drain (once it has been refused for `blocked_notice`)."""
 
     def __init__(
-        self, api: KubeClient, *, retry_seconds: float = EVICT_RETRY_SECONDS,
-        clock: Callable[[], float] = time.monotonic,
+        self, api: KubeClient, *, retry_seconds: float | None = None, timing: DrainTiming = DrainTiming(),
+        clock: Callable[[], float] = time.monotonic, fence: Callable[[], None] = lambda: None,
+        events: PoolEvents | None = None, metrics: ControllerMetrics | None = None,
     ) -> None:  # fmt: skip
+        """`fence` is called before every write (the leader's check, `LeaderElector.fence`)."""
         self.api = api
-        self.retry_seconds = retry_seconds
+        self.timing = timing if retry_seconds is None else replace(timing, retry=retry_seconds)
         self.clock = clock
+        self.fence = fence
+        self.events = events or PoolEvents(api, fence=fence)
+        self.metrics = metrics or ControllerMetrics()
+        self.mcns = MachineConfigNodeReports(api, fence=fence)
         self._retry_at: dict[tuple[str, str], float] = {}
-        self.blocked: list[str] = []
+        self._started: dict[str, tuple[str, float]] = {}  # node → (request, when first seen)
+        self._told: dict[str, set[str]] = {}  # node → what was said of its current request
+        self.blocked: list[str] = []  # the pods whose eviction was refused in the last pass
+        self.stuck: dict[str, str] = {}  # node → the budgets named as holding its drain
         self.errors: list[str] = []  # what the last pass could not do
+
+    @property
+    def retry_seconds(self) -> float:
+        return self.timing.retry
+
+    @retry_seconds.setter
+    def retry_seconds(self, value: float) -> None:
+        self.timing = replace(self.timing, retry=value)
 
     def next_retry(self) -> float | None:
         """Seconds until the earliest refused eviction may be tried again (None: none waits)."""
@@ -63,27 +104,21 @@ class DrainSync:
 
     def sync(self, nodes: Sequence[Obj] | None = None) -> None:
         nodes = self.api.list_all("nodes") if nodes is None else nodes
-        self.blocked = []
         self.errors = []
+        self.blocked = []
         pending = [(n, r) for n in nodes if (r := pending_request(n))]
         now = self.clock()
         self._retry_at = {k: at for k, at in self._retry_at.items() if at > now}
-        if not pending:
-            return
-        pods: list[Obj] | None = None
+        self._forget({str(n["metadata"]["name"]): r for n, r in pending})
         for node, request in pending:
             name = str(node["metadata"]["name"])
             verb = request.split("-", 1)[0]
             try:
                 if verb == "uncordon":
-                    if (node.get("spec") or {}).get("unschedulable"):
-                        self.api.patch_node(name, {"spec": {"unschedulable": None}})
-                        LOG.info("uncordoned node %s", name)
-                    self._complete(name, request)
+                    self._uncordon(node, request)
                 elif verb == "drain":
-                    if pods is None:
-                        pods = self.api.list_all("pods")
-                    self._drain(node, request, pods)
+                    # only the draining node's pods (a field selector), not every pod of the cluster
+                    self._drain(node, request, self.api.list_pods_on_node(name))
                 else:
                     LOG.error(
                         "node %s: unknown drain request %r (expected drain-… or uncordon-…)", name, request
@@ -93,18 +128,45 @@ class DrainSync:
                 LOG.warning("node %s: %s failed: %s (retrying)", name, verb, exc)
                 self.errors.append(f"node {name}: {exc}")
 
+    def _uncordon(self, node: Obj, request: str) -> None:
+        name = str(node["metadata"]["name"])
+        if (node.get("spec") or {}).get("unschedulable"):
+            self.fence()
+            node = self.api.patch_node(name, {"spec": {"unschedulable": None}})
+            LOG.info("uncordoned node %s", name)
+        self._complete(name, request)
+        self.mcns.report(node, mcn.uncordoned(bool((node.get("spec") or {}).get("unschedulable"))))
+
+    def _forget(self, pending: Mapping[str, str]) -> None:
+        """Drop what is kept about drains no longer asked for (done, changed, node gone)."""
+        for name, (request, _) in list(self._started.items()):
+            if pending.get(name) != request:
+                del self._started[name]
+                self._told.pop(name, None)
+                self.stuck.pop(name, None)
+                self.metrics.drain_cleared(name)
+
     def _drain(self, node: Obj, request: str, pods: Sequence[Obj]) -> None:
         name = str(node["metadata"]["name"])
-        if not (node.get("spec") or {}).get("unschedulable"):
-            self.api.patch_node(name, {"spec": {"unschedulable": True}})
-            LOG.info("cordoned node %s", name)
-        remaining = pods_to_evict(pods_on(pods, name), None)
         now = self.clock()
+        if self._started.get(name, ("", 0.0))[0] != request:
+            self._started[name] = (request, now)
+            self._told[name] = set()
+        if not (node.get("spec") or {}).get("unschedulable"):
+            self.fence()
+            node = self.api.patch_node(name, {"spec": {"unschedulable": True}})
+            LOG.info("cordoned node %s", name)
+        if self._once(name, "started"):
+            self.mcns.report(node, mcn.cordoned(True))
+            self.mcns.report(node, mcn.draining(f"complete once {LAST_APPLIED_DRAIN} is {request}"))
+        remaining = pods_to_evict(pods_on(pods, name), None)
+        refused: list[tuple[Mapping[str, Any], str]] = []
         for pod in remaining:
             meta = pod.get("metadata") or {}
             key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
             if meta.get("deletionTimestamp") or self._retry_at.get(key, 0.0) > now:
                 continue  # terminating already, or a budget said no a moment ago
+            self.fence()
             try:
                 self.api.evict_pod(*key)
                 LOG.info("evicting pod %s/%s from node %s", key[0], key[1], name)
@@ -113,12 +175,77 @@ class DrainSync:
             except ApiError as exc:
                 if exc.status != 429:
                     raise
-                LOG.info("eviction of pod %s/%s refused for now: %s", key[0], key[1], exc)
-                self._retry_at[key] = now + self.retry_seconds
-                self.blocked.append(f"{key[0]}/{key[1]}")
+                refused.append((pod, str(exc)))
+        if refused:
+            self._refused(node, refused, now)
         if not remaining:
-            self._complete(name, request)
-            LOG.info("drained node %s", name)
+            self._finish(name, request)
+
+    def _refused(self, node: Obj, refused: list[tuple[Mapping[str, Any], str]], now: float) -> None:
+        """Upstream's escalation of a failing drain, and the budgets named once."""
+        name = str(node["metadata"]["name"])
+        t = self.timing
+        failing_for = now - self._started[name][1]
+        delay = t.failing_delay if failing_for > t.failing_threshold else t.retry
+        for pod, _ in refused:
+            meta = pod.get("metadata") or {}
+            self._retry_at[(str(meta.get("namespace", "")), str(meta.get("name", "")))] = now + delay
+        first = refused[0][1]
+        if failing_for > t.timeout:
+            message = f"node {name}: drain exceeded timeout: {_duration(t.timeout)}. Will continue to retry."
+            self.events.node_warning("DrainFailed", node, message)
+            self.metrics.drain_failed(name)
+        if failing_for > t.failing_threshold:
+            message = (
+                f"Drain failed. Drain has been failing for more than {t.failing_threshold / 60:g} minutes. "
+                f"Waiting {t.failing_delay / 60:g} minutes then retrying. Error message from drain: {first}"
+            )
+            self.events.node_warning("DrainThresholdExceeded", node, message)
+            if self._once(name, "failing"):
+                self.mcns.report(node, mcn.drain_failed(first))
+        else:
+            LOG.info("node %s: eviction refused for now (retry in %gs): %s", name, delay, first)
+        self.blocked.extend(_key(p) for p, _ in refused)
+        if failing_for >= t.blocked_notice and name not in self.stuck:
+            pods = [p for p, _ in refused]
+            sentence = budgets_sentence(self.api.list_pdbs(), pods) or f"evictions refused: {first}"
+            self.stuck[name] = f"drain of node {name} blocked for {failing_for:.0f}s: {sentence}"
+            self.events.node_warning("DrainBlocked", node, self.stuck[name])
+
+    def _finish(self, name: str, request: str) -> None:
+        """Every pod is gone: `lastAppliedDrain`, once a fresh read shows the node still cordoned."""
+        node = self.api.get_node(name)
+        if not (node.get("spec") or {}).get("unschedulable"):
+            LOG.info("node %s was uncordoned during its drain: cordoning it again before completing", name)
+            return  # the next pass cordons it again and looks for pods that landed meanwhile
+        self._complete(name, request)
+        LOG.info("drained node %s", name)
+        self.mcns.report(node, mcn.drained(f"{LAST_APPLIED_DRAIN} is {request}"))
+
+    def _once(self, name: str, what: str) -> bool:
+        told = self._told.setdefault(name, set())
+        if what in told:
+            return False
+        told.add(what)
+        return True
 
     def _complete(self, name: str, request: str) -> None:
+        self.fence()
         self.api.patch_node(name, {"metadata": {"annotations": {LAST_APPLIED_DRAIN: request}}})
+
+
+def _key(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+def _duration(seconds: float) -> str:
+    """Go's time.Duration text for whole seconds (1h0m0s, 10m0s, 45s)."""
+    s = int(seconds)
+    h, rest = divmod(s, 3600)
+    m, sec = divmod(rest, 60)
+    if h:
+        return f"{h}h{m}m{sec}s"
+    if m:
+        return f"{m}m{sec}s"
+    return f"{sec}s"

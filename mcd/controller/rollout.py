@@ -38,8 +38,12 @@ class PoolError(ValueError):
     """A pool whose spec cannot be acted on (its message names the pool and the field)."""
 
 
-def _ann(node: Mapping[str, Any]) -> Mapping[str, str]:
+def annotations_of(node: Mapping[str, Any]) -> Mapping[str, str]:
     return (node.get("metadata") or {}).get("annotations") or {}
+
+
+def labels_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    return (obj.get("metadata") or {}).get("labels") or {}
 
 
 def name_of(obj: Mapping[str, Any]) -> str:
@@ -83,13 +87,13 @@ def joining(node: Mapping[str, Any]) -> str:
     from the disk and then waits for a desired one. Naming that same config is no change for the
     node (no drain, no reboot, no capacity spent): its agent checks the disk and reports Done,
     and from then on it is a node like the others."""
-    a = _ann(node)
+    a = annotations_of(node)
     return a.get(CURRENT_CONFIG, "") if a.get(CURRENT_CONFIG) and DESIRED_CONFIG not in a else ""
 
 
 def is_done(node: Mapping[str, Any]) -> bool:
     """The daemon reports Done on its desired config (and image, when one is asked)."""
-    a = _ann(node)
+    a = annotations_of(node)
     current, desired = a.get(CURRENT_CONFIG, ""), a.get(DESIRED_CONFIG, "")
     if not current or not desired or current != desired:
         return False
@@ -100,12 +104,12 @@ def is_done(node: Mapping[str, Any]) -> bool:
 
 
 def is_degraded(node: Mapping[str, Any]) -> bool:
-    return _ann(node).get(STATE, "") in ("Degraded", "Unreconcilable")
+    return annotations_of(node).get(STATE, "") in ("Degraded", "Unreconcilable")
 
 
 def is_failing(node: Mapping[str, Any]) -> bool:
     """Degraded or Unreconcilable on the way to a config it does not run."""
-    a = _ann(node)
+    a = annotations_of(node)
     return a.get(CURRENT_CONFIG, "") != a.get(DESIRED_CONFIG, "") and is_degraded(node)
 
 
@@ -119,7 +123,8 @@ def is_unavailable(node: Mapping[str, Any]) -> bool:
 
 def is_updated(node: Mapping[str, Any], target: str) -> bool:
     """Done on the pool's target, with no image asked (pools here are never layered)."""
-    return is_done(node) and _ann(node).get(DESIRED_CONFIG) == target and DESIRED_IMAGE not in _ann(node)
+    a = annotations_of(node)
+    return is_done(node) and a.get(DESIRED_CONFIG) == target and DESIRED_IMAGE not in a
 
 
 # -- which pool a node is in
@@ -147,10 +152,18 @@ def primary_pool(node: Mapping[str, Any], pools: Sequence[Mapping[str, Any]]) ->
     return WORKER if WORKER in names else None
 
 
+def selects_nothing(selector: object) -> bool:
+    """A node selector that must match no node: missing, not an object, or empty (`{}`,
+    `{matchLabels: {}}`, `{matchExpressions: []}`). As upstream's ListPools: a pool whose
+    selector is empty would otherwise take every node from the pool that manages it."""
+    if not isinstance(selector, Mapping):
+        return True
+    return not selector.get("matchLabels") and not selector.get("matchExpressions")
+
+
 def _selects_nodes(pool: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
     selector = (pool.get("spec") or {}).get("nodeSelector")
-    # a missing selector selects nothing (an empty one, everything: the pass refuses that pool)
-    return selector is not None and matches(selector, labels)
+    return isinstance(selector, Mapping) and not selects_nothing(selector) and matches(selector, labels)
 
 
 def nodes_of(pool: Mapping[str, Any], nodes: Sequence[Obj], pools: Sequence[Mapping[str, Any]]) -> list[Obj]:
@@ -184,7 +197,7 @@ def max_unavailable(pool: Mapping[str, Any], total: int) -> int:
 
 
 def needs_update(node: Mapping[str, Any], target: str) -> bool:
-    a = _ann(node)
+    a = annotations_of(node)
     return a.get(DESIRED_CONFIG) != target or DESIRED_IMAGE in a
 
 

@@ -23,6 +23,7 @@ Obj = dict[str, Any]
 
 UPDATED, UPDATING = "Updated", "Updating"
 DEGRADED, NODE_DEGRADED, RENDER_DEGRADED = "Degraded", "NodeDegraded", "RenderDegraded"
+INVALID_SPEC = "InvalidSpec"  # mcd's own: upstream only logs a spec its node controller cannot use
 
 
 def set_condition(
@@ -127,6 +128,17 @@ def _quoted(text: str) -> str:
         else:
             out.append(ch)
     return '"' + "".join(out) + '"'
+
+
+def spec_invalid(conditions: Sequence[Mapping[str, Any]], error: str | None, now: str) -> list[Obj]:
+    """`conditions` with InvalidSpec True and `error` as its message (reason InvalidMaxUnavailable),
+    or False once fixed; a pool that never had it does not get it."""
+    out = [dict(c) for c in conditions]
+    if error is None:
+        if not any(c.get("type") == INVALID_SPEC for c in out):
+            return out
+        return set_condition(out, INVALID_SPEC, False, "", "", now=now)
+    return set_condition(out, INVALID_SPEC, True, "InvalidMaxUnavailable", error, now=now)
 
 
 def render_degraded(pool: Mapping[str, Any], error: str | None, now: str) -> list[Obj]:

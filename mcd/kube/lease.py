@@ -30,6 +30,10 @@ def micro_time(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+class NotLeading(Exception):
+    """A write was about to be made by a replica that no longer knows itself the leader."""
+
+
 @dataclass(frozen=True)
 class LeaseSettings:
     namespace: str
@@ -57,6 +61,13 @@ class LeaderElector:
     @property
     def leading(self) -> bool:
         return self._renewed_at is not None and self.clock() - self._renewed_at < self.s.renew_deadline
+
+    def fence(self) -> None:
+        """Raise NotLeading unless this replica renewed the Lease within the renew deadline: called
+        before every write, so a replica that was frozen or cut off (and may have been replaced,
+        which takes the whole lease duration, longer than the deadline) writes nothing more."""
+        if not self.leading:
+            raise NotLeading(f"not the leader of the lease {self.s.namespace}/{self.s.name} (any more)")
 
     def tick(self) -> bool:
         was = self.leading

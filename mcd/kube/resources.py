@@ -26,7 +26,7 @@ MERGE_PATCH = "application/merge-patch+json"
 # what the agent lists and watches, and the pool controller lists whole; where its Lease lives
 COLLECTIONS = {"nodes": "/api/v1/nodes", "pods": "/api/v1/pods", "machineconfigs": MC_PATH,
                "machineconfigpools": f"/apis/{MCO_GROUP}/v1/machineconfigpools",
-               "controllerconfigs": CONTROLLERCONFIG_PATH}  # fmt: skip
+               "controllerconfigs": CONTROLLERCONFIG_PATH, "machineconfignodes": MCN_PATH}  # fmt: skip
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/{}/leases"
 
 
@@ -111,6 +111,10 @@ class Resources:
         is a precondition (409 if stale)."""
         path = f"{MCN_PATH}/{_path(name)}" + ("/status" if status else "")
         return self._request("PUT", path, body=obj)
+
+    def delete_machineconfignode(self, name: str) -> None:
+        """The pool controller's: the MachineConfigNode of a node that is gone."""
+        self._request("DELETE", f"{MCN_PATH}/{_path(name)}")
 
     def get_configmap(self, namespace: str, name: str) -> Obj:
         """A ConfigMap (the certificate writer's `kubeconfig-data`, at a CA rotation)."""

@@ -15,43 +15,19 @@ from pathlib import Path
 import pytest
 from fakes import FakeDaemons, Recorder, add_nodes, mc, pool
 from mcd_sim.apiserver import ApiServer
+from procs import REPO, ControllerProcs
 
 from mcd.controller import rollout
 
 pytestmark = pytest.mark.allow_commands
 
-REPO = Path(__file__).resolve().parents[2]
 BOOT = "rendered-worker-boot"
 NS, LEASE = "openshift-machine-config-operator", "machine-config-controller"
 
 
-class Replicas:
-    def __init__(self, kubeconfig: Path, tmp: Path) -> None:
-        self.kubeconfig, self.tmp = kubeconfig, tmp
-        self.procs: dict[str, subprocess.Popen[bytes]] = {}
-
-    def start(self, identity: str) -> subprocess.Popen[bytes]:
-        env = {**os.environ, "PYTHONPATH": str(REPO)}
-        argv = [sys.executable, "-m", "mcd", "pool-controller", "--kubeconfig", str(self.kubeconfig),
-                "--identity", identity, "--lease-duration", "3", "--interval", "0.2", "-v"]  # fmt: skip
-        with (self.tmp / f"{identity}.log").open("ab") as log:
-            proc = subprocess.Popen(argv, stdout=log, stderr=log, env=env, cwd=str(REPO))
-        self.procs[identity] = proc
-        return proc
-
-    def log(self, identity: str) -> str:
-        return (self.tmp / f"{identity}.log").read_text(errors="replace")
-
-    def stop_all(self) -> None:
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(10)
-
-
 @pytest.fixture
-def replicas(kubeconfig: Path, tmp_path: Path) -> Iterator[Replicas]:
-    r = Replicas(kubeconfig, tmp_path)
+def replicas(kubeconfig: Path, tmp_path: Path) -> Iterator[ControllerProcs]:
+    r = ControllerProcs(kubeconfig, tmp_path)
     yield r
     r.stop_all()
 
@@ -75,7 +51,7 @@ def setup_pool(sim: ApiServer, nodes: int) -> Recorder:
 
 
 def test_killed_mid_rollout_another_replica_takes_over_and_finishes(
-    sim: ApiServer, replicas: Replicas
+    sim: ApiServer, replicas: ControllerProcs
 ) -> None:
     record = setup_pool(sim, 4)
     with FakeDaemons(sim):
@@ -94,7 +70,7 @@ def test_killed_mid_rollout_another_replica_takes_over_and_finishes(
 
 
 def test_two_replicas_roll_a_pool_one_leading_and_sigterm_releases(
-    sim: ApiServer, replicas: Replicas
+    sim: ApiServer, replicas: ControllerProcs
 ) -> None:
     record = setup_pool(sim, 3)
     with FakeDaemons(sim):
@@ -116,7 +92,7 @@ def test_two_replicas_roll_a_pool_one_leading_and_sigterm_releases(
 
 
 def test_once_passes_as_the_leader_or_fails_when_another_leads(
-    sim: ApiServer, replicas: Replicas, kubeconfig: Path
+    sim: ApiServer, replicas: ControllerProcs, kubeconfig: Path
 ) -> None:
     setup_pool(sim, 1)
     env = {**os.environ, "PYTHONPATH": str(REPO)}

@@ -249,7 +249,7 @@ def test_a_bad_max_unavailable_is_an_error_of_that_pool_only(
     pools = PoolSync(api)
     pools.sync()
     assert pools.errors == [
-        f"pool worker: pool worker: spec.maxUnavailable: {value!r} is not an integer or a percentage"
+        f"pool worker: spec.maxUnavailable: {value!r} is not an integer or a percentage"
     ]
 
 

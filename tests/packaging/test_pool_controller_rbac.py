@@ -22,9 +22,11 @@ from test_pool_controller_manifests import controller_objects
 from test_rbac import _allows, _calls, _grants
 
 from mcd.controller import rollout
+from mcd.controller.drain import DrainTiming
 from mcd.controller.run import ControllerOptions, PoolController
 from mcd.kube.client import CONTROLLER_USER_AGENT, KubeClient
 from mcd.kube.lease import LeaseSettings
+from mcd.node import machineconfignode as mcn
 
 ACCOUNT = "machine-config-controller"
 RBAC_KINDS = ("ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding")
@@ -35,13 +37,17 @@ def _run_the_repertoire(sim: ApiServer, kubeconfig: Path) -> bool:
     sim.put(mc("00-worker"))
     sim.put(pool())
     add_nodes(sim, 2, "rendered-worker-boot")
+    for name in ("worker-0", "gone"):  # the agents' MachineConfigNodes: one to own, one to delete
+        sim.put(mcn.new_object(name, "worker", "rendered-worker-boot"))
     web = Replicas(sim, "web", 2)
     web.reconcile()
     sim.put({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
              "metadata": {"namespace": "shop", "name": "web"},
              "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}}})  # fmt: skip
     api = KubeClient.from_kubeconfig(str(kubeconfig), CONTROLLER_USER_AGENT)
-    options = ControllerOptions(LeaseSettings(NS, "machine-config-controller", "me"))
+    # a refused eviction names its budgets at once (a list of them), not after 30 s
+    options = ControllerOptions(LeaseSettings(NS, "machine-config-controller", "me"),
+                                drain_timing=DrainTiming(blocked_notice=0))  # fmt: skip
     controller = PoolController(api, options)
     controller.drains.retry_seconds = 0.0
     refused = False
