@@ -53,7 +53,14 @@ def _agent_rebooting(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, received: 
         KubeClient, "connect", classmethod(lambda cls, *a, **k: SimpleNamespace(close=lambda: None))
     )
     (tmp_path / "root").mkdir()
-    args = ["start", "--node-name", "n", "--root-mount", str(tmp_path / "root"), "--kubeconfig", "kc"]
+    kubeconfig = tmp_path / "kc"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: k, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: k, user: u}}]\n"
+    )
+    root = str(tmp_path / "root")
+    args = ["start", "--node-name", "n", "--root-mount", root, "--kubeconfig", str(kubeconfig)]
     monkeypatch.setattr(sys, "argv", ["mcd", *args])
     captured["args"] = args
     with contextlib.suppress(Exec):
