@@ -50,7 +50,6 @@ def main() -> int:
     sys.path.insert(0, str(REPO))
     from mcd.config.dataurl import forget_remembered
     from mcd.config.load import load_machineconfig
-    from mcd.planner.diff import forget_last
     from mcd.planner.plan import plan
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -66,8 +65,8 @@ def main() -> int:
         from_raw()  # warm caches (schemas load once per process, as in the daemon)
         raw_ms = median_ms(from_raw, args.runs)
         first_ms = median_ms(from_raw, args.runs, before=forget_remembered)
-        # the files compared afresh each time: an update's second diff of the pair is remembered
-        parsed_ms = median_ms(lambda: plan(old, new), args.runs, before=forget_last)
+        # nothing is remembered between calls: every plan compares the files afresh
+        parsed_ms = median_ms(lambda: plan(old, new), args.runs)
         mcd = [sys.executable, "-m", "mcd", "plan", str(old_path), str(new_path)]
         subprocess.run(mcd, check=True, capture_output=True, cwd=REPO)
         cold_ms = median_ms(

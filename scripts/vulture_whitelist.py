@@ -8,7 +8,6 @@ install
 
 # bench/plan.py times a parse of configs never seen before
 forget_remembered
-forget_last  # mcd.planner.diff: bench/plan.py times the comparison itself
 
 # the reboot failure count the cluster agent's metric (mcd_reboots_failed_total) reads
 failed_reboots

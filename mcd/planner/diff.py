@@ -18,7 +18,7 @@ ADDED, REMOVED, MODIFIED = "added", "removed", "modified"
 _NO_USER = User(name="")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Change:
     """One changed thing. `details` say what changed inside it (fields, dropins)."""
 
@@ -28,6 +28,10 @@ class Change:
     name: str
     change: str  # added | removed | modified
     details: tuple[str, ...] = ()
+
+    def __init__(self, kind: str, name: str, change: str, details: tuple[str, ...] = ()) -> None:
+        # one dict update instead of a frozen setattr per field: a diff builds one per change
+        self.__dict__.update(kind=kind, name=name, change=change, details=details)
 
 
 @dataclass(frozen=True)
@@ -71,31 +75,23 @@ class ConfigDiff:
         return tuple(c.name for c in self.file_changes)
 
 
-# the file, unit and passwd changes, and whether those sections differ at all (order included)
-_IgnitionChanges = tuple[tuple[Change, ...], tuple[Change, ...], tuple[Change, ...], tuple[bool, bool, bool]]
-# The last comparison, by identity of the (immutable) configs: an update diffs the same pair
-# twice (the host probe, then the planner), and comparing thousands of files is the cost.
-# One slot, replaced whole (one assignment: safe for concurrent callers).
-_last: list[tuple[IgnitionConfig, IgnitionConfig, _IgnitionChanges]] = []
+def _ignition_changes(
+    old_ign: IgnitionConfig, new_ign: IgnitionConfig
+) -> tuple[tuple[Change, ...], tuple[Change, ...], tuple[Change, ...], tuple[bool, bool, bool]]:
+    """The file, unit and passwd changes, and whether those sections differ at all (order included).
 
-
-def forget_last() -> None:
-    """Drop the remembered comparison (benchmarks time the comparison itself)."""
-    _last.clear()
-
-
-def _ignition_changes(old_ign: IgnitionConfig, new_ign: IgnitionConfig) -> _IgnitionChanges:
-    for old_seen, new_seen, changes in _last[-1:]:
-        if old_seen is old_ign and new_seen is new_ign:
-            return changes
-    changes = (
-        _file_changes(old_ign, new_ign),
-        _unit_changes(old_ign, new_ign),
+    Computed afresh on every call: nothing is remembered between calls (two configs parsed apart
+    compare their files by `File.decl`, in C; configs parsed alike share their unchanged items,
+    which compare by identity).
+    """
+    file_changes, files = _file_changes(old_ign, new_ign)
+    unit_changes = _unit_changes(old_ign, new_ign)
+    return (
+        file_changes,
+        unit_changes,
         _passwd_changes(old_ign, new_ign),
-        (old_ign.files != new_ign.files, old_ign.units != new_ign.units, old_ign.passwd != new_ign.passwd),
+        (files, old_ign.units != new_ign.units, old_ign.passwd != new_ign.passwd),
     )
-    _last[:] = [(old_ign, new_ign, changes)]
-    return changes
 
 
 def diff(old: MachineConfig, new: MachineConfig, forcefile: bool = False) -> ConfigDiff:
@@ -169,10 +165,14 @@ def _kind_of_change(old: object, new: object) -> str:
 
 def _file_fields(old: File, new: File) -> tuple[str, ...]:
     out = []
-    if not old.same_data(new):
-        out.append("contents")
-    elif old.contents != new.contents:
-        out.append("encoding")  # same bytes, differently declared: upstream still sees a change
+    a, b = old.decl, new.decl
+    # decl[5:9]: whether there are contents, their source, compression and hash
+    if a[5:9] != b[5:9]:
+        # the same declared contents decode to the same bytes: only other ones are decoded
+        if not old.same_data(new):
+            out.append("contents")
+        else:
+            out.append("encoding")  # same bytes, differently declared: upstream still sees a change
     if old.effective_mode != new.effective_mode:
         out.append(f"mode {old.effective_mode:04o}->{new.effective_mode:04o}")
     if old.user != new.user or old.group != new.group:
@@ -184,22 +184,35 @@ def _file_fields(old: File, new: File) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _file_changes(old: IgnitionConfig, new: IgnitionConfig) -> tuple[Change, ...]:
-    """Added and modified paths in the new config's order, then removed ones in the old order."""
-    if old.files == new.files:
-        return ()
-    before = {f.path: f for f in old.files}
-    after_paths = set()
+def _file_changes(old: IgnitionConfig, new: IgnitionConfig) -> tuple[tuple[Change, ...], bool]:
+    """Added and modified paths in the new config's order, then removed ones in the old order;
+    and whether the file lists differ at all (order and duplicates included)."""
+    old_files, new_files = old.files, new.files
+    if old_files is new_files:
+        return (), False
+    # the last declaration of a path is the one compared (a dict keeps the last value)
+    before = {f.path: f for f in old_files}
+    # a file declared as in `before` under its own path is unchanged: the comparison of the flat
+    # tuples runs in C, and only the changed few are looked at again below
+    differing = [f for f in new_files if (prev := before.get(f.path)) is None or prev.decl != f.decl]
+    same_lists = (
+        not differing
+        and len(old_files) == len(new_files)
+        and [f.decl for f in old_files] == [f.decl for f in new_files]
+    )
+    if same_lists:
+        return (), False
     out: list[Change] = []
-    for f in new.files:
-        after_paths.add(f.path)
+    for f in differing:
         prev = before.get(f.path)
         if prev is None:
             out.append(Change("file", f.path, ADDED))
-        elif prev != f:
+        else:
             out.append(Change("file", f.path, MODIFIED, _file_fields(prev, f)))
-    out.extend(Change("file", f.path, REMOVED) for f in old.files if f.path not in after_paths)
-    return tuple(out)
+    after_paths = {f.path for f in new_files}
+    if len(after_paths) != len(before) or not after_paths.issuperset(before):
+        out.extend(Change("file", f.path, REMOVED) for f in old_files if f.path not in after_paths)
+    return tuple(out), True
 
 
 def _unit_fields(old: Unit, new: Unit) -> tuple[str, ...]:
