@@ -74,6 +74,8 @@ class Checker:
         self.check_ignition_resources(doc.get("ignition") or {})
         self.findings += value_findings(doc)
         self.check_unique([u.name for u in units], ("systemd", "units"), "name", "unit")
+        # no error: check_paths found no path twice (the planner's positional diff relies on it)
+        unique_paths = not any(f.severity == "error" for f in self.findings)
         return IgnitionConfig(
             version=version,
             files=files,
@@ -87,6 +89,7 @@ class Checker:
             raid=canon(storage.get("raid")),
             luks=canon(storage.get("luks")),
             kernel_arguments=canon(doc.get("kernelArguments")),
+            unique_paths=unique_paths,
         )
 
     def file(self, raw: Mapping[str, Any], path: JsonPath) -> File:

@@ -177,13 +177,30 @@ class Dropin:
     contents: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Unit:
     name: str
     enabled: bool | None = None
     mask: bool | None = None
     contents: str | None = None
     dropins: tuple[Dropin, ...] = ()
+    # the fields above as one flat tuple of plain values, as `File.decl`: compared in C
+    decl: tuple[object, ...] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        dropins = tuple((d.name, d.contents) for d in self.dropins)
+        object.__setattr__(self, "decl", (self.name, self.enabled, self.mask, self.contents, dropins))
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, Unit)
+        return self.decl == other.decl
+
+    def __hash__(self) -> int:
+        return hash(self.decl)
 
 
 @dataclass(frozen=True)
@@ -215,13 +232,16 @@ class IgnitionConfig:
     raid: Canon = None
     luks: Canon = None
     kernel_arguments: Canon = None
+    # whether no two `files` share a path: so in every config the parser accepts (a duplicate is
+    # an error); a config built otherwise says False unless it knows (the planner then checks)
+    unique_paths: bool = field(default=False, compare=False, repr=False)
 
     @property
     def passwd(self) -> tuple[tuple[User, ...], Canon]:
         return (self.users, self.groups)
 
 
-EMPTY_IGNITION = IgnitionConfig(version="3.5.0")
+EMPTY_IGNITION = IgnitionConfig(version="3.5.0", unique_paths=True)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,8 @@ the planner explains one by one.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import compress
+from operator import attrgetter, ne
 
 from mcd.config.ignition import EMPTY_IGNITION, File, IgnitionConfig, Unit, User
 from mcd.config.machineconfig import MachineConfig
@@ -165,19 +167,19 @@ def _kind_of_change(old: object, new: object) -> str:
 
 def _file_fields(old: File, new: File) -> tuple[str, ...]:
     out = []
+    # decl: path, mode, overwrite, user, group, has contents, source, compression, hash, append
     a, b = old.decl, new.decl
-    # decl[5:9]: whether there are contents, their source, compression and hash
-    if a[5:9] != b[5:9]:
-        # the same declared contents decode to the same bytes: only other ones are decoded
+    if a[6] != b[6] or a[7] != b[7] or a[8] != b[8] or a[5] != b[5]:
+        # the same declared contents decode to the same bytes: only other ones are compared
         if not old.same_data(new):
             out.append("contents")
         else:
             out.append("encoding")  # same bytes, differently declared: upstream still sees a change
-    if old.effective_mode != new.effective_mode:
+    if a[1] != b[1] and old.effective_mode != new.effective_mode:
         out.append(f"mode {old.effective_mode:04o}->{new.effective_mode:04o}")
-    if old.user != new.user or old.group != new.group:
+    if a[3] != b[3] or a[4] != b[4]:
         out.append("owner")
-    if old.append != new.append:
+    if a[9] != b[9]:
         out.append("append")
     if not out:
         out.append("declaration")
@@ -190,6 +192,9 @@ def _file_changes(old: IgnitionConfig, new: IgnitionConfig) -> tuple[tuple[Chang
     old_files, new_files = old.files, new.files
     if old_files is new_files:
         return (), False
+    aligned = _aligned_file_changes(old_files, new_files, new.unique_paths)
+    if aligned is not None:
+        return aligned
     # the last declaration of a path is the one compared (a dict keeps the last value)
     before = {f.path: f for f in old_files}
     # a file declared as in `before` under its own path is unchanged: the comparison of the flat
@@ -213,6 +218,30 @@ def _file_changes(old: IgnitionConfig, new: IgnitionConfig) -> tuple[tuple[Chang
     if len(after_paths) != len(before) or not after_paths.issuperset(before):
         out.extend(Change("file", f.path, REMOVED) for f in old_files if f.path not in after_paths)
     return tuple(out), True
+
+
+def _aligned_file_changes(
+    old_files: tuple[File, ...], new_files: tuple[File, ...], unique_paths: bool
+) -> tuple[tuple[Change, ...], bool] | None:
+    """`_file_changes` when both lists declare the same paths in the same order, each once (two
+    renderings of one pool: the common case), else None. The declarations are compared pairwise
+    in C (`map` of `!=` over the flat `decl` tuples); no dict or set of thousands of paths."""
+    n = len(new_files)
+    if len(old_files) != n:
+        return None
+    get = attrgetter("decl")
+    changed = list(compress(range(n), map(ne, map(get, old_files), map(get, new_files))))
+    for i in changed:
+        if old_files[i].path != new_files[i].path:
+            return None
+    # the paths are the same list: each once in it (a parsed config has no duplicate path, but
+    # a hand-built one may, and then the general comparison applies)
+    if not unique_paths and len(set(map(attrgetter("path"), new_files))) != n:
+        return None
+    out = tuple(
+        Change("file", new_files[i].path, MODIFIED, _file_fields(old_files[i], new_files[i])) for i in changed
+    )
+    return out, bool(changed)
 
 
 def _unit_fields(old: Unit, new: Unit) -> tuple[str, ...]:
@@ -239,6 +268,15 @@ def _unit_fields(old: Unit, new: Unit) -> tuple[str, ...]:
 def _unit_changes(old: IgnitionConfig, new: IgnitionConfig) -> tuple[Change, ...]:
     if old.units == new.units:
         return ()
+    n = len(new.units)
+    if len(old.units) == n:
+        # the same names in the same order, each once (two renderings of one pool): compared
+        # pairwise in C, as the files
+        get = attrgetter("decl")
+        changed = list(compress(range(n), map(ne, map(get, old.units), map(get, new.units))))
+        pairs = [(old.units[i], new.units[i]) for i in changed]
+        if all(a.name == b.name for a, b in pairs) and len(set(map(attrgetter("name"), new.units))) == n:
+            return tuple(Change("unit", b.name, MODIFIED, _unit_fields(a, b)) for a, b in pairs)
     before = {u.name: u for u in old.units}
     after_names = set()
     out: list[Change] = []
