@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from mcd.config.canon import Canon
@@ -201,6 +201,18 @@ class Unit:
 
     def __hash__(self) -> int:
         return hash(self.decl)
+
+
+def unit_paths_of(units: Sequence[Unit]) -> dict[str, int]:
+    """Paths the units and dropins of a config occupy, with the index of their unit."""
+    out: dict[str, int] = {}
+    for i, u in enumerate(units):
+        if u.contents or u.mask:
+            out[f"{SYSTEMD_DIR}/{u.name}"] = i
+        for d in u.dropins:
+            if d.contents:
+                out[f"{SYSTEMD_DIR}/{u.name}.d/{d.name}"] = i
+    return out
 
 
 @dataclass(frozen=True)
