@@ -55,6 +55,19 @@ def decode_data_url_with(url: str, headers: dict[str, bool]) -> bytes:
     return _decode_base64(data) if is_base64 else _decode_plain(data)
 
 
+# the headers nearly every config uses, with their verdicts (a constant table, checked against
+# the parser by tests/unit/test_dataurl.py): no header parse for them, memo or not
+_COMMON_HEADERS = {
+    "data:,": False,
+    "data:;base64,": True,
+    "data:text/plain,": False,
+    "data:text/plain;base64,": True,
+    "data:text/plain;charset=utf-8,": False,
+    "data:text/plain;charset=utf-8;base64,": True,
+    "data:application/octet-stream;base64,": True,
+}
+
+
 def data_url_header(url: str, headers: dict[str, bool] | None = None) -> tuple[int, bool]:
     """Check the header of a ``data:`` URL; return where its data starts and whether it is base64.
     `headers`: the caller's verdicts on headers checked before, by header text (filled here)."""
@@ -65,7 +78,9 @@ def data_url_header(url: str, headers: dict[str, bool] | None = None) -> tuple[i
         # without a quoted parameter the first comma ends the header: a verdict on it holds for
         # every URL with that header (only good headers are recorded: a bad one raises)
         header = url[: comma + 1]
-        known = headers.get(header) if headers is not None else None
+        known = _COMMON_HEADERS.get(header)
+        if known is None and headers is not None:
+            known = headers.get(header)
         if known is None:
             known = _parse_header(header)[1]
             if headers is not None:
