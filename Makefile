@@ -1,7 +1,7 @@
 # Every target that runs project code depends on `setup`, so a fresh checkout needs nothing else.
 BIN := .venv/bin
 
-.PHONY: setup test lint demo bench clean mutate image vagrant-check node-test soak fleet-test kube-test
+.PHONY: setup test lint demo bench bench-compare clean mutate image vagrant-check node-test soak fleet-test kube-test
 
 setup:
 	@bash scripts/setup.sh
@@ -68,8 +68,13 @@ vagrant-check: setup
 bench: setup
 	@set -e; found=""; for f in bench/*.py; do \
 		[ -e "$$f" ] || continue; found=1; \
+		case "$$f" in bench/upstream.py|bench/compare.py) continue;; esac; \
 		echo "== $$f"; $(BIN)/python "$$f"; \
 	done; [ -n "$$found" ] || echo "no benchmarks in bench/ yet"
+
+# mcd against upstream's figures (bench/upstream.py) on the standard workload: one table
+bench-compare: setup
+	@$(BIN)/python bench/compare.py
 
 # Caches and build leftovers (the simulator's too, and the picture the README's and
 # docs/fleet.md's commands write); keeps .venv (rm -rf .venv to rebuild it from scratch).

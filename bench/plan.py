@@ -1,43 +1,57 @@
 #!/usr/bin/env python3
-"""Planner benchmark on the standard workload; prints JSON figures.
+"""Planner and parser benchmark on the standard workload; prints JSON figures.
 
 Workload: ../shared/bench/make_workload.py (two rendered configs, 2,000 files of 1 KiB, half
 base64, 300 units with dropins, 10% changed, a registries.conf mirror added).
-Figures (medians):
-  from_raw_ms      parse + schema validation + diff + reconcile + plan of both configs, from bytes
-                   (decodes of small data URLs remembered from earlier parses, as in the daemon)
-  from_raw_first_ms  the same with nothing remembered: both configs parsed for the first time
-  parsed_ms        diff + reconcile + plan when both configs are already parsed (daemon steady state)
-  cold_command_ms  `mcd plan OLD NEW` as a new process (interpreter start and imports included)
-Targets (issue 7): from_raw <= 80 ms, parsed <= 6 ms, and 80 ms for a first parse too. The cold
-figure is what a new process takes on the shared 2-core machine (~330-400 ms measured, ~60 ms of it
-the jsonschema import), with room for its load: it catches an import or start-up regression.
+Figures (medians of --runs, in ms; `load` is the 1-minute load average before and after):
+  plan_preparsed_ms     diff + reconcile + plan, both configs already parsed, each apart from the
+                        other, nothing remembered from an earlier call
+  parse_validate_ms     parse + validate both configs from bytes with a `mcd.config.parser.Parser`
+                        that validated them before (the agent's steady state: every item known
+                        valid, only the JSON decoded and matched)
+  parse_validate_first_ms  the same with a new Parser: OLD validated whole, NEW only where it
+                        differs from OLD (`mcd plan OLD NEW`)
+  parse_validate_full_ms   each config parsed from nothing, as a fresh process would
+  from_raw_ms           parse_validate (steady) + plan
+  cold_command_ms       `mcd plan OLD NEW` as a new process (interpreter start and imports included)
+  parser_memory         what the Parser keeps for that speed: configs remembered
+`compare` holds the figures upstream has one for (bench/upstream.py), with speed-up and goal.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 WORKLOAD = REPO.parent / "shared" / "bench" / "make_workload.py"
+sys.path.insert(0, str(REPO))
 
-TARGETS_MS = {"from_raw": 80, "from_raw_first": 80, "parsed": 6, "cold_command": 450}
+from bench.upstream import (  # noqa: E402  (the repository first on the path)
+    GOAL_PARSE_VALIDATE,
+    GOAL_PLAN_PREPARSED,
+    UPSTREAM_FROM_RAW_MS,
+    UPSTREAM_PARSE_VALIDATE_MS,
+    UPSTREAM_PLAN_PREPARSED_MS,
+    row,
+)
 
 
-def median_ms(fn: object, runs: int, before: object = None) -> float:
+def median_ms(fn: Callable[[], object], runs: int, before: Callable[[], object] | None = None) -> float:
     samples = []
     for _ in range(runs):
         if before is not None:
-            before()  # type: ignore[operator]  # untimed
+            before()  # untimed
         t0 = time.perf_counter()
-        fn()  # type: ignore[operator]
+        fn()
         samples.append((time.perf_counter() - t0) * 1000)
     return round(statistics.median(samples), 2)
 
@@ -47,27 +61,36 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--cold-runs", type=int, default=7)
     args = ap.parse_args()
-    sys.path.insert(0, str(REPO))
-    from mcd.config.dataurl import forget_remembered
     from mcd.config.load import load_machineconfig
-    from mcd.planner.diff import forget_last
+    from mcd.config.parser import Parser
     from mcd.planner.plan import plan
 
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run([sys.executable, str(WORKLOAD), tmp], check=True, capture_output=True)
         old_path, new_path = Path(tmp, "old.json"), Path(tmp, "new.json")
         old_raw, new_raw = old_path.read_bytes(), new_path.read_bytes()
+        steady = Parser()
+
+        def both(parser: Parser) -> None:
+            parser.load(old_raw, "old.json")
+            parser.load(new_raw, "new.json")
+
+        def full() -> None:
+            load_machineconfig(old_raw, "old.json")
+            load_machineconfig(new_raw, "new.json")
 
         def from_raw() -> None:
-            plan(load_machineconfig(old_raw, "old.json"), load_machineconfig(new_raw, "new.json"))
+            plan(steady.load(old_raw, "old.json"), steady.load(new_raw, "new.json"))
 
         old, new = load_machineconfig(old_raw, "old.json"), load_machineconfig(new_raw, "new.json")
         result = plan(old, new)
-        from_raw()  # warm caches (schemas load once per process, as in the daemon)
+        both(steady)  # the configs validated once, as the agent's first sync does
+        parsed_ms = median_ms(lambda: plan(old, new), args.runs * 4)
+        parse_ms = median_ms(lambda: both(steady), args.runs)
+        first_ms = median_ms(lambda: both(Parser()), args.runs)
+        full_ms = median_ms(full, args.runs)
         raw_ms = median_ms(from_raw, args.runs)
-        first_ms = median_ms(from_raw, args.runs, before=forget_remembered)
-        # the files compared afresh each time: an update's second diff of the pair is remembered
-        parsed_ms = median_ms(lambda: plan(old, new), args.runs, before=forget_last)
         mcd = [sys.executable, "-m", "mcd", "plan", "-o", "json", str(old_path), str(new_path)]
         subprocess.run(mcd, check=True, capture_output=True, cwd=REPO)
         cold_ms = median_ms(
@@ -79,11 +102,22 @@ def main() -> int:
                 "benchmark": "plan",
                 "workload": {"files": 2000, "units": 300, "changes": len(result.changes)},
                 "result": {"actions": [a.to_api() for a in result.actions], "drain": result.drain},
+                "plan_preparsed_ms": parsed_ms,
+                "parse_validate_ms": parse_ms,
+                "parse_validate_first_ms": first_ms,
+                "parse_validate_full_ms": full_ms,
                 "from_raw_ms": raw_ms,
-                "from_raw_first_ms": first_ms,
-                "parsed_ms": parsed_ms,
                 "cold_command_ms": cold_ms,
-                "targets_ms": TARGETS_MS,
+                "parser_memory": {"configs_remembered": len(steady._known), "keep": steady.keep},
+                "compare": [
+                    row("plan, pre-parsed", parsed_ms, UPSTREAM_PLAN_PREPARSED_MS, GOAL_PLAN_PREPARSED),
+                    row("parse + validate both", parse_ms, UPSTREAM_PARSE_VALIDATE_MS, GOAL_PARSE_VALIDATE),
+                    row("parse + validate both, first", first_ms, UPSTREAM_PARSE_VALIDATE_MS),
+                    row("parse + validate both, from nothing", full_ms, UPSTREAM_PARSE_VALIDATE_MS),
+                    row("plan from raw bytes", raw_ms, UPSTREAM_FROM_RAW_MS),
+                    row("mcd plan, cold process", cold_ms, None),
+                ],
+                "load": [load_before, os.getloadavg()[0]],
                 "python": sys.version.split()[0],
             },
             indent=2,

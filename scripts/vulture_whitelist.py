@@ -6,9 +6,10 @@ Not code: vulture only reads the names. Anything else it reports is dead and goe
 # the crash hook only tests install (tests/killing.py)
 install
 
-# bench/plan.py times a parse of configs never seen before
-forget_remembered
-forget_last  # mcd.planner.diff: bench/plan.py times the comparison itself
+# mcd.config.parser: the caller-owned parser that validates only what changed (bench/plan.py,
+# tests/unit/test_parser.py; for the agent's syncs)
+Parser
+
 
 # the reboot failure count the cluster agent's metric (mcd_reboots_failed_total) reads
 failed_reboots

@@ -144,7 +144,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
             if args.old == "-"
             else load_machineconfig(read_input(args.old), args.old, options=options)
         )
-        new = load_machineconfig(read_input(args.new), args.new, options=options)
+        # the files and units NEW declares as OLD does are taken over from OLD, not parsed again
+        new = load_machineconfig(read_input(args.new), args.new, options=options, like=lambda _name: old)
     policies, overrides = (
         policy.settings_of(load_machineconfiguration(read_input(args.policy), args.policy))
         if args.policy

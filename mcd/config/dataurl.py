@@ -19,7 +19,6 @@ from __future__ import annotations
 import binascii
 import re
 from collections.abc import Iterator
-from functools import lru_cache
 
 _PREFIX = "data:"
 _TSPECIALS = frozenset('()<>@,;:\\"/[]?=')
@@ -44,56 +43,49 @@ def decode_data_url(url: str) -> bytes:
     return _decode_base64(data) if is_base64 else _decode_plain(data)
 
 
-class _Remembered:
-    """Decoded contents of small data URLs, by URL text. The daemon parses the same rendered
-    configs again and again (current and desired config on each sync, old and new config of one
-    plan share most files), and one decode costs more than hashing its URL. Only successes are
-    kept (an error is found again, with its message); the texts and contents held stay under
-    `budget` characters plus bytes, the whole set is dropped when it would grow past it."""
-
-    def __init__(self, budget: int) -> None:
-        self.budget = budget
-        self.held = 0
-        self.entries: dict[str, bytes] = {}
-
-    def decode(self, url: str) -> bytes:
-        data = self.entries.get(url)
-        if data is None:
-            data = decode_data_url(url)
-            cost = len(url) + len(data)
-            if self.held + cost > self.budget:
-                self.entries = {}
-                self.held = 0
-            if cost <= self.budget:
-                self.entries[url] = data
-                self.held += cost
-        return data
+# the URLs the parser decodes in one piece, without the stream machinery (nearly every file)
+SMALL_URL = 64 << 10  # characters
 
 
-SMALL_URL = 64 << 10  # characters: the URLs that are remembered (nearly every file of a config)
-# a rendered config's files take a few MiB: old and new config, with room to spare
-_REMEMBERED = _Remembered(16 << 20)
+def decode_data_url_with(url: str, headers: dict[str, bool]) -> bytes:
+    """`decode_data_url`, with the base64 verdicts on headers seen before in `headers` (the
+    caller's, one parse's: a config repeats a handful of headers over thousands of files)."""
+    start, is_base64 = data_url_header(url, headers)
+    data = url[start:]
+    return _decode_base64(data) if is_base64 else _decode_plain(data)
 
 
-def forget_remembered() -> None:
-    """Drop the remembered decodes (the planner benchmark's first-parse figure)."""
-    _REMEMBERED.entries = {}
-    _REMEMBERED.held = 0
+# the headers nearly every config uses, with their verdicts (a constant table, checked against
+# the parser by tests/unit/test_dataurl.py): no header parse for them, memo or not
+_COMMON_HEADERS = {
+    "data:,": False,
+    "data:;base64,": True,
+    "data:text/plain,": False,
+    "data:text/plain;base64,": True,
+    "data:text/plain;charset=utf-8,": False,
+    "data:text/plain;charset=utf-8;base64,": True,
+    "data:application/octet-stream;base64,": True,
+}
 
 
-def decode_small_data_url(url: str) -> bytes:
-    """`decode_data_url`, remembered for a URL of at most SMALL_URL characters (see _Remembered)."""
-    return _REMEMBERED.decode(url) if len(url) <= SMALL_URL else decode_data_url(url)
-
-
-def data_url_header(url: str) -> tuple[int, bool]:
-    """Check the header of a ``data:`` URL; return where its data starts and whether it is base64."""
+def data_url_header(url: str, headers: dict[str, bool] | None = None) -> tuple[int, bool]:
+    """Check the header of a ``data:`` URL; return where its data starts and whether it is base64.
+    `headers`: the caller's verdicts on headers checked before, by header text (filled here)."""
     if not url.startswith(_PREFIX):
         raise ValueError(f"not a data URL (it must start with {_PREFIX!r}): {_preview(url)}")
     comma = url.find(",", len(_PREFIX))
     if comma >= 0 and '"' not in url[len(_PREFIX) : comma]:
-        # without a quoted parameter the first comma ends the header: reuse the verdict on it
-        is_base64 = _header_is_base64(url[: comma + 1])
+        # without a quoted parameter the first comma ends the header: a verdict on it holds for
+        # every URL with that header (only good headers are recorded: a bad one raises)
+        header = url[: comma + 1]
+        known = _COMMON_HEADERS.get(header)
+        if known is None and headers is not None:
+            known = headers.get(header)
+        if known is None:
+            known = _parse_header(header)[1]
+            if headers is not None:
+                headers[header] = known
+        is_base64 = known
     else:
         comma, is_base64 = _parse_header(url)
     return comma + 1, is_base64
@@ -150,12 +142,6 @@ def _is_token_char(c: str) -> bool:
 
 def _fail(reason: str) -> ValueError:
     return ValueError(f"invalid data URL: {reason}")
-
-
-@lru_cache(maxsize=64)
-def _header_is_base64(header: str) -> bool:
-    """The base64 flag of a header ``data:...,`` (configs repeat a handful of headers)."""
-    return _parse_header(header)[1]
 
 
 def _parse_header(url: str) -> tuple[int, bool]:

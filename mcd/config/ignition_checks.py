@@ -13,14 +13,13 @@ from typing import Any
 
 from mcd.config.canon import canon
 from mcd.config.contents import CHUNK, HASH_HEX_LENGTHS, ContentsError, iter_contents
-from mcd.config.dataurl import SMALL_URL, decode_data_url, decode_small_data_url
+from mcd.config.dataurl import SMALL_URL, decode_data_url, decode_data_url_with
 from mcd.config.findings import Finding, JsonPath, format_path
 from mcd.config.ignition_model import (
     ERR_HASH_WITHOUT_SOURCE,
     MAX_FILE_MODE,
     MAX_ID,
     REMOTE_SCHEMES,
-    SYSTEMD_DIR,
     UNIT_SUFFIXES,
     Dropin,
     File,
@@ -31,11 +30,12 @@ from mcd.config.ignition_model import (
     Unit,
     User,
     format_mode,
+    unit_paths_of,
 )
 from mcd.config.ignition_rules import value_findings
 from mcd.config.paths import ancestors, name_problem, path_problem, state_problem
 from mcd.config.reuse import Reused
-from mcd.config.text import shown
+from mcd.config.text import clip, shown
 from mcd.config.unitfile import UnitSyntaxError
 from mcd.config.unitfile import sections as unit_sections
 
@@ -51,6 +51,10 @@ class Checker:
         self.findings: list[Finding] = []
         # items declared alike in a config parsed before without findings: taken as they are
         self.reused = reused or Reused((), ())
+        # this parse's verdicts on data URL headers and unit texts (files share a few headers;
+        # unit texts repeat, templates are read again): held by the parse, gone with it
+        self.headers: dict[str, bool] = {}
+        self.sections: dict[str, tuple[str, ...]] = {}
 
     def error(self, path: JsonPath, message: str) -> None:
         self.findings.append(Finding(path, message))
@@ -74,6 +78,8 @@ class Checker:
         self.check_ignition_resources(doc.get("ignition") or {})
         self.findings += value_findings(doc)
         self.check_unique([u.name for u in units], ("systemd", "units"), "name", "unit")
+        # no error: check_paths found no path twice (the planner's positional diff relies on it)
+        unique_paths = not any(f.severity == "error" for f in self.findings)
         return IgnitionConfig(
             version=version,
             files=files,
@@ -87,6 +93,7 @@ class Checker:
             raid=canon(storage.get("raid")),
             luks=canon(storage.get("luks")),
             kernel_arguments=canon(doc.get("kernelArguments")),
+            unique_paths=unique_paths,
         )
 
     def file(self, raw: Mapping[str, Any], path: JsonPath) -> File:
@@ -172,11 +179,10 @@ class Checker:
             and (keep is None or len(source) <= keep)
         ):
             # the common case (a small inline file, kept; a data URL never decodes to more bytes
-            # than it has characters): one decode, remembered across parses, no stream machinery,
-            # no message prepared. Anything else, a failure included, takes the checks below
-            # (which report it).
+            # than it has characters): one decode, no stream machinery, no message prepared.
+            # Anything else, a failure included, takes the checks below (which report it).
             try:
-                data = decode_small_data_url(source)
+                data = decode_data_url_with(source, self.headers)
             except ValueError:
                 pass
             else:
@@ -248,7 +254,7 @@ class Checker:
             )
             return False
         if scheme != "data":
-            self.error(path, f'invalid source "{_clip(source)}" for {owner}: expected a data: URL')
+            self.error(path, f'invalid source "{clip(source)}" for {owner}: expected a data: URL')
             return False
         return True
 
@@ -318,10 +324,17 @@ class Checker:
         if contents is None:
             return ()
         try:
-            return unit_sections(contents)
+            return self.unit_text_sections(contents)
         except UnitSyntaxError as exc:
             self.error(path, f"invalid unit content: {exc}")  # Ignition's words
             return None
+
+    def unit_text_sections(self, contents: str) -> tuple[str, ...]:
+        """`unitfile.sections`, once per text in this parse (raises UnitSyntaxError)."""
+        found = self.sections.get(contents)
+        if found is None:
+            found = self.sections[contents] = unit_sections(contents)
+        return found
 
     def check_ignition_resources(self, ignition: Mapping[str, Any]) -> None:
         """Configs to merge or replace and CA bundles: sources like `storage.files` (item 7): an
@@ -383,7 +396,7 @@ class Checker:
             if template is None or not template.contents:
                 continue
             try:
-                found = unit_sections(template.contents)
+                found = self.unit_text_sections(template.contents)
             except UnitSyntaxError:
                 continue  # reported on the template itself
             if "Install" not in found:
@@ -405,6 +418,8 @@ class Checker:
         """Paths a node can hold and the daemon may write; no path declared twice (files,
         directories and links share one namespace); nothing below a declared file or link; no
         file where a unit or dropin goes."""
+        if self.reused.same_paths:
+            return  # every path as in a config parsed before without a finding: nothing to find
         seen: dict[str, JsonPath] = {}
         valid: list[tuple[str, str, JsonPath]] = []  # (kind, path, where)
         for section, kind in (("files", "file"), ("directories", "directory"), ("links", "link")):
@@ -425,7 +440,7 @@ class Checker:
                     valid.append((kind, p, where))
         files = {p: where for kind, p, where in valid if kind == "file"}
         links = {p: where for kind, p, where in valid if kind == "link"}
-        systemd_paths = _systemd_paths(units)
+        systemd_paths = unit_paths_of(units)
         # nearest link or file at or above each directory, memoised: thousands of paths share
         # a few dozen directories, so each directory's ancestors are looked up once
         blocker: dict[str, tuple[str, str] | None] = {}
@@ -477,19 +492,3 @@ class Checker:
                 self.error((*path, i, key), f'duplicate {what} "{n}", already declared at index {seen[n]}')
             else:
                 seen[n] = i
-
-
-def _systemd_paths(units: Sequence[Unit]) -> dict[str, int]:
-    """Paths the units and dropins of a config occupy, with the index of their unit."""
-    out: dict[str, int] = {}
-    for i, u in enumerate(units):
-        if u.contents or u.mask:
-            out[f"{SYSTEMD_DIR}/{u.name}"] = i
-        for d in u.dropins:
-            if d.contents:
-                out[f"{SYSTEMD_DIR}/{u.name}.d/{d.name}"] = i
-    return out
-
-
-def _clip(text: str, limit: int = 60) -> str:
-    return text if len(text) <= limit else text[:limit] + "…"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from mcd.config.canon import Canon
@@ -71,6 +71,11 @@ class File:
     _data: bytes | None = field(default=b"", compare=False, repr=False)
     size: int = field(default=0, compare=False, repr=False)
     sha256: str = field(default="", compare=False, repr=False)
+    # the declared fields above as one flat tuple of plain values (built once, with the file):
+    # two files are equal exactly when their `decl`s are, and a tuple of strings, numbers and
+    # shared empty values compares in C without a Python call per field (a plan compares
+    # thousands of files of two configs parsed apart)
+    decl: tuple[object, ...] = field(default=(), compare=False, repr=False)
 
     def __init__(
         self,
@@ -88,9 +93,26 @@ class File:
     ) -> None:
         """`data` is the decoded contents (b"" without a source), or None when not kept: then
         `size` and `sha256` describe them and `contents` is decoded again on demand."""
+        declared: tuple[object, ...]
+        if contents is None:
+            declared = (path, mode, overwrite, user, group, False, None, None, None, append)
+        else:
+            declared = (
+                path,
+                mode,
+                overwrite,
+                user,
+                group,
+                True,
+                contents.source,
+                contents.compression,
+                contents.hash,
+                append,
+            )
         # one dict update instead of an object.__setattr__ per field (frozen): a rendered
         # config builds thousands of files
         self.__dict__.update(
+            decl=declared,
             path=path,
             mode=mode,
             overwrite=overwrite,
@@ -104,24 +126,15 @@ class File:
         )
 
     def __eq__(self, other: object) -> bool:
-        # the dataclass's comparison (the declared fields), written out: the planner compares
-        # thousands of files, and the generated one builds two tuples per comparison
+        # the dataclass's comparison (the declared fields), on the flat `decl`
         if self is other:
             return True
         if not isinstance(other, File) or other.__class__ is not self.__class__:
             return NotImplemented
-        return (
-            self.path == other.path
-            and self.mode == other.mode
-            and self.overwrite == other.overwrite
-            and self.user == other.user
-            and self.group == other.group
-            and self.contents == other.contents
-            and self.append == other.append
-        )
+        return self.decl == other.decl
 
     def __hash__(self) -> int:
-        return hash((self.path, self.mode, self.overwrite, self.user, self.group, self.contents, self.append))
+        return hash(self.decl)
 
     @property
     def effective_mode(self) -> int:
@@ -164,13 +177,42 @@ class Dropin:
     contents: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Unit:
     name: str
     enabled: bool | None = None
     mask: bool | None = None
     contents: str | None = None
     dropins: tuple[Dropin, ...] = ()
+    # the fields above as one flat tuple of plain values, as `File.decl`: compared in C
+    decl: tuple[object, ...] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        dropins = tuple((d.name, d.contents) for d in self.dropins)
+        object.__setattr__(self, "decl", (self.name, self.enabled, self.mask, self.contents, dropins))
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, Unit)
+        return self.decl == other.decl
+
+    def __hash__(self) -> int:
+        return hash(self.decl)
+
+
+def unit_paths_of(units: Sequence[Unit]) -> dict[str, int]:
+    """Paths the units and dropins of a config occupy, with the index of their unit."""
+    out: dict[str, int] = {}
+    for i, u in enumerate(units):
+        if u.contents or u.mask:
+            out[f"{SYSTEMD_DIR}/{u.name}"] = i
+        for d in u.dropins:
+            if d.contents:
+                out[f"{SYSTEMD_DIR}/{u.name}.d/{d.name}"] = i
+    return out
 
 
 @dataclass(frozen=True)
@@ -202,13 +244,16 @@ class IgnitionConfig:
     raid: Canon = None
     luks: Canon = None
     kernel_arguments: Canon = None
+    # whether no two `files` share a path: so in every config the parser accepts (a duplicate is
+    # an error); a config built otherwise says False unless it knows (the planner then checks)
+    unique_paths: bool = field(default=False, compare=False, repr=False)
 
     @property
     def passwd(self) -> tuple[tuple[User, ...], Canon]:
         return (self.users, self.groups)
 
 
-EMPTY_IGNITION = IgnitionConfig(version="3.5.0")
+EMPTY_IGNITION = IgnitionConfig(version="3.5.0", unique_paths=True)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ two configs alive at once share their decoded JSON too.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import marshal
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +33,10 @@ class Reused:
 
     files: Sequence[File | None]
     units: Sequence[Unit | None]
+    # every file, unit, directory and link declared as in the earlier config, in its order: the
+    # checks across paths (mcd.config.ignition_checks.check_paths) found nothing there, and
+    # would find nothing here
+    same_paths: bool = False
 
     def file(self, index: int) -> File | None:
         return self.files[index] if index < len(self.files) else None
@@ -66,9 +71,46 @@ def reuse(
     old_files, old_units = _items(earlier_doc, FILES), _items(earlier_doc, UNITS)
     if len(old_files) != len(config.files) or len(old_units) != len(config.units):
         return None  # not the document that parse built its config from
-    files = {_key(raw, "path"): (raw, f) for raw, f in zip(old_files, config.files, strict=True)}
-    units = {_key(raw, "name"): (raw, u) for raw, u in zip(old_units, config.units, strict=True)}
-    return Reused(_matches(files, _items(doc, FILES), "path"), _matches(units, _items(doc, UNITS), "name"))
+    new_files, new_units = _items(doc, FILES), _items(doc, UNITS)
+    files_alike = _all_alike(old_files, new_files)
+    units_alike = _all_alike(old_units, new_units)
+    if files_alike:
+        new_files[:] = old_files  # shared, as below
+        file_hits: list[File | None] = list(config.files)
+    else:
+        files = {_key(raw, "path"): (raw, f) for raw, f in zip(old_files, config.files, strict=True)}
+        file_hits = _matches(files, new_files, "path")
+    if units_alike:
+        new_units[:] = old_units
+        unit_hits: list[Unit | None] = list(config.units)
+    else:
+        units = {_key(raw, "name"): (raw, u) for raw, u in zip(old_units, config.units, strict=True)}
+        unit_hits = _matches(units, new_units, "name")
+    same_paths = (
+        files_alike
+        and units_alike
+        and all(same_json(_part(earlier_doc, FILES[0], k), _part(doc, FILES[0], k)) for k in _OTHER_PATHS)
+    )
+    return Reused(file_hits, unit_hits, same_paths)
+
+
+# the storage sections whose paths share one namespace with the files
+_OTHER_PATHS = ("directories", "links")
+
+
+def _part(doc: Mapping[str, Any], section: str, key: str) -> object:
+    part = doc.get(section)
+    return part.get(key) if type(part) is dict else None
+
+
+def _all_alike(earlier: list[Any], items: list[Any]) -> bool:
+    """Whether two lists of decoded JSON are the same, types included, as one comparison in C:
+    marshal's format 2 writes every value with its exact type (`1`, `1.0` and `true` differ)
+    and no references between objects, so equal bytes mean equal lists. Unequal bytes may still
+    be the same lists (keys in another order): the caller then matches item by item."""
+    if len(earlier) != len(items) or not items:
+        return False
+    return marshal.dumps(earlier, 2) == marshal.dumps(items, 2)
 
 
 def _matches(known: Mapping[object, tuple[Any, Any]], items: list[Any], name: str) -> list[Any]:
@@ -108,18 +150,34 @@ def same_json(a: object, b: object) -> bool:
 
 def _same_types(a: object, b: object) -> bool:
     """For two equal values of one type: whether their members have the same types all the way
-    down (equality said the rest). Only containers are called into: most members are strings."""
+    down (equality said the rest). A level's member types are listed in C (`map` of `type`) and
+    compared at once; only containers are called into (most members are strings)."""
     if type(a) is dict:
         assert isinstance(b, dict)
-        for key, x in a.items():
-            y = b[key]
-            if type(x) is not type(y) or (type(x) in _CONTAINERS and not _same_types(x, y)):
-                return False
+        if list(a) != list(b):
+            return _same_types_by_key(a, b)  # equal, in another key order
+        xs: Iterable[object] = a.values()
+        ys: Iterable[object] = b.values()
     elif type(a) is list:
         assert isinstance(b, list)
-        for x, y in zip(a, b, strict=True):
-            if type(x) is not type(y) or (type(x) in _CONTAINERS and not _same_types(x, y)):
+        xs, ys = a, b
+    else:
+        return True
+    types = list(map(type, xs))
+    if types != list(map(type, ys)):
+        return False
+    if dict in types or list in types:
+        for x, y, t in zip(xs, ys, types, strict=True):
+            if t in _CONTAINERS and not _same_types(x, y):
                 return False
+    return True
+
+
+def _same_types_by_key(a: dict[Any, Any], b: dict[Any, Any]) -> bool:
+    for key, x in a.items():
+        y = b[key]
+        if type(x) is not type(y) or (type(x) in _CONTAINERS and not _same_types(x, y)):
+            return False
     return True
 
 

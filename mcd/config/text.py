@@ -34,3 +34,8 @@ def shown(text: str, limit: int = SHOWN_LIMIT) -> str:
     """`text` for a message: controls escaped, clipped to `limit` characters with an ellipsis."""
     clipped = text if len(text) <= limit else text[:limit] + "…"
     return escape_controls(clipped)
+
+
+def clip(text: str, limit: int = 60) -> str:
+    """`text` cut to `limit` characters, an ellipsis marking the cut."""
+    return text if len(text) <= limit else text[:limit] + "…"

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from functools import lru_cache
 from typing import TypeAlias
 
 LINE_MAX = 2048
@@ -40,7 +39,6 @@ def sections(text: str) -> tuple[str, ...]:
     return _sections(text)
 
 
-@lru_cache(maxsize=4096)  # rendered configs repeat unit texts (old and new config, templates)
 def _sections(text: str) -> tuple[str, ...]:
     data = text.encode("utf-8", "surrogatepass")
     if max(map(len, _LINE_BREAKS.split(data))) < LINE_MAX:

@@ -8,6 +8,8 @@ the planner explains one by one.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import compress
+from operator import attrgetter, ne
 
 from mcd.config.ignition import EMPTY_IGNITION, File, IgnitionConfig, Unit, User
 from mcd.config.machineconfig import MachineConfig
@@ -18,7 +20,7 @@ ADDED, REMOVED, MODIFIED = "added", "removed", "modified"
 _NO_USER = User(name="")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Change:
     """One changed thing. `details` say what changed inside it (fields, dropins)."""
 
@@ -28,6 +30,10 @@ class Change:
     name: str
     change: str  # added | removed | modified
     details: tuple[str, ...] = ()
+
+    def __init__(self, kind: str, name: str, change: str, details: tuple[str, ...] = ()) -> None:
+        # one dict update instead of a frozen setattr per field: a diff builds one per change
+        self.__dict__.update(kind=kind, name=name, change=change, details=details)
 
 
 @dataclass(frozen=True)
@@ -71,31 +77,23 @@ class ConfigDiff:
         return tuple(c.name for c in self.file_changes)
 
 
-# the file, unit and passwd changes, and whether those sections differ at all (order included)
-_IgnitionChanges = tuple[tuple[Change, ...], tuple[Change, ...], tuple[Change, ...], tuple[bool, bool, bool]]
-# The last comparison, by identity of the (immutable) configs: an update diffs the same pair
-# twice (the host probe, then the planner), and comparing thousands of files is the cost.
-# One slot, replaced whole (one assignment: safe for concurrent callers).
-_last: list[tuple[IgnitionConfig, IgnitionConfig, _IgnitionChanges]] = []
+def _ignition_changes(
+    old_ign: IgnitionConfig, new_ign: IgnitionConfig
+) -> tuple[tuple[Change, ...], tuple[Change, ...], tuple[Change, ...], tuple[bool, bool, bool]]:
+    """The file, unit and passwd changes, and whether those sections differ at all (order included).
 
-
-def forget_last() -> None:
-    """Drop the remembered comparison (benchmarks time the comparison itself)."""
-    _last.clear()
-
-
-def _ignition_changes(old_ign: IgnitionConfig, new_ign: IgnitionConfig) -> _IgnitionChanges:
-    for old_seen, new_seen, changes in _last[-1:]:
-        if old_seen is old_ign and new_seen is new_ign:
-            return changes
-    changes = (
-        _file_changes(old_ign, new_ign),
-        _unit_changes(old_ign, new_ign),
+    Computed afresh on every call: nothing is remembered between calls (two configs parsed apart
+    compare their files by `File.decl`, in C; configs parsed alike share their unchanged items,
+    which compare by identity).
+    """
+    file_changes, files = _file_changes(old_ign, new_ign)
+    unit_changes = _unit_changes(old_ign, new_ign)
+    return (
+        file_changes,
+        unit_changes,
         _passwd_changes(old_ign, new_ign),
-        (old_ign.files != new_ign.files, old_ign.units != new_ign.units, old_ign.passwd != new_ign.passwd),
+        (files, old_ign.units != new_ign.units, old_ign.passwd != new_ign.passwd),
     )
-    _last[:] = [(old_ign, new_ign, changes)]
-    return changes
 
 
 def diff(old: MachineConfig, new: MachineConfig, forcefile: bool = False) -> ConfigDiff:
@@ -169,37 +167,81 @@ def _kind_of_change(old: object, new: object) -> str:
 
 def _file_fields(old: File, new: File) -> tuple[str, ...]:
     out = []
-    if not old.same_data(new):
-        out.append("contents")
-    elif old.contents != new.contents:
-        out.append("encoding")  # same bytes, differently declared: upstream still sees a change
-    if old.effective_mode != new.effective_mode:
+    # decl: path, mode, overwrite, user, group, has contents, source, compression, hash, append
+    a, b = old.decl, new.decl
+    if a[6] != b[6] or a[7] != b[7] or a[8] != b[8] or a[5] != b[5]:
+        # the same declared contents decode to the same bytes: only other ones are compared
+        if not old.same_data(new):
+            out.append("contents")
+        else:
+            out.append("encoding")  # same bytes, differently declared: upstream still sees a change
+    if a[1] != b[1] and old.effective_mode != new.effective_mode:
         out.append(f"mode {old.effective_mode:04o}->{new.effective_mode:04o}")
-    if old.user != new.user or old.group != new.group:
+    if a[3] != b[3] or a[4] != b[4]:
         out.append("owner")
-    if old.append != new.append:
+    if a[9] != b[9]:
         out.append("append")
     if not out:
         out.append("declaration")
     return tuple(out)
 
 
-def _file_changes(old: IgnitionConfig, new: IgnitionConfig) -> tuple[Change, ...]:
-    """Added and modified paths in the new config's order, then removed ones in the old order."""
-    if old.files == new.files:
-        return ()
-    before = {f.path: f for f in old.files}
-    after_paths = set()
+def _file_changes(old: IgnitionConfig, new: IgnitionConfig) -> tuple[tuple[Change, ...], bool]:
+    """Added and modified paths in the new config's order, then removed ones in the old order;
+    and whether the file lists differ at all (order and duplicates included)."""
+    old_files, new_files = old.files, new.files
+    if old_files is new_files:
+        return (), False
+    aligned = _aligned_file_changes(old_files, new_files, new.unique_paths)
+    if aligned is not None:
+        return aligned
+    # the last declaration of a path is the one compared (a dict keeps the last value)
+    before = {f.path: f for f in old_files}
+    # a file declared as in `before` under its own path is unchanged: the comparison of the flat
+    # tuples runs in C, and only the changed few are looked at again below
+    differing = [f for f in new_files if (prev := before.get(f.path)) is None or prev.decl != f.decl]
+    same_lists = (
+        not differing
+        and len(old_files) == len(new_files)
+        and [f.decl for f in old_files] == [f.decl for f in new_files]
+    )
+    if same_lists:
+        return (), False
     out: list[Change] = []
-    for f in new.files:
-        after_paths.add(f.path)
+    for f in differing:
         prev = before.get(f.path)
         if prev is None:
             out.append(Change("file", f.path, ADDED))
-        elif prev != f:
+        else:
             out.append(Change("file", f.path, MODIFIED, _file_fields(prev, f)))
-    out.extend(Change("file", f.path, REMOVED) for f in old.files if f.path not in after_paths)
-    return tuple(out)
+    after_paths = {f.path for f in new_files}
+    if len(after_paths) != len(before) or not after_paths.issuperset(before):
+        out.extend(Change("file", f.path, REMOVED) for f in old_files if f.path not in after_paths)
+    return tuple(out), True
+
+
+def _aligned_file_changes(
+    old_files: tuple[File, ...], new_files: tuple[File, ...], unique_paths: bool
+) -> tuple[tuple[Change, ...], bool] | None:
+    """`_file_changes` when both lists declare the same paths in the same order, each once (two
+    renderings of one pool: the common case), else None. The declarations are compared pairwise
+    in C (`map` of `!=` over the flat `decl` tuples); no dict or set of thousands of paths."""
+    n = len(new_files)
+    if len(old_files) != n:
+        return None
+    get = attrgetter("decl")
+    changed = list(compress(range(n), map(ne, map(get, old_files), map(get, new_files))))
+    for i in changed:
+        if old_files[i].path != new_files[i].path:
+            return None
+    # the paths are the same list: each once in it (a parsed config has no duplicate path, but
+    # a hand-built one may, and then the general comparison applies)
+    if not unique_paths and len(set(map(attrgetter("path"), new_files))) != n:
+        return None
+    out = tuple(
+        Change("file", new_files[i].path, MODIFIED, _file_fields(old_files[i], new_files[i])) for i in changed
+    )
+    return out, bool(changed)
 
 
 def _unit_fields(old: Unit, new: Unit) -> tuple[str, ...]:
@@ -226,6 +268,15 @@ def _unit_fields(old: Unit, new: Unit) -> tuple[str, ...]:
 def _unit_changes(old: IgnitionConfig, new: IgnitionConfig) -> tuple[Change, ...]:
     if old.units == new.units:
         return ()
+    n = len(new.units)
+    if len(old.units) == n:
+        # the same names in the same order, each once (two renderings of one pool): compared
+        # pairwise in C, as the files
+        get = attrgetter("decl")
+        changed = list(compress(range(n), map(ne, map(get, old.units), map(get, new.units))))
+        pairs = [(old.units[i], new.units[i]) for i in changed]
+        if all(a.name == b.name for a, b in pairs) and len(set(map(attrgetter("name"), new.units))) == n:
+            return tuple(Change("unit", b.name, MODIFIED, _unit_fields(a, b)) for a, b in pairs)
     before = {u.name: u for u in old.units}
     after_names = set()
     out: list[Change] = []

@@ -23,7 +23,7 @@ from mcd.config.ostables import canonical_kernel_type
 from mcd.planner import kargs as kargs_mod
 from mcd.planner import rpmostree_args
 from mcd.planner import steps as st
-from mcd.planner.diff import ConfigDiff, diff
+from mcd.planner.diff import Change, ConfigDiff, diff
 from mcd.planner.nodefacts import NO_FACTS, SINGLE_REPLICA, Facts
 from mcd.planner.reconcile import reconcile, unreconcilable_reason
 from mcd.planner.registries import is_safe_registries_change
@@ -35,7 +35,7 @@ from mcd.policy.model import REGISTRIES_CONF
 __all__ = ["Facts", "Plan", "PlannedChange", "plan", "reboot_command"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class PlannedChange:
     """One changed thing, the actions it calls for and why."""
 
@@ -45,6 +45,18 @@ class PlannedChange:
     actions: tuple[PostConfigAction, ...]
     rule: str
     details: tuple[str, ...] = ()
+
+    def __init__(  # noqa: PLR0917  (the dataclass's positional order, which its callers use)
+        self,
+        kind: str,
+        name: str,
+        change: str,
+        actions: tuple[PostConfigAction, ...],
+        rule: str,
+        details: tuple[str, ...] = (),
+    ) -> None:
+        # one dict update instead of a frozen setattr per field: a plan builds one per change
+        self.__dict__.update(kind=kind, name=name, change=change, actions=actions, rule=rule, details=details)
 
 
 @dataclass(frozen=True)
@@ -246,22 +258,34 @@ def _policy_actions(
         PlannedChange(c.kind, c.name, c.change, (reboot,), f"{c.kind} change requires a reboot", c.details)
         for c in d.spec_changes
     ]
-    # folded in the API's form (upstream's rules), typed once per change and once for the result
+    # folded in the API's form (upstream's rules), typed once per distinct action list (a policy's
+    # list is one tuple shared by every path it matches; the unmatched ones all reboot)
     per_path: list[policy.Action] = []
+    typed: dict[tuple[policy.Action, ...], tuple[tuple[PostConfigAction, ...], bool]] = {}
+    rebooters: list[str] = []
+
+    def add(c: Change, decision: policy.Decision, *, counted: bool = True) -> None:
+        known = typed.get(decision.actions)
+        if known is None:
+            acts = _typed(decision.actions)
+            known = typed[decision.actions] = (acts, _reboots(acts))
+        acts, reboots = known
+        if counted:
+            per_path.extend(decision.actions)
+        if reboots:
+            rebooters.append(c.name)
+        changes.append(PlannedChange(c.kind, c.name, c.change, acts, decision.rule, c.details))
+
     for c in d.file_changes:
-        fd = policy.file_decision(c.name, policies)
-        per_path.extend(fd.actions)
-        changes.append(PlannedChange(c.kind, c.name, c.change, _typed(fd.actions), fd.rule, c.details))
+        add(c, policy.file_decision(c.name, policies))
     for c in d.unit_changes:
-        ud = policy.unit_decision(c.name, policies)
-        per_path.extend(ud.actions)
-        changes.append(PlannedChange(c.kind, c.name, c.change, _typed(ud.actions), ud.rule, c.details))
+        add(c, policy.unit_decision(c.name, policies))
     if d.passwd:
         sd = policy.sshkey_decision(policies)
+        # the sshkey policy's actions count once, however many rows the change has
         per_path.extend(sd.actions)
-        rows = d.passwd_changes or ()
-        for c in rows:
-            changes.append(PlannedChange(c.kind, c.name, c.change, _typed(sd.actions), sd.rule, c.details))
+        for c in d.passwd_changes:
+            add(c, sd, counted=False)
     os_reason = _os_reason(d, facts.forcefile)
     if os_reason is not None:
         return changes, (reboot,), os_reason
@@ -269,7 +293,7 @@ def _policy_actions(
         return changes, (PostConfigAction(ActionKind.NONE),), "no file, unit or SSH key change: none"
     combined = _typed(policy.combine_actions(per_path))
     if _reboots(combined):
-        rebooters = [c.name for c in changes if _reboots(c.actions)]
+        # the spec changes reboot too, but any of them returned above
         rule = f"reboot required by {_names(rebooters)}"
     else:
         rule = "combined node disruption policy actions of every change"

@@ -79,7 +79,7 @@ def disk_steps(
     )
     steps += _unit_steps(old, units, facts, notes, repair=repair, repaired=repaired)
     if d.units:  # equal unit lists drop nothing
-        steps += _stale_unit_steps(old, new, facts)
+        steps += _stale_unit_steps(old, new, facts, changed)
     steps += _stale_file_steps(new, d, facts)
     if facts.kubeconfig_mode is not None and facts.kubeconfig_mode != 0o600:
         # upstream makes the kubelet's kubeconfig private on every update
@@ -124,8 +124,12 @@ def _static(u: Unit) -> bool:
 def _file_writes(new: IgnitionConfig, d: ConfigDiff, facts: Facts) -> tuple[str, ...]:
     # the diff already compared every declaration: only added and modified ones are rewritten,
     # and those declared as in the applied config when they no longer match on disk
-    changed = {c.name for c in d.file_changes if c.change != REMOVED}
     matching = facts.matching_paths
+    skip = KUBELET_CA if facts.skip_certificate_write else None
+    if matching is None and new.unique_paths:
+        # the diff lists the added and modified paths in the new config's order, each once
+        return tuple(c.name for c in d.file_changes if c.change != REMOVED and c.name != skip)
+    changed = {c.name for c in d.file_changes if c.change != REMOVED}
     out: list[str] = []
     for f in new.files:
         if facts.skip_certificate_write and f.path == KUBELET_CA:
@@ -235,11 +239,19 @@ def _unit_steps(
     return steps
 
 
-def _stale_unit_steps(old: IgnitionConfig, new: IgnitionConfig, facts: Facts) -> list[Step]:
+def _stale_unit_steps(
+    old: IgnitionConfig, new: IgnitionConfig, facts: Facts, changed: set[str] | None = None
+) -> list[Step]:
     steps: list[Step] = []
     new_names = {u.name for u in new.units}
-    new_dropins = {dropin_path(u.name, dr.name) for u in new.units for dr in u.dropins}
-    for u in old.units:
+    olds, news = old.units, new.units
+    if changed is not None and old.unique_paths and new.unique_paths:
+        # only a changed or removed unit can drop a dropin (a dropin's path names its unit): an
+        # unchanged one declares the same dropins in both (one declaration per name: no error)
+        olds = tuple(u for u in old.units if u.name in changed)
+        news = tuple(u for u in new.units if u.name in changed)
+    new_dropins = {dropin_path(u.name, dr.name) for u in news for dr in u.dropins}
+    for u in olds:
         for dr in u.dropins:
             path = dropin_path(u.name, dr.name)
             if path not in new_dropins:

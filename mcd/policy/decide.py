@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 from mcd.policy.action import drain_required, from_api
-from mcd.policy.model import NONE, REBOOT, Action, ClusterPolicies, FilePolicy
+from mcd.policy.model import NONE, REBOOT, Action, ClusterPolicies, FilePolicy, go_clean
 
 # --------------------------------------------------------------------------------------------
 # Node disruption decisions
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Decision:
     """The actions one changed thing (file, unit, SSH keys) contributes, and the rule that gave them."""
 
@@ -24,23 +22,25 @@ class Decision:
     # False when no policy matched and the default Reboot applied
     matched: bool = True
 
+    def __init__(self, actions: tuple[Action, ...], rule: str, matched: bool = True) -> None:
+        # one dict update instead of a frozen setattr per field: one per changed thing
+        self.__dict__.update(actions=actions, rule=rule, matched=matched)
 
-def _go_clean(path: str) -> str:
-    """Go's ``filepath.Clean`` on a slash path (``posixpath.normpath`` keeps a leading ``//``)."""
-    cleaned = posixpath.normpath(path)
-    return "/" + cleaned.lstrip("/") if cleaned.startswith("//") else cleaned
+
+# the actions of a change no policy matches (one immutable value for all of them)
+_REBOOT = (Action(REBOOT),)
+
+
+def _is_clean(path: str) -> bool:
+    """Whether `go_clean(path) == path` is certain without cleaning: absolute, no "//", no
+    component starting with "." (so no "." or ".."), no trailing slash: every path a parsed
+    config declares but hidden files, which are cleaned as before."""
+    return path[:1] == "/" and "//" not in path and "/." not in path and path[-1] != "/"
 
 
 def go_dir(path: str) -> str:
     """Go's ``filepath.Dir``: everything before the last slash, cleaned."""
-    return _go_clean(path[: path.rfind("/") + 1])
-
-
-@lru_cache(maxsize=256)
-def _dir_prefix(directory: str) -> str:
-    """A policy directory cleaned, with the "/" that starts its children (a dozen policies are
-    tried for every changed file: each is cleaned once)."""
-    return _go_clean(directory) + "/"
+    return go_clean(path[: path.rfind("/") + 1])
 
 
 def file_decision(path: str, policies: ClusterPolicies) -> Decision:
@@ -51,15 +51,17 @@ def file_decision(path: str, policies: ClusterPolicies) -> Decision:
     best: FilePolicy | None = None
     # A parent matches as upstream IsSubdirectory: clean both, then a plain string-prefix test on
     # "dir/"; a policy path "/" therefore never matches as a parent (its prefix would be "//").
-    target = _go_clean(path)  # cleaned once for all policies
+    target = path if _is_clean(path) else go_clean(path)  # cleaned once for all policies
+    if path not in policies.file_paths and not target.startswith(policies.file_prefixes):
+        return Decision(_REBOOT, f"no policy for {path}: reboot", matched=False)
     for policy in policies.files:
         # Length is compared on the raw policy path, and only a strictly longer one wins, as upstream.
-        if (path == policy.path or target.startswith(_dir_prefix(policy.path))) and (
+        if (path == policy.path or target.startswith(policy.prefix)) and (
             best is None or len(policy.path) > len(best.path)
         ):
             best = policy
     if best is None:
-        return Decision((Action(REBOOT),), f"no policy for {path}: reboot", matched=False)
+        return Decision(_REBOOT, f"no policy for {path}: reboot", matched=False)
     return Decision(best.actions, f"{best.origin} policy {best.path}")
 
 
@@ -68,7 +70,7 @@ def unit_decision(name: str, policies: ClusterPolicies) -> Decision:
     for policy in policies.units:
         if policy.name == name:
             return Decision(policy.actions, f"unit policy {name} ({policy.origin})")
-    return Decision((Action(REBOOT),), f"no policy for unit {name}: reboot", matched=False)
+    return Decision(_REBOOT, f"no policy for unit {name}: reboot", matched=False)
 
 
 def sshkey_decision(policies: ClusterPolicies) -> Decision:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mcd.config.findings import Finding, format_path
 
@@ -98,6 +99,12 @@ class Action:
         return f"{self.type} {self.service}" if self.service else self.type
 
 
+def go_clean(path: str) -> str:
+    """Go's ``filepath.Clean`` on a slash path (``posixpath.normpath`` keeps a leading ``//``)."""
+    cleaned = posixpath.normpath(path)
+    return "/" + cleaned.lstrip("/") if cleaned.startswith("//") else cleaned
+
+
 @dataclass(frozen=True)
 class FilePolicy:
     """Actions for changes to `path` or anything below it; `origin` is default, user or cluster."""
@@ -105,6 +112,12 @@ class FilePolicy:
     path: str
     actions: tuple[Action, ...]
     origin: str
+    # `path` cleaned, with the "/" that starts its children: what a changed file's cleaned path
+    # must start with to be below it (built with the policy, not for each changed file)
+    prefix: str = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "prefix", go_clean(self.path) + "/")
 
 
 @dataclass(frozen=True)
@@ -124,6 +137,14 @@ class ClusterPolicies:
     units: tuple[UnitPolicy, ...]
     sshkey: tuple[Action, ...]
     sshkey_origin: str
+    # every file policy's path and its children's prefix, for one C call telling whether any
+    # policy can match a changed path at all (most changed files match none)
+    file_paths: frozenset[str] = field(init=False, compare=False, repr=False)
+    file_prefixes: tuple[str, ...] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "file_paths", frozenset(f.path for f in self.files))
+        object.__setattr__(self, "file_prefixes", tuple(f.prefix for f in self.files))
 
     def to_api(self) -> dict[str, object]:
         """The API (status) form of these policies."""

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mcd.config import dataurl
 from mcd.config.dataurl import decode_data_url
 
 # --- accepted ---------------------------------------------------------------------------------------
@@ -147,3 +148,8 @@ def test_decoding_is_fast() -> None:
             decode_data_url(url)
         best = min(best, time.perf_counter() - start)
     assert best < 0.1
+
+
+def test_the_common_headers_table_holds_the_parsers_verdicts() -> None:
+    for header, is_base64 in dataurl._COMMON_HEADERS.items():
+        assert dataurl._parse_header(header) == (len(header) - 1, is_base64)
