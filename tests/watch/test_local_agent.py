@@ -66,8 +66,7 @@ def running(tmp_path: Path) -> Iterator[tuple[Path, Path, LocalAgent]]:
     thread = threading.Thread(target=agent.run)
     thread.start()
     yield root, cm, agent
-    agent.stop.set()
-    agent.queue.put("stop")
+    agent.request_stop()
     thread.join(10)
     assert not thread.is_alive()
 
