@@ -32,6 +32,7 @@ from mcd.agent.health import SyncClock
 from mcd.agent.kubelet import KubeletHealth
 from mcd.agent.mccache import MachineConfigCache
 from mcd.agent.node_apply import NodeApplier
+from mcd.agent.nodechanges import NodeChanges
 from mcd.agent.report.events import EventRecorder
 from mcd.agent.report.mcn import MachineConfigNodeReporter
 from mcd.agent.report.metrics import Metrics, MetricsServer, host_os
@@ -48,7 +49,7 @@ from mcd.kube.client import KubeClient
 from mcd.kube.errors import ApiError
 from mcd.kube.watch import follow
 from mcd.node import annotations as ann
-from mcd.node.annotations import NodeState, NodeView
+from mcd.node.annotations import NodeState
 from mcd.runtime import guard
 
 LOG = logging.getLogger(__name__)
@@ -65,29 +66,6 @@ SYNC_MARGIN = 300.0
 # collection takes tens of milliseconds, which an update coming right after must not wait for;
 # the same once the MachineConfig watch decoded a config
 RELEASE_IDLE_SECONDS = 1.0
-
-
-def acted_on(node: NodeView) -> tuple[object, ...]:
-    """The fields of the Node a sync reads to decide: a watch event changing none of them is no
-    work (its reason, the cordon, other annotations are not among them)."""
-    a = node.annotations
-    return (
-        a.get(ann.DESIRED_CONFIG),
-        a.get(ann.DESIRED_IMAGE),
-        node.deleting,
-        a.get(ann.CONTROL_PLANE_TOPOLOGY),
-        a.get(ann.LAST_APPLIED_DRAIN),
-        node.state,
-        a.get(ann.CURRENT_CONFIG),
-        a.get(ann.CURRENT_IMAGE),
-        a.get(ann.DESIRED_DRAIN),
-        a.get(ann.POST_CONFIG_ACTION),
-    )
-
-
-def external(fields: tuple[object, ...]) -> tuple[object, ...]:
-    """The part of `acted_on` that others write (the controller, an admin), never the agent."""
-    return fields[:5]
 
 
 class _ClockedDrainer:
@@ -176,11 +154,8 @@ class Daemon:
         self._busy_until = time.monotonic()
         self._server: MetricsServer | None = None
         self.signals = guard.SignalFlag(self._on_signal)
-        # the node's acted-on fields as last queued or synced (`_node_changed`), and as the sync
-        # in progress started from
-        self._fields_lock = threading.Lock()
-        self._seen_fields: tuple[object, ...] | None = None
-        self._synced_from: tuple[object, ...] | None = None
+        # which Node watch events are work for the queue
+        self.changes = NodeChanges(self.queue, NODE)
 
     def _restart_kubelet(self, ca: bytes) -> None:
         """For a CA rotation, on the certificate writer's thread: a systemd connection of its own."""
@@ -244,7 +219,7 @@ class Daemon:
         if obj is None:
             LOG.warning("node %s not found", self.settings.node_name)
             self.writer.forget()
-            self._node_changed(None)
+            self.changes.seen(None)
         else:
             self._observe(obj)
 
@@ -254,7 +229,7 @@ class Daemon:
         if isinstance(meta, dict) and meta.get("uid"):
             self.events.uid = str(meta["uid"])
         LOG.debug("node %s at resourceVersion %s", view.name, view.resource_version)
-        self._node_changed(view)
+        self.changes.seen(view)
 
     def _watchdog(self, interval: float) -> None:
         reported = ""
@@ -383,11 +358,11 @@ class Daemon:
             return None  # a reboot is on its way: nothing more to do in this boot
         if self.writer.cached is None:
             return None  # no node yet: the watch queues the key when it has one
-        self._sync_started(self.writer.cached)
+        self.changes.sync_started(self.writer.cached)
         result = self._sync_once()
         self._busy_until = time.monotonic()
         self.queue.add_after(RELEASE, RELEASE_IDLE_SECONDS)
-        self._sync_ended()
+        self.changes.sync_ended(self.writer.cached)
         if result is None:
             return None
         self.queue.forget(NODE)
@@ -396,39 +371,6 @@ class Daemon:
         # upstream's informer resync: the node is looked at again even when nothing changed
         self.queue.add_after(NODE, self.settings.resync_seconds)
         return result
-
-    # -- which node changes are work
-
-    def _sync_started(self, node: NodeView) -> None:
-        with self._fields_lock:
-            self._synced_from = acted_on(node)
-
-    def _sync_ended(self) -> None:
-        """A change of the fields others write, seen during the sync (by its own reads), was not
-        acted on by it: sync again. The sync's own writes come back on the watch unchanged."""
-        node = self.writer.cached
-        now = acted_on(node) if node is not None else None
-        with self._fields_lock:
-            before, self._synced_from, self._seen_fields = self._synced_from, None, now
-        if before is not None and now is not None and external(before) != external(now):
-            self.queue.add(NODE)
-
-    def _node_changed(self, node: NodeView | None) -> None:
-        """From the watch: queue a sync only when a field the agent acts on changed. A change by
-        others (desiredConfig, the drain's answer …) is synced at once; one of the fields the
-        agent writes itself (its state, currentConfig …) changed outside a sync (the drift
-        report's Degraded, an admin's edit) is synced rate-limited, so a write of its own can
-        never cut a failure's backoff short (upstream rate-limits every node event)."""
-        fields = acted_on(node) if node is not None else None
-        with self._fields_lock:
-            if fields is not None and fields == self._seen_fields:
-                return
-            before, self._seen_fields = self._seen_fields, fields
-            syncing = self._synced_from is not None
-        if before is None or fields is None or external(before) != external(fields):
-            self.queue.add(NODE)
-        elif not syncing:  # during a sync its own writes come back: `_sync_ended` looks at them
-            self.queue.add_rate_limited(NODE)
 
     # -- the watchers' work on this thread: a failure is retried, never raised
 
@@ -510,6 +452,9 @@ class Daemon:
             )
         elif verdict.state is NodeState.WORKING:
             LOG.warning("sync of node %s is waiting (retry in %.0fs): %s", name, delay, exc)
+            node = self.writer.cached
+            if node is not None and ann.transition(node.state, NodeState.WORKING) is not NodeState.WORKING:
+                return  # a Degraded node keeps its state and reason until Done, as upstream's
         else:
             LOG.error(
                 "sync of node %s failed, marking it %s (retry in %.0fs): %s",

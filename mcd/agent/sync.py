@@ -23,11 +23,12 @@ from functools import partial
 from typing import Any, Protocol
 
 from mcd import policy
+from mcd.agent.applied import Applied, ApplyError, parse_machineconfig
 from mcd.agent.boot import BootChecks
 from mcd.agent.drain import Drainer
 from mcd.agent.errors import StoppingError, UnreconcilableError
 from mcd.agent.mccache import Ahead
-from mcd.agent.node_apply import Applied, ApplyError, NodeApplier, parse_machineconfig
+from mcd.agent.node_apply import NodeApplier
 from mcd.agent.osevents import OS_UPDATE_STAGED, os_events_after, os_events_before, os_update_staged
 from mcd.agent.report.events import EventRecorder, SigtermProtection
 from mcd.agent.report.mcn import MachineConfigNodeReporter
@@ -310,7 +311,10 @@ class Syncer:
             p = self.applier.plan(old, new, facts, policies, overrides)
         # Working, and SIGTERM protection to the update's end, come before the reconcile check
         # as in upstream's update(); a Degraded/Unreconcilable node keeps its state and reason
-        if ann.transition(node.state, NodeState.WORKING) is NodeState.WORKING:
+        if node.state is not NodeState.WORKING and ann.transition(node.state, NodeState.WORKING) is (
+            NodeState.WORKING
+        ):
+            # a node Working already keeps its reason (what a retried drain waits for)
             self.writer.set_state(NodeState.WORKING)
         with self.protection:
             if not p.reconcilable:
@@ -351,6 +355,10 @@ class Syncer:
                     raise
             with self._mcs_lock:
                 self._mcs = {}  # applied: the config on disk now (`disk_config`), kept there once
+            if applied.elsewhere and self.applier.reboot_pending():
+                # a second mcd on this root applied it and asked for the reboot: not twice
+                LOG.info("node %s: %s is on disk; the reboot into it is owed already", self.name, new.name)
+                return Result.IDLE
             self.mcn.report(mcn.applied(os_change, p.diff.passwd))
             if os_change:
                 self.metrics.pivot_errors.set(0)

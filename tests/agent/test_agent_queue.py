@@ -13,7 +13,7 @@ import pytest
 from harness import NODE, Agent, config_a, make_root
 from simcluster import Cluster
 
-from mcd.agent.loop import acted_on
+from mcd.agent.nodechanges import acted_on
 from mcd.agent.workqueue import RateLimiter, TokenBucket, WorkQueue
 from mcd.node import annotations as ann
 from mcd.node.annotations import NodeView

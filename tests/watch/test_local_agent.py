@@ -17,8 +17,9 @@ from builders import ign_file, mc_object
 from mcd_sim.sandbox import make_sandbox_root
 from recording import RecordingRunner
 
+from mcd.agent.applied import Applied
 from mcd.agent.local import LocalAgent
-from mcd.agent.node_apply import Applied, NodeApplier
+from mcd.agent.node_apply import NodeApplier
 from mcd.config.machineconfig import MachineConfig
 from mcd.host.root import HostRoot
 from mcd.host.status import read_status
