@@ -143,6 +143,7 @@ class Daemon:
             watch=self.watchers.drift,
             mcn_reporter=self.mcn,
             ahead=self.mcs.take if self.mcs is not None else None,
+            adopt=settings.adopt,
         )
         # upstream's ControllerConfig worker, beside the node sync (a thread of its own)
         self.certs = CertificateWriter(

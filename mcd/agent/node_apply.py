@@ -24,6 +24,7 @@ from mcd.agent.errors import HostCommandError
 from mcd.config.ignition import IgnitionConfig
 from mcd.config.machineconfig import MachineConfig
 from mcd.host import atomicfs, bootfiles, ondisk, rootlock, state, unitdirs
+from mcd.host.errors import HostError
 from mcd.host.facts import node_is_el
 from mcd.host.reboot import RebootError
 from mcd.host.root import HostRoot
@@ -42,6 +43,7 @@ from mcd.update.transaction import (
     UpdateError,
     facts_for,
     load_mc,
+    mc_json,
     recover,
     request_reboot,
     update,
@@ -417,6 +419,19 @@ class NodeApplier:
         if key is not None:
             self._disk_cache = (key, replace(new, raw_text=None))
         return Applied(outcome.plan, outcome.reboot, tuple(service_action(a) for a in outcome.actions_run))
+
+    def adopt(self, mc: MachineConfig) -> str | None:
+        """Record `mc` as the node's config without writing any of it (`--adopt`); the first
+        difference between it and the disk (None: none)."""
+        with rootlock.hold(self.root, timeout=self.lock_timeout):
+            differs = self.check(mc)
+            txn = state.Transaction(None, mc_json(mc), "apply", "policy", new_text=mc.source_text)
+            try:
+                state.begin(self.root, txn)
+                state.commit(self.root, mc.ocl_image)
+            except HostError as exc:
+                raise McdError(f"recording {mc.name} as the node's config: {exc}") from None
+        return differs
 
     def reboot(self, reason: str) -> bool:
         """Reboot a live node (True); on a root that is not a running system, False: simulate it."""
