@@ -5,8 +5,9 @@ A sync reads a few fields of its Node to decide (`acted_on`); an event that chan
 others (desiredConfig, the drain's answer …) queues the sync at once. A change of a field the
 agent writes itself (its state, currentConfig …) seen outside a sync (the drift report's
 Degraded, an admin's edit) queues it rate-limited, as upstream rate-limits every node event, so
-the agent's own writes can never cut a failure's backoff short; during a sync its own writes
-come back on the watch and are looked at once it ends.
+the agent's own writes can never cut a failure's backoff short. Events during a sync (its own
+writes coming back, the drain's answer it waits for) queue nothing: once it ends, a change of
+what others ask for that it did not act on queues it again.
 """
 
 from __future__ import annotations
@@ -54,23 +55,25 @@ class NodeChanges:
             self._synced_from = acted_on(node) if node is not None else None
 
     def sync_ended(self, node: NodeView | None) -> None:
-        """A change of the fields others write, seen during the sync (by its own reads), was not
-        acted on by it: sync again."""
+        """A change of what others ask for (desiredConfig, desiredImage, deletion, topology) seen
+        during the sync, by the watch or its own reads, was not acted on by it: sync again. The
+        drain's answer is not among them: the sync waits for it itself."""
         now = acted_on(node) if node is not None else None
         with self._lock:
             before, self._synced_from, self._seen = self._synced_from, None, now
-        if before is not None and now is not None and external(before) != external(now):
+        if before is not None and now is not None and external(before)[:4] != external(now)[:4]:
             self.queue.add(self.key)
 
     def seen(self, node: NodeView | None) -> None:
         """The Node as the watch delivered it (None: deleted)."""
         fields = acted_on(node) if node is not None else None
         with self._lock:
+            if self._synced_from is not None:
+                return  # during a sync: `sync_ended` looks at what came meanwhile
             if fields is not None and fields == self._seen:
                 return
             before, self._seen = self._seen, fields
-            syncing = self._synced_from is not None
         if before is None or fields is None or external(before) != external(fields):
             self.queue.add(self.key)
-        elif not syncing:
+        else:
             self.queue.add_rate_limited(self.key)
