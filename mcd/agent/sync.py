@@ -470,9 +470,9 @@ class Syncer:
             raise
         self.events.normal("NodeDone", f"Setting node {self.name}, currentConfig {config} to Done")
         extra: dict[str, str | None] = {ann.CURRENT_CONFIG: config, ann.CURRENT_IMAGE: image or None}
-        if not node.desired_image:
-            extra[ann.DESIRED_IMAGE] = None
+        extra |= {} if node.desired_image else {ann.DESIRED_IMAGE: None}
         self.writer.set_state(NodeState.DONE, "", extra)
+        self.mcn.report(mcn.updated(self.name))  # at rest in its desired config, as the next sync says
         self.metrics.set_update(update_label(config, image))
         LOG.info("node %s is in config %s: Done", self.name, config)
 
