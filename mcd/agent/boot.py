@@ -27,6 +27,8 @@ from mcd.host.bootfiles import IGNITION_PRESET
 from mcd.node import annotations as ann
 from mcd.node.annotations import NodeView
 from mcd.node.errors import McdError
+from mcd.planner import steps
+from mcd.planner.plan import Plan
 from mcd.planner.rpmostree_args import EXTENSIONS_VERIFICATION_FAILED
 
 LOG = logging.getLogger(__name__)
@@ -67,6 +69,8 @@ class BootChecks:
         # the current config (and image); desiredConfig and state are the controller's to say
         disk = self.applier.disk_config()
         if disk is None:
+            if node.desired_config:
+                return node  # a node mcd never ran on: the sync takes desiredConfig as its first
             raise McdError(f"open {state.CURRENT_CONFIG}: no such file or directory")
         LOG.info("Setting initial node config based on current configuration on disk: %s", disk.name)
         fallback: dict[str, str | None] = {ann.CURRENT_CONFIG: disk.name}
@@ -74,6 +78,35 @@ class BootChecks:
         if image:
             fallback[ann.CURRENT_IMAGE] = image
         return self.writer.set_annotations(fallback)
+
+    def adopt(self, mc: MachineConfig) -> None:
+        """`--adopt`: `mc` recorded as the node's config without writing it; what differs told."""
+        differs = self.applier.adopt(mc)
+        if differs is None:
+            self.events.normal("AdoptedNode", f"Node {self.name} adopted in config {mc.name} as it is")
+            return
+        message = f"Node {self.name} adopted in config {mc.name} without writing it; differs: {differs}"
+        LOG.warning("%s", message)
+        self.events.warning("AdoptedNodeDiffers", message)
+
+    def announce_first_config(self, node: NodeView, desired: str, p: Plan) -> str:
+        """Upstream's first boot writes the pool's rendered config; here the agent does, and says
+        first (log and Event; the node's reason while Working) whether it drains and reboots."""
+        then = [
+            what
+            for what, needed in (
+                ("drained", p.drain and not node.single_replica),
+                ("rebooted", any(isinstance(s, steps.Reboot) for s in p.steps)),
+            )
+            if needed
+        ]
+        message = (
+            f"Node {self.name} has no machine-config-daemon state: writing {desired} as its first config "
+            f"(files, units, SSH keys){'; the node is ' + ' and '.join(then) if then else ''}"
+        )
+        LOG.info("%s", message)
+        self.events.normal("FirstConfig", message)
+        return message
 
     def sync_finalize_failure(self) -> None:
         """Upstream's syncFinalizationFailureAnnotation: the previous boot's finalization error on

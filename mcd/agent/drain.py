@@ -9,8 +9,9 @@ uncordon only a node it cordoned.
 
 Both name the PodDisruptionBudgets that allow no disruption of a pod on the node (the built-in
 drainer after cordoning, the handshake before asking): such a drain cannot finish, so the update
-stops there with a reason that names them (no upstream tool says which budget blocks), and the
-level-triggered loop retries until a budget allows it.
+stops there with a reason that names them (no upstream tool says which budget blocks): the node
+stays Working with that reason, as upstream's does while its controller retries the drain, and
+the loop retries with backoff until a budget allows it. Only the drain timeout is Degraded.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from mcd.agent.errors import StoppingError
+from mcd.agent.errors import StoppingError, WaitingError
 from mcd.agent.report.events import EventRecorder
 from mcd.agent.report.mcn import MachineConfigNodeReporter
 from mcd.agent.report.node import NodeWriter
@@ -94,11 +95,17 @@ class _Base:
                 "allows 0 disruptions"
             )
             self.events.warning("DrainBlockedByPodDisruptionBudget", message)
-            raise McdError(message)
+            # as upstream, where the controller retries such a drain and the node stays Working:
+            # a budget that allows no disruption now is a wait, not a failure of the node
+            raise WaitingError(message)
 
-    def _wait(self, predicate: Callable[[NodeView], bool], timeout: float) -> NodeView | None:
+    def _wait(
+        self, predicate: Callable[[NodeView], bool], timeout: float, asked: str | None = None
+    ) -> NodeView | None:
         """The node once `predicate` holds, from the watch; read again every few seconds (as
-        upstream polls) so a broken watch cannot hold the handshake up."""
+        upstream polls) so a broken watch cannot hold the handshake up. `asked`: the
+        desiredDrain this wait is for, written again when the node no longer carries it (it
+        was deleted and created again meanwhile), so the controller is asked again."""
         deadline = time.monotonic() + timeout
         next_read = time.monotonic() + POLL_SECONDS
         while not self.stop.is_set():
@@ -108,6 +115,8 @@ class _Base:
             node = self.writer.wait_for(predicate, min(WAIT_SLICE, left))
             if node is not None:
                 return node
+            if asked is not None:
+                self._ask_again(asked)
             if time.monotonic() >= next_read:
                 next_read = time.monotonic() + POLL_SECONDS
                 try:
@@ -115,6 +124,17 @@ class _Base:
                 except ApiError as exc:
                     LOG.debug("reading node %s failed: %s", self.node, exc)
         raise StoppingError("daemon stopping")
+
+
+    def _ask_again(self, value: str) -> None:
+        node = self.writer.cached
+        if node is None or value in (node.desired_drain, node.last_applied_drain):
+            return
+        LOG.info("node %s no longer asks for %s (created again?): asking again", self.node, value)
+        try:
+            self.writer.set_annotations({ann.DESIRED_DRAIN: value})
+        except (ApiError, McdError) as exc:
+            LOG.debug("asking again for %s on node %s failed: %s", value, self.node, exc)
 
 
 class HandshakeDrainer(_Base):
@@ -133,7 +153,7 @@ class HandshakeDrainer(_Base):
         self.events.normal("Cordon", "Cordoned node to apply update")
         self.events.normal("Drain", "Draining node to update config.")
         self.writer.set_annotations({ann.DESIRED_DRAIN: value})
-        if self._wait(lambda n: n.last_applied_drain == value, self.drain_timeout) is None:
+        if self._wait(lambda n: n.last_applied_drain == value, self.drain_timeout, value) is None:
             failed = (
                 f"failed to drain node: {self.node} after {duration_text(self.drain_timeout)}. "
                 "Please see machine-config-controller logs for more information"
@@ -145,7 +165,7 @@ class HandshakeDrainer(_Base):
         value = ann.drain_value(ann.UNCORDON, config)
         if self.writer.node().last_applied_drain != value:
             self.writer.set_annotations({ann.DESIRED_DRAIN: value})
-            if self._wait(lambda n: n.last_applied_drain == value, self.uncordon_timeout) is None:
+            if self._wait(lambda n: n.last_applied_drain == value, self.uncordon_timeout, value) is None:
                 failed = (
                     f"failed to uncordon node: {self.node} after {duration_text(self.uncordon_timeout)}. "
                     "Please see machine-config-controller logs for more information"

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mcd.config.findings import InputError
+from mcd.host.errors import HostError
 from mcd.kube.errors import ApiError
 from mcd.node.annotations import NodeState
 from mcd.node.errors import McdError
@@ -42,8 +44,18 @@ class StoppingError(McdError):
     """The daemon is stopping (SIGTERM) in the middle of a wait: not the node's fault, not reported."""
 
 
+class WaitingError(McdError):
+    """The update waits for something outside the node (a PodDisruptionBudget that allows no
+    disruption right now): the node stays Working with this reason and the sync is retried."""
+
+
 class HostCommandError(McdError):
     """A host command failed (rpm-ostree, systemctl …): the node is Degraded with its message."""
+
+
+# errors that say what went wrong on the node or with the API (their text is the reason);
+# anything else reaching the loop is a bug in mcd
+OPERATIONAL = (McdError, ApiError, HostError, OSError, InputError)
 
 
 @dataclass(frozen=True)
@@ -53,6 +65,8 @@ class Verdict:
     state: NodeState | None
     reason: str
     retry_after: float | None = None
+    # a programming error, not the node's: its traceback belongs in the log, not on the node
+    internal: bool = False
 
 
 def classify(exc: BaseException) -> Verdict:
@@ -63,4 +77,14 @@ def classify(exc: BaseException) -> Verdict:
         return Verdict(None, str(exc), exc.retry_after)
     if isinstance(exc, ApiError) and exc.transient:
         return Verdict(None, str(exc), exc.retry_after)
-    return Verdict(NodeState.DEGRADED, str(exc) or type(exc).__name__)
+    if isinstance(exc, WaitingError):
+        return Verdict(NodeState.WORKING, str(exc))
+    if isinstance(exc, OPERATIONAL):
+        return Verdict(NodeState.DEGRADED, str(exc) or type(exc).__name__)
+    # anything else is a bug in mcd: the operator gets a sentence, the log the traceback
+    return Verdict(NodeState.DEGRADED, internal_reason(exc), internal=True)
+
+
+def internal_reason(exc: BaseException) -> str:
+    """The node's reason for a programming error: what it is and where to look, never its repr."""
+    return f"internal error in mcd during sync: {type(exc).__name__}; see the agent log"

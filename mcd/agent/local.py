@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from pathlib import Path
 
 from mcd.agent.node_apply import NodeApplier
@@ -34,13 +33,15 @@ from mcd.host import status
 from mcd.host.root import HostRoot
 from mcd.host.rootlock import DEFAULT_TIMEOUT as DEFAULT_LOCK_TIMEOUT
 from mcd.host.runner import SubprocessRunner
-from mcd.kube.backoff import Backoff
 from mcd.node.annotations import NodeState
 from mcd.node.errors import McdError
 from mcd.planner.nodefacts import HIGHLY_AVAILABLE
 from mcd.runtime import guard
 
 LOG = logging.getLogger(__name__)
+
+# the queue's keys: the directory, the drift monitor, a failed round again, a snapshot settled
+CONFIG, DRIFT, RETRY, CONFIG_SETTLED = "config", "drift", "retry", "config-settled"
 
 
 class LocalReporter:
@@ -91,47 +92,39 @@ class LocalAgent:
             self.reporter,
             self.events,
             self.metrics,
-            lambda: self.queue.put("drift"),
+            lambda: self.queue.add("drift"),
             policy=drift_policy,
             healer=healer,
         )
-        self.source = ConfigDirSource(directory, lambda: self.queue.put("config"), grace=grace)
+        self.source = ConfigDirSource(directory, lambda: self.queue.add("config"), grace=grace)
         self._last: Snapshot | None = None
-        self._backoff = Backoff()
-        self._retry: set[str] = set()  # keys of a failed round, due again at _retry_at
-        self._retry_at = 0.0
         self._started = False
 
     def request_stop(self, _signum: int = 0) -> None:
         """Stop after the round in progress (any thread, never signal context)."""
         self.stop.set()
-        self.queue.put("stop")
+        self.queue.shut_down()
 
     def run(self) -> Result:
         """Apply the directory's configs until stopped or a real reboot is on its way (a sandbox
         root's simulated reboot is taken in place: the agent goes on as after a boot)."""
         self._started = False
-        self.queue.put("config")  # what is there at start
+        self.queue.add(CONFIG)  # what is there at start
         self.machine.to(AgentState.IDLE)
         try:
             while not self.stop.is_set():
-                timeout = self.source.due_in()
-                if self._retry:
-                    left = max(0.0, self._retry_at - time.monotonic())
-                    timeout = left if timeout is None else min(timeout, left)
-                self.queue.wait(timeout)
-                keys = self.queue.take()
-                if self.stop.is_set():
+                key = self.queue.get()
+                if key is None or self.stop.is_set():
                     break
-                if self._retry and time.monotonic() >= self._retry_at:
-                    keys |= self._retry
-                    self._retry = set()
                 try:
-                    result = self._round(keys)
+                    result = self._round(key)
                 except Exception as exc:  # nothing ends the agent: report, back off, try again
-                    self._failed(keys, exc)
+                    self._failed(key, exc)
                     continue
-                self._backoff.reset()
+                finally:
+                    self.queue.done(key)
+                self.queue.forget(key)
+                self.queue.forget(RETRY)  # a round went through: the next failure backs off from 1 s
                 if result is not Result.IDLE:
                     return result
         finally:
@@ -139,32 +132,38 @@ class LocalAgent:
             guard.call_guarded("stopping the drift monitor", self.drift.stop)
         return Result.IDLE
 
-    def _round(self, keys: set[str]) -> Result:
+    def _round(self, key: str) -> Result:
+        """The one handler of `key`: `config` (the directory changed or its snapshot settled),
+        `drift` (the monitor saw a change), `retry` (a failed round, again)."""
         if not self._started:
             self.applier.recover()
             self.source.start()
             self._started = True
-        if "config" in keys:
+        result = Result.IDLE
+        if key == CONFIG:
             self._read()
-        if "drift" in keys and self.drift.handle() and self._last is not None:
+        if key == DRIFT and self.drift.handle() and self._last is not None:
             self._apply(self._last)  # put back: re-apply the current config, report Done
-        if "retry" in keys and self._last is not None:
-            return self._apply(self._last)
+        if key == RETRY and self._last is not None:
+            result = self._apply(self._last)
         snap = self.source.take()
         if snap is not None:
             self._last = snap
-            return self._apply(snap)
-        return Result.IDLE
+            result = self._apply(snap)
+        due = self.source.due_in()
+        if due is not None:
+            self.queue.add_after(CONFIG_SETTLED, due)  # the snapshot settles after its grace period
+        return result
 
-    def _failed(self, keys: set[str], exc: Exception) -> None:
-        delay = self._backoff.next_delay()
+    def _failed(self, key: str, exc: Exception) -> None:
+        delay = self.queue.add_rate_limited(RETRY)
+        if key in (CONFIG, DRIFT):
+            self.queue.add_after(key, delay)
         LOG.error("round of the local agent failed (retry in %.0fs): %s", delay, exc)
         LOG.debug("failure details", exc_info=exc)
         if self.machine.state is AgentState.UPDATING:
             self.machine.failed()
         self.reporter.set(NodeState.DEGRADED, str(exc) or type(exc).__name__)
-        self._retry = (keys & {"config", "drift"}) | {"retry"}
-        self._retry_at = time.monotonic() + delay
 
     def _read(self) -> None:
         try:

@@ -32,6 +32,7 @@ from mcd.agent.health import SyncClock, api_unreached
 from mcd.agent.kubelet import KubeletHealth
 from mcd.agent.mccache import MachineConfigCache
 from mcd.agent.node_apply import NodeApplier
+from mcd.agent.nodechanges import NodeChanges
 from mcd.agent.report.events import EventRecorder
 from mcd.agent.report.mcn import MachineConfigNodeReporter
 from mcd.agent.report.metrics import Metrics, MetricsServer, host_os
@@ -45,26 +46,27 @@ from mcd.agent.workqueue import WorkQueue
 from mcd.host.certs import restart_kubelet_with_ca
 from mcd.host.runner import longest_timeout
 from mcd.host.systemd import make_manager
-from mcd.kube.backoff import Backoff
 from mcd.kube.client import KubeClient
 from mcd.kube.errors import ApiError
 from mcd.kube.watch import follow
+from mcd.node import annotations as ann
 from mcd.node.annotations import NodeState
 from mcd.runtime import guard
 
 LOG = logging.getLogger(__name__)
 
-# the keys the watchers' reports answer; a failed report puts them back after a backoff
-WATCHER_KEYS = frozenset({"drift", "login", "config"})
-# what starts the watchers after a sync (the key of a failed start, retried the same way)
+# the work queue's keys besides the watchers' (`drift`, `login`, `config`): the node's sync,
+# starting the watchers after a sync, handing a sync's memory back, a config snapshot settled
+NODE = "node"
 AFTER_SYNC = "after-sync"
+RELEASE = "release"
+SETTLE = "config-settled"
 # a sync may run this long beyond its longest command (the API requests and the disk around it)
 SYNC_MARGIN = 300.0
 # the memory of a sync's configs is handed back once the loop has been idle this long: a full
-# collection takes tens of milliseconds, which an update coming right after must not wait for
+# collection takes tens of milliseconds, which an update coming right after must not wait for;
+# the same once the MachineConfig watch decoded a config
 RELEASE_IDLE_SECONDS = 1.0
-# the MachineConfig watch decoded a config: its memory is handed back the same way, once idle
-RELEASE = "release"
 
 
 class _ClockedDrainer:
@@ -129,7 +131,8 @@ class Daemon:
         # the desired rendered config from a watch, as upstream's informer (not from a directory)
         self.mcs = None if self.watchers.config_api else MachineConfigCache(
             client, applier.disk_config, self.stop, settings.watch_timeout_seconds,
-            release=lambda: self.enqueue(RELEASE))  # fmt: skip
+            release=lambda: self.queue.add_after(RELEASE, RELEASE_IDLE_SECONDS),
+        )
         self.syncer = Syncer(
             api=self.watchers.config_api or client,
             writer=self.writer,
@@ -141,6 +144,7 @@ class Daemon:
             watch=self.watchers.drift,
             mcn_reporter=self.mcn,
             ahead=self.mcs.take if self.mcs is not None else None,
+            adopt=settings.adopt,
         )
         # upstream's ControllerConfig worker, beside the node sync (a thread of its own)
         self.certs = CertificateWriter(
@@ -148,16 +152,12 @@ class Daemon:
             watch_timeout_seconds=settings.watch_timeout_seconds, restart_kubelet=self._restart_kubelet,
         )  # fmt: skip
         self._in_sync = False
-        self._retry_delay = 0.0
         self._last_loop = time.monotonic()
+        self._busy_until = time.monotonic()
         self._server: MetricsServer | None = None
         self.signals = guard.SignalFlag(self._on_signal)
-        # watcher keys whose handling failed, and when they are due again
-        self._retry_keys: set[str] = set()
-        self._retry_at = 0.0
-        self._watcher_backoff = Backoff()
-        # when the memory of the last sync is to be handed back (None: nothing to hand back)
-        self._release_at: float | None = None
+        # which Node watch events are work for the queue
+        self.changes = NodeChanges(self.queue, NODE)
 
     def _restart_kubelet(self, ca: bytes) -> None:
         """For a CA rotation, on the certificate writer's thread: a systemd connection of its own."""
@@ -203,11 +203,11 @@ class Daemon:
     # -- threads
 
     def wake(self) -> None:
-        self.enqueue("node")
+        self.queue.add(NODE)
 
     def enqueue(self, key: str) -> None:
         """Put `key` in the work queue (any thread); keys already queued are merged."""
-        self.queue.put(key)
+        self.queue.add(key)
 
     def _watch(self) -> None:
         """Feed the writer's copy of the node from a watch; wake the loop on every change."""
@@ -224,6 +224,7 @@ class Daemon:
         if obj is None:
             LOG.warning("node %s not found", self.settings.node_name)
             self.writer.forget()
+            self.changes.seen(None)
         else:
             self._observe(obj)
 
@@ -233,7 +234,7 @@ class Daemon:
         if isinstance(meta, dict) and meta.get("uid"):
             self.events.uid = str(meta["uid"])
         LOG.debug("node %s at resourceVersion %s", view.name, view.resource_version)
-        self.wake()
+        self.changes.seen(view)
 
     def _watchdog(self, interval: float) -> None:
         reported = ""
@@ -319,104 +320,113 @@ class Daemon:
         # (a full collection went from about 15 ms to under 1)
         gc.freeze()
         sdnotify.notify("READY=1")
-        backoff = Backoff()
-        next_sync = time.monotonic()
+        self.queue.add(NODE)
         try:
             while not self.stop.is_set():
-                timeout = max(0.0, next_sync - time.monotonic())
-                due = self.watchers.due_in()
-                if due is not None:
-                    timeout = min(timeout, due)
-                if self._retry_keys:
-                    timeout = min(timeout, max(0.0, self._retry_at - time.monotonic()))
-                if self._release_at is not None:
-                    timeout = min(timeout, max(0.0, self._release_at - time.monotonic()))
-                self.queue.wait(timeout)
+                # woken at least once a resync period, so the watchdog sees the loop alive
+                key = self.queue.get(timeout=self.settings.resync_seconds)
                 self._last_loop = time.monotonic()
-                if self.stop.is_set():
-                    break
-                keys = self.queue.take() | self._due_retries()
-                if RELEASE in keys:
-                    self._release_at = time.monotonic() + RELEASE_IDLE_SECONDS
-                if not keys and self._release_at is not None and time.monotonic() >= self._release_at:
-                    self._release_at = None
-                    memory.release()
-                if not self.machine.syncs():
-                    next_sync = time.monotonic() + self.settings.resync_seconds
+                if key is None:
                     continue
-                if AFTER_SYNC in keys:
-                    self._after_sync()
-                if self._handle(keys):
-                    keys.add("node")  # drift put back: sync now, not at the next retry
-                if "node" not in keys and time.monotonic() < next_sync:
-                    continue
-                if self.writer.cached is None:
-                    # no node yet: the watch wakes the loop when it has one
-                    next_sync = time.monotonic() + self.settings.resync_seconds
-                    continue
-                result = self._sync_once(backoff)
-                self._release_at = time.monotonic() + RELEASE_IDLE_SECONDS
+                try:
+                    if self.stop.is_set():
+                        break
+                    result = self._process(key)
+                finally:
+                    self.queue.done(key)
                 if result is Result.SIMULATED_REBOOT:
                     return result
-                if result is not Result.REBOOTING:
-                    self._after_sync()
-                if result is None:
-                    next_sync = time.monotonic() + self._retry_delay
-                else:
-                    next_sync = time.monotonic() + self.settings.resync_seconds
         finally:
             self.shutdown()
         return Result.IDLE
 
+    def _process(self, key: str) -> Result | None:
+        """The one handler of `key`; the loop's only dispatch."""
+        if key == RELEASE:
+            self._release()
+        elif key == AFTER_SYNC:
+            self._after_sync()
+        elif key == NODE:
+            return self._sync_key()
+        else:
+            self._handle(key)
+        return None
+
+    def _release(self) -> None:
+        """Hand a sync's memory back once the loop has been idle long enough."""
+        idle = time.monotonic() - self._busy_until
+        if idle < RELEASE_IDLE_SECONDS:
+            self.queue.add_after(RELEASE, RELEASE_IDLE_SECONDS - idle)
+            return
+        memory.release()
+
+    def _sync_key(self) -> Result | None:
+        if not self.machine.syncs():
+            return None  # a reboot is on its way: nothing more to do in this boot
+        if self.writer.cached is None:
+            return None  # no node yet: the watch queues the key when it has one
+        self.changes.sync_started(self.writer.cached)
+        result = self._sync_once()
+        self._busy_until = time.monotonic()
+        self.queue.add_after(RELEASE, RELEASE_IDLE_SECONDS)
+        self.changes.sync_ended(self.writer.cached)
+        if result is None:
+            return None
+        self.queue.forget(NODE)
+        if result is not Result.REBOOTING:
+            self.queue.add(AFTER_SYNC)
+        # upstream's informer resync: the node is looked at again even when nothing changed
+        self.queue.add_after(NODE, self.settings.resync_seconds)
+        return result
+
     # -- the watchers' work on this thread: a failure is retried, never raised
 
-    def _due_retries(self) -> set[str]:
-        if not self._retry_keys or time.monotonic() < self._retry_at:
-            return set()
-        keys, self._retry_keys = self._retry_keys, set()
-        return keys
-
-    def _retry_later(self, keys: set[str], what: str, exc: Exception) -> float:
-        """Put `keys` back after the watchers' backoff; the delay."""
+    def _retry_later(self, key: str, what: str, exc: Exception) -> float:
+        """Put `key` back after its backoff; the delay."""
         retry_after = exc.retry_after if isinstance(exc, ApiError) else None
-        delay = self._watcher_backoff.next_delay(retry_after)
-        self._retry_keys |= keys
-        self._retry_at = time.monotonic() + delay
+        delay = self.queue.add_rate_limited(key, retry_after)
         LOG.warning("%s failed (retry in %.0fs): %s", what, delay, exc)
         if not isinstance(exc, ApiError):
             LOG.debug("%s failure details", what, exc_info=exc)
         return delay
 
-    def _handle(self, keys: set[str]) -> bool:
-        """The watchers' reports of `keys`; True when a sync should run now."""
+    def _handle(self, key: str) -> None:
+        """A watcher's key: its report; a sync queued when it asks for one."""
         source = self.watchers.source
         taken = source.taken if source is not None else 0
         try:
-            sync = self.watchers.handle(keys)
+            sync = self.watchers.handle({key})
         except Exception as exc:
-            retry = keys & WATCHER_KEYS
-            delay = self._retry_later(retry, f"reporting {', '.join(sorted(retry)) or 'config'}", exc)
+            delay = self._retry_later(key, f"reporting {key}", exc)
             if source is not None and source.taken != taken:
                 source.redeliver(delay)  # the snapshot taken was not reported: hand it out again
-            return False
-        if keys & WATCHER_KEYS:
-            self._watcher_backoff.reset()
-        return sync
+            return
+        self.queue.forget(key)
+        if sync:
+            self.queue.add(NODE)  # drift put back, or a new desiredConfig: sync now
+        due = self.watchers.due_in()
+        if due is not None:
+            # a config directory's snapshot settles after its grace period
+            self.queue.add_after(SETTLE, due)
 
     def _after_sync(self) -> None:
         try:
             self.watchers.after_sync()
         except Exception as exc:
-            self._retry_later({AFTER_SYNC}, "starting the watchers", exc)
+            self._retry_later(AFTER_SYNC, "starting the watchers", exc)
+            return
+        self.queue.forget(AFTER_SYNC)
+        due = self.watchers.due_in()
+        if due is not None:
+            self.queue.add_after(SETTLE, due)
 
-    def _sync_once(self, backoff: Backoff) -> Result | None:
-        """One sync; None when it failed (the retry delay is set)."""
+    def _sync_once(self) -> Result | None:
+        """One sync; None when it failed (the key is queued again after its backoff)."""
         self._in_sync = True
         self.sync_clock.begin(longest_timeout() + SYNC_MARGIN)
         boot = self.machine.begin_sync()
         try:
             result = self.syncer.sync(boot=boot)
-            backoff.reset()
             self.machine.to(_AFTER[result])
             return result
         except StoppingError:
@@ -425,27 +435,42 @@ class Daemon:
             return None
         except Exception as exc:  # every error is reported on the node, never fatal
             self.machine.failed()
-            verdict = classify(exc)
-            self._retry_delay = backoff.next_delay(verdict.retry_after)
-            if verdict.state is None:
-                LOG.warning(
-                    "sync of node %s failed (retry in %.0fs): %s",
-                    self.settings.node_name,
-                    self._retry_delay,
-                    exc,
-                )
-            else:
-                LOG.error(
-                    "sync of node %s failed, marking it %s (retry in %.0fs): %s",
-                    self.settings.node_name, verdict.state.value, self._retry_delay, exc,
-                )  # fmt: skip
-                if not isinstance(exc, (ApiError,)) and not str(exc):
-                    LOG.debug("failure details", exc_info=exc)
-                self._report(verdict.state, verdict.reason)
+            self._sync_failed(exc)
             return None
         finally:
             self._in_sync = False
             self.sync_clock.end()
+
+    def _sync_failed(self, exc: Exception) -> None:
+        verdict = classify(exc)
+        delay = self.queue.add_rate_limited(NODE, verdict.retry_after)
+        name = self.settings.node_name
+        if verdict.state is None:
+            LOG.warning("sync of node %s failed (retry in %.0fs): %s", name, delay, exc)
+            return
+        if verdict.internal:
+            # a bug: its traceback in the log, a sentence for the operator on the node
+            LOG.error(
+                "sync of node %s failed with an internal error, marking it %s (retry in %.0fs)",
+                name,
+                verdict.state.value,
+                delay,
+                exc_info=exc,
+            )
+        elif verdict.state is NodeState.WORKING:
+            LOG.warning("sync of node %s is waiting (retry in %.0fs): %s", name, delay, exc)
+            node = self.writer.cached
+            if node is not None and ann.transition(node.state, NodeState.WORKING) is not NodeState.WORKING:
+                return  # a Degraded node keeps its state and reason until Done, as upstream's
+        else:
+            LOG.error(
+                "sync of node %s failed, marking it %s (retry in %.0fs): %s",
+                name,
+                verdict.state.value,
+                delay,
+                exc,
+            )
+        self._report(verdict.state, verdict.reason)
 
     def _report(self, state: NodeState, reason: str) -> None:
         try:

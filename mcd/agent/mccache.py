@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from mcd.agent.node_apply import parse_machineconfig
+from mcd.agent.applied import parse_machineconfig
 from mcd.config.machineconfig import MachineConfig
 from mcd.kube.client import NO_OBJECT
 from mcd.kube.watch import follow_events

@@ -13,17 +13,18 @@ import os
 import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future, wait
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from mcd import policy
+from mcd.agent.applied import Applied, ApplyError, action_event, service_action
 from mcd.agent.errors import HostCommandError
-from mcd.config.findings import InputError
 from mcd.config.ignition import IgnitionConfig
-from mcd.config.machineconfig import MachineConfig, machineconfig_from_object
-from mcd.host import atomicfs, bootfiles, ondisk, state, unitdirs
+from mcd.config.machineconfig import MachineConfig
+from mcd.host import atomicfs, bootfiles, ondisk, rootlock, state, unitdirs
+from mcd.host.errors import HostError
 from mcd.host.facts import node_is_el
 from mcd.host.reboot import RebootError
 from mcd.host.root import HostRoot
@@ -36,13 +37,13 @@ from mcd.node.errors import McdError
 from mcd.planner import kargs as kargs_mod
 from mcd.planner.plan import Facts, Plan, plan
 from mcd.planner.rpmostree_args import extensions_not_installed
-from mcd.update.perform import ActionError, event_name
 from mcd.update.transaction import (
     Host,
     Unreconcilable,
     UpdateError,
     facts_for,
     load_mc,
+    mc_json,
     recover,
     request_reboot,
     update,
@@ -53,69 +54,6 @@ LOG = logging.getLogger(__name__)
 NODE_ANNOTATIONS = "/etc/machine-config-daemon/node-annotations.json"
 # upstream's backup name has "annotation" in the singular
 NODE_ANNOTATIONS_BAK = "/etc/machine-config-daemon/node-annotation.json.bak"
-
-
-@dataclass(frozen=True)
-class ServiceAction:
-    """A rebootless post-config action: `verb` is reload, restart or daemon-reload."""
-
-    verb: str
-    service: str  # as upstream's events name it (crio.service as crio; daemon-reload itself)
-    skipped: bool  # not run: the root is not a running system
-
-
-@dataclass(frozen=True)
-class Applied:
-    """What one update did: the post-config actions run (or skipped) and whether it needs a reboot."""
-
-    plan: Plan
-    reboot: bool
-    actions: tuple[ServiceAction, ...]
-
-
-def _service_action(label: str) -> ServiceAction:
-    """The executor's label of an action run ("reload crio.service", "daemon-reload", with
-    " (skipped: …)" when not run) as a value."""
-    what, _, note = label.partition(" (")
-    verb, _, service = what.partition(" ")
-    return ServiceAction(verb, event_name(verb, service) if service else verb, skipped=bool(note))
-
-
-class ApplyError(McdError):
-    """The update failed (rolled back, or not); `event`: the Warning Event upstream posts for
-    the post-config action that failed, as (reason, message), if that is what failed."""
-
-    def __init__(self, message: str, event: tuple[str, str] | None) -> None:
-        super().__init__(message)
-        self.event = event
-
-
-def _action_event(exc: BaseException) -> tuple[str, str] | None:
-    """The Event of the failed action behind `exc` (its chain of causes), if any."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, ActionError):
-            return seen.event
-        seen = seen.__cause__
-    return None
-
-
-def parse_machineconfig(
-    obj: Mapping[str, Any], what: str, *, text: bytes | None = None, like: MachineConfig | None = None
-) -> MachineConfig:
-    """A MachineConfig object from the API as the executor's type; McdError naming it when invalid.
-
-    `text`: the JSON text `obj` was decoded from (the update records it as it is); `like`: a
-    config parsed before whose files and units alike are taken over instead of parsed again.
-    """
-    try:
-        mc = machineconfig_from_object(obj, what, like=like)
-    except InputError as exc:
-        raise McdError("; ".join(exc.lines())) from None
-    if mc.config is None:
-        errors = "; ".join(f.render(what) for f in mc.located_findings() if f.severity == "error")
-        raise McdError(f"invalid MachineConfig {what}: {errors}")
-    return mc if text is None else replace(mc, raw_text=(mc.raw, text))
 
 
 class NodeApplier:
@@ -415,7 +353,40 @@ class NodeApplier:
     ) -> Applied:
         """Run the update transaction (rolled back on failure); the reboot is left to the caller.
         `planned`: what `plan` gave for the same arguments (it is not made again). The record
-        staged (`stage`) is taken over when it holds `new`'s text."""
+        staged (`stage`) is taken over when it holds `new`'s text.
+
+        The drain comes first, outside the root's lock: it waits for the controller (up to
+        --drain-timeout), and `mcd check-disk`, `--once-from` and firstboot must not wait behind
+        it. The lock is taken next, and the config on disk looked at again under it: another
+        mcd on this root that applied `new` meanwhile leaves nothing to do (and no second
+        reboot to ask for)."""
+        if drain is not None and planned is not None and planned.drain:
+            drain()
+            drain = _drained
+        with rootlock.hold(self.root, timeout=self.lock_timeout):
+            disk = self.disk_config()
+            if disk is not None and disk.name == new.name != old.name:
+                LOG.info(
+                    "%s was applied by another process while this one waited for the root's lock: "
+                    "nothing left to do",
+                    new.name,
+                )
+                return Applied(planned or self.plan(old, new, facts, policies), False, (), elsewhere=True)
+            return self._apply(
+                old, new, facts, policies, drain=drain, storage_overrides=storage_overrides, planned=planned
+            )
+
+    def _apply(
+        self,
+        old: MachineConfig,
+        new: MachineConfig,
+        facts: Facts,
+        policies: policy.ClusterPolicies,
+        *,
+        drain: Callable[[], None] | None,
+        storage_overrides: Sequence[str],
+        planned: Plan | None,
+    ) -> Applied:
         with self._staged_lock:
             staged = self._staged
         try:
@@ -437,7 +408,7 @@ class NodeApplier:
         except Unreconcilable as exc:
             raise McdError(exc.plan.reason) from exc
         except UpdateError as exc:
-            raise ApplyError(str(exc), _action_event(exc)) from exc
+            raise ApplyError(str(exc), action_event(exc)) from exc
         finally:
             self._host = None
             self._unstage()  # taken, or of no use any more (the config's text held for nothing)
@@ -447,7 +418,20 @@ class NodeApplier:
         key = atomicfs.version_of(self.root.join(state.CURRENT_CONFIG))
         if key is not None:
             self._disk_cache = (key, replace(new, raw_text=None))
-        return Applied(outcome.plan, outcome.reboot, tuple(_service_action(a) for a in outcome.actions_run))
+        return Applied(outcome.plan, outcome.reboot, tuple(service_action(a) for a in outcome.actions_run))
+
+    def adopt(self, mc: MachineConfig) -> str | None:
+        """Record `mc` as the node's config without writing any of it (`--adopt`); the first
+        difference between it and the disk (None: none)."""
+        with rootlock.hold(self.root, timeout=self.lock_timeout):
+            differs = self.check(mc)
+            txn = state.Transaction(None, mc_json(mc), "apply", "policy", new_text=mc.source_text)
+            try:
+                state.begin(self.root, txn)
+                state.commit(self.root, mc.ocl_image)
+            except HostError as exc:
+                raise McdError(f"recording {mc.name} as the node's config: {exc}") from None
+        return differs
 
     def reboot(self, reason: str) -> bool:
         """Reboot a live node (True); on a root that is not a running system, False: simulate it."""
@@ -459,6 +443,10 @@ class NodeApplier:
     def simulated_boot(self) -> None:
         """What a boot does to the records: the reboot owed is done (a sandbox root has no boot id)."""
         state.clear_reboot(self.root)
+
+
+def _drained() -> None:
+    """The plan's drain step once `NodeApplier.apply` drained before taking the root's lock."""
 
 
 def _settled_enablement(

@@ -21,6 +21,9 @@ class AgentSettings:
     kubelet_healthz_enabled: bool = True
     kubelet_healthz_endpoint: str = DEFAULT_KUBELET_HEALTHZ
     builtin_drainer: bool = False
+    # a node with no mcd state: record its desiredConfig as current as it is (`--adopt`) instead
+    # of writing it as its first config (docs/agent.md "Nodes mcd did not provision")
+    adopt: bool = False
     # upstream's informer resync is minutes; the loop re-reads everything on each
     resync_seconds: float = 600.0
     watch_timeout_seconds: int = 300

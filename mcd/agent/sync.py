@@ -23,17 +23,23 @@ from functools import partial
 from typing import Any, Protocol
 
 from mcd import policy
+from mcd.agent.applied import Applied, ApplyError, parse_machineconfig
 from mcd.agent.boot import BootChecks
 from mcd.agent.drain import Drainer
 from mcd.agent.errors import StoppingError, UnreconcilableError
 from mcd.agent.mccache import Ahead
-from mcd.agent.node_apply import Applied, ApplyError, NodeApplier, parse_machineconfig
+from mcd.agent.node_apply import NodeApplier
 from mcd.agent.osevents import OS_UPDATE_STAGED, os_events_after, os_events_before, os_update_staged
 from mcd.agent.report.events import EventRecorder, SigtermProtection
 from mcd.agent.report.mcn import MachineConfigNodeReporter
 from mcd.agent.report.metrics import Metrics, update_label
 from mcd.agent.report.node import NodeWriter
-from mcd.config.machineconfig import OCL_IMAGE_ANNOTATION, ORIGINAL_OS_IMAGE_ANNOTATION, MachineConfig
+from mcd.config.machineconfig import (
+    OCL_IMAGE_ANNOTATION,
+    ORIGINAL_OS_IMAGE_ANNOTATION,
+    MachineConfig,
+    empty_machineconfig,
+)
 from mcd.kube.errors import NotFoundError
 from mcd.node import annotations as ann
 from mcd.node import machineconfignode as mcn
@@ -81,6 +87,7 @@ class Syncer:
         watch: DiskWatch | None = None,
         mcn_reporter: MachineConfigNodeReporter | None = None,
         ahead: Callable[[str], Ahead | None] | None = None,
+        adopt: bool = False,
     ) -> None:
         self.api, self.writer, self.events, self.metrics = api, writer, events, metrics
         self.mcn = mcn_reporter or MachineConfigNodeReporter(None, writer)
@@ -91,6 +98,8 @@ class Syncer:
         self._watch = watch
         # the desired config as a watch parsed it ahead (`mcd.agent.mccache`), taken by name
         self._ahead = ahead
+        # a node without mcd state: adopt it as it is (True) or write desiredConfig as its first
+        self._adopt = adopt
         # parsed MachineConfigs by name and resourceVersion (rendered configs are large and immutable)
         self._mcs: dict[str, tuple[str, MachineConfig]] = {}
         self._mcs_lock = threading.Lock()
@@ -161,6 +170,8 @@ class Syncer:
         if not self._recovered:
             self.applier.cleanup_rollback()
             self._recovered = True
+        if self.applier.disk_config() is None:
+            return self._first_config(node)
         # armed before the check: what changes from now on is seen, what the check reads is known
         self._arm()
         if self.applier.bootstrap_annotations() is not None:
@@ -196,6 +207,22 @@ class Syncer:
             "BootResync", f"Booting node {self.name}, currentConfig {current}, desiredConfig {desired}"
         )
         return self._update(current, desired, images, checked=checked)
+
+    def _first_config(self, node: NodeView) -> Result:
+        """No currentconfig: desiredConfig becomes the first config, or is adopted (`mcd.agent.boot`)."""
+        desired = node.desired_config
+        new = self._machineconfig(desired)
+        if self._adopt:
+            self.boot.adopt(new)
+            self._done(desired)
+            return Result.IDLE
+        old = empty_machineconfig()
+        policies, overrides = self._policies()
+        p = self.applier.plan(old, new, self.applier.facts(old, new, node.topology), policies, overrides)
+        message = self.boot.announce_first_config(node, desired, p)
+        if p.reconcilable:
+            self.writer.set_state(NodeState.WORKING, message)
+        return self._update("", desired, Images("", node.desired_image))
 
     def _arm(self) -> bool:
         """Arm the drift monitor against the config on disk; True when a path drifted from it."""
@@ -296,7 +323,8 @@ class Syncer:
         if self._before_update is not None:
             self._before_update()
         with self._phase("prepare"):
-            old = with_image(self._disk_or_cluster(current), images.current)
+            old = self._disk_or_cluster(current) if current else empty_machineconfig()
+            old = with_image(old, images.current)
             if prefetched is not None:
                 new = prefetched.result()
             else:
@@ -310,7 +338,10 @@ class Syncer:
             p = self.applier.plan(old, new, facts, policies, overrides)
         # Working, and SIGTERM protection to the update's end, come before the reconcile check
         # as in upstream's update(); a Degraded/Unreconcilable node keeps its state and reason
-        if ann.transition(node.state, NodeState.WORKING) is NodeState.WORKING:
+        if node.state is not NodeState.WORKING and ann.transition(node.state, NodeState.WORKING) is (
+            NodeState.WORKING
+        ):
+            # a node Working already keeps its reason (what a retried drain waits for)
             self.writer.set_state(NodeState.WORKING)
         with self.protection:
             if not p.reconcilable:
@@ -351,6 +382,8 @@ class Syncer:
                     raise
             with self._mcs_lock:
                 self._mcs = {}  # applied: the config on disk now (`disk_config`), kept there once
+            if applied.elsewhere and self.applier.reboot_pending():  # another mcd's reboot: not twice
+                return Result.IDLE
             self.mcn.report(mcn.applied(os_change, p.diff.passwd))
             if os_change:
                 self.metrics.pivot_errors.set(0)
@@ -437,9 +470,9 @@ class Syncer:
             raise
         self.events.normal("NodeDone", f"Setting node {self.name}, currentConfig {config} to Done")
         extra: dict[str, str | None] = {ann.CURRENT_CONFIG: config, ann.CURRENT_IMAGE: image or None}
-        if not node.desired_image:
-            extra[ann.DESIRED_IMAGE] = None
+        extra |= {} if node.desired_image else {ann.DESIRED_IMAGE: None}
         self.writer.set_state(NodeState.DONE, "", extra)
+        self.mcn.report(mcn.updated(self.name))  # at rest in its desired config, as the next sync says
         self.metrics.set_update(update_label(config, image))
         LOG.info("node %s is in config %s: Done", self.name, config)
 

@@ -95,6 +95,7 @@ def _start_agent(args: argparse.Namespace) -> int:
         kubelet_healthz_enabled=args.kubelet_healthz_enabled,
         kubelet_healthz_endpoint=args.kubelet_healthz_endpoint,
         builtin_drainer=args.builtin_drainer,
+        adopt=args.adopt,
         resync_seconds=args.resync_interval,
         drain_timeout_seconds=args.drain_timeout,
         drift_policy=args.drift_policy,

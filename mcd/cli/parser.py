@@ -297,6 +297,7 @@ def _add_start(sub: SubParsers[UsageParser]) -> None:
     s.add_argument("--builtin-drainer", type=_bool_flag, nargs="?", const=True,
                    default=_env_bool("BUILTIN_DRAINER", False), metavar="BOOL",
                    help="cordon and evict pods itself instead of asking the machine-config-controller")
+    s.add_argument("--adopt", type=_bool_flag, nargs="?", const=True, default=_env_bool("ADOPT", False), metavar="BOOL", help="a node without mcd state: record its desiredConfig as current without writing it, report what differs")  # noqa: E501
     s.add_argument("--drain-timeout", type=float,
                    default=env_default("DRAIN_TIMEOUT", 3600.0, to_seconds, "a number of seconds"),
                    metavar="SECONDS", help="give up a drain after this long (default 3600, as upstream)")

@@ -164,13 +164,13 @@ def test_the_signal_handler_takes_no_lock(tmp_path: Path) -> None:
         handler = signal.getsignal(signal.SIGTERM)
         assert callable(handler)
         # the main thread in the middle of queue.put() and of an Event's wait/set
-        with daemon.queue._lock, daemon.stop._cond:
+        with daemon.queue._cond, daemon.stop._cond:
             call = threading.Thread(target=handler, args=(signal.SIGTERM, None), daemon=True)
             call.start()
             call.join(2)
             assert not call.is_alive(), "the signal handler blocked on a lock the main thread holds"
         _eventually(daemon.stop.is_set, "the stop flag, set outside signal context")
-        assert daemon.queue.take()  # the loop is woken
+        assert daemon.queue.get(timeout=5) is not None  # the loop is woken
     finally:
         daemon.shutdown()
         signal.signal(signal.SIGTERM, previous)
@@ -265,3 +265,28 @@ def test_a_sigterm_during_an_update_is_told_in_upstreams_words(tmp_path: Path) -
     daemon.stop.clear()
     daemon._on_signal(signal.SIGTERM)  # no update: no protection, no event
     assert seen == [] and daemon.stop.is_set()
+
+
+def test_a_programming_error_in_the_sync_is_logged_with_its_traceback_and_reported_as_a_sentence(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reported (B6): a bug in the sync became the node's Degraded reason (its repr) and its
+    traceback was logged nowhere."""
+    daemon = _daemon(tmp_path)
+    daemon.writer.observe({"metadata": {"name": "node-0", "resourceVersion": "1", "annotations": {}}})
+
+    def buggy(*, boot: bool) -> Any:
+        return {}["spec"]  # a KeyError, as a bug would raise
+
+    reported: list[tuple[str, str]] = []
+    monkeypatch.setattr(daemon.syncer, "sync", buggy)
+    monkeypatch.setattr(daemon, "_report", lambda state, reason: reported.append((state.value, reason)))
+    try:
+        with caplog.at_level(logging.ERROR, logger="mcd.agent.loop"):
+            daemon._process("node")
+    finally:
+        daemon.shutdown()
+    assert reported == [("Degraded", "internal error in mcd during sync: KeyError; see the agent log")]
+    errors = [r for r in caplog.records if r.levelno == logging.ERROR and r.exc_info]
+    assert errors and errors[0].exc_info is not None and errors[0].exc_info[0] is KeyError
+    assert daemon.queue.pending("node") == pytest.approx(1, abs=0.2)  # retried after its backoff

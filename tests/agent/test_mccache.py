@@ -21,8 +21,8 @@ from inproc import MemoryApi, syncer
 from renames import record_renames
 from simcluster import Cluster
 
+from mcd.agent.applied import parse_machineconfig
 from mcd.agent.mccache import MachineConfigCache
-from mcd.agent.node_apply import parse_machineconfig
 from mcd.agent.sync import Result
 from mcd.config.machineconfig import MachineConfig
 from mcd.host import state

@@ -10,7 +10,9 @@ from harness import config_a, make_root
 from recording import RecordingRunner
 from trees import walk
 
-from mcd.agent.node_apply import NodeApplier, ServiceAction, _service_action, parse_machineconfig
+from mcd.agent.applied import ServiceAction, parse_machineconfig
+from mcd.agent.applied import service_action as _service_action
+from mcd.agent.node_apply import NodeApplier
 from mcd.config.ignition import File
 from mcd.host.files import FileWriter
 from mcd.host.root import HostRoot

@@ -11,8 +11,8 @@ from builders import ign_file, mc_object
 from harness import make_root
 from inproc import MemoryApi, syncer
 
+from mcd.agent.applied import ApplyError
 from mcd.agent.errors import UnreconcilableError
-from mcd.agent.node_apply import ApplyError
 from mcd.agent.report.events import EventRecorder
 from mcd.agent.sync import Result, Syncer
 from mcd.node import annotations as ann

@@ -13,7 +13,8 @@ from builders import ign_file, mc_object
 from harness import make_root
 from inproc import NODE, MemoryApi, syncer
 
-from mcd.agent.node_apply import Applied, NodeApplier
+from mcd.agent.applied import Applied
+from mcd.agent.node_apply import NodeApplier
 from mcd.agent.report.events import EventRecorder
 from mcd.agent.report.metrics import Metrics
 from mcd.agent.report.node import NodeWriter

@@ -38,7 +38,22 @@ def test_api_trouble_leaves_the_state_alone(exc: Exception) -> None:
 
 
 def test_an_error_without_message_still_gives_a_reason() -> None:
-    assert classify(KeyError()).reason == "KeyError"
+    assert classify(McdError("")).reason == "McdError"
+
+
+@pytest.mark.parametrize("exc", [KeyError("spec"), TypeError("'NoneType' object is not subscriptable")])
+def test_a_programming_error_is_an_operator_sentence_not_its_repr(exc: Exception) -> None:
+    v = classify(exc)
+    assert v.state is NodeState.DEGRADED and v.internal
+    assert v.reason == f"internal error in mcd during sync: {type(exc).__name__}; see the agent log"
+
+
+def test_a_budget_that_blocks_the_drain_keeps_the_node_working() -> None:
+    from mcd.agent.errors import WaitingError
+
+    v = classify(WaitingError("drain blocked: PodDisruptionBudget shop/web allows 0 disruptions"))
+    assert (v.state, v.internal) == (NodeState.WORKING, False)
+    assert "shop/web" in v.reason
 
 
 def test_backoff_doubles_from_one_second_to_a_minute_and_resets() -> None:

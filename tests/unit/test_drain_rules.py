@@ -65,6 +65,10 @@ class _NeverDrained:
     def node(self) -> Any:
         return self.view
 
+    @property
+    def cached(self) -> Any:
+        return self.view
+
     def set_annotations(self, changes: dict[str, str]) -> Any:
         return self.view
 

@@ -94,3 +94,19 @@ def test_an_older_copy_from_the_watch_does_not_replace_a_newer_one() -> None:
     w.observe({"metadata": {"name": "n", "resourceVersion": "5", "annotations": {ann.STATE: "Working"}}})
     w.observe({"metadata": {"name": "n", "resourceVersion": "4", "annotations": {ann.STATE: "Done"}}})
     assert w.node().state is NodeState.WORKING
+
+
+def test_a_copy_without_resource_version_is_ignored_and_never_leads_to_an_unconditional_patch() -> None:
+    """Reported: a watch event with no resourceVersion replaced the cached Node, and the next
+    write went out as a PATCH without precondition (the node marked Degraded over others' edits)."""
+    api = Api({ann.STATE: "Done", ann.REASON: "", ann.DESIRED_CONFIG: "a"})
+    w = NodeWriter(api, "n")
+    w.refresh()
+    stray = {"metadata": {"name": "n", "annotations": {ann.STATE: "Done", ann.DESIRED_CONFIG: "zzz"}}}
+    assert w.observe(stray).resource_version == "1"
+    assert w.node().desired_config == "a"
+    w.set_state(NodeState.DEGRADED, "boom")
+    assert [p["metadata"]["resourceVersion"] for p in api.patches] == ["1"]
+    fresh = NodeWriter(api, "n")
+    assert fresh.observe(stray).resource_version == ""
+    assert fresh.cached is None

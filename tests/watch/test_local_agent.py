@@ -17,8 +17,9 @@ from builders import ign_file, mc_object
 from mcd_sim.sandbox import make_sandbox_root
 from recording import RecordingRunner
 
+from mcd.agent.applied import Applied
 from mcd.agent.local import LocalAgent
-from mcd.agent.node_apply import Applied, NodeApplier
+from mcd.agent.node_apply import NodeApplier
 from mcd.config.machineconfig import MachineConfig
 from mcd.host.root import HostRoot
 from mcd.host.status import read_status
@@ -66,8 +67,7 @@ def running(tmp_path: Path) -> Iterator[tuple[Path, Path, LocalAgent]]:
     thread = threading.Thread(target=agent.run)
     thread.start()
     yield root, cm, agent
-    agent.stop.set()
-    agent.queue.put("stop")
+    agent.request_stop()
     thread.join(10)
     assert not thread.is_alive()
 

@@ -27,6 +27,7 @@ from mcd.kube.backoff import Backoff
 from mcd.kube.errors import ApiError, ConflictError, NotFoundError
 from mcd.node import machineconfignode as mcn
 from mcd.node.annotations import NodeState, NodeView
+from mcd.runtime import guard
 
 LOG = logging.getLogger(__name__)
 
@@ -72,6 +73,7 @@ class MachineConfigNodeReporter:
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._deadline: float | None = None  # set by stop(): write what is queued until then
+        self._stopped = threading.Event()
         self._obj: Obj | None = None  # the object as last read or written
         self.last: mcn.Report | None = None  # the latest report (the sync asks which phase it reached)
 
@@ -116,8 +118,10 @@ class MachineConfigNodeReporter:
     def start(self) -> None:
         if self.api is not None and self._thread is None:
             self._deadline = None
-            self._thread = threading.Thread(target=self._run, name="machineconfignode", daemon=True)
-            self._thread.start()
+            self._stopped = threading.Event()
+            # guarded: a bug or an unexpected answer restarts the writer after a backoff, with
+            # the report it was writing still first in the queue, instead of ending it for good
+            self._thread = guard.spawn("machineconfignode", self._run, self._stopped)
 
     def stop(self, timeout: float = 5.0) -> None:
         """Write what is queued (up to `timeout` seconds), then stop the thread."""
@@ -127,6 +131,7 @@ class MachineConfigNodeReporter:
             self._deadline = time.monotonic() + timeout
             self._cond.notify_all()
         self._thread.join(timeout + 1.0)
+        self._stopped.set()  # a writer waiting to be restarted is not
         self._thread = None
 
     # -- the writer thread

@@ -51,8 +51,14 @@ class NodeWriter:
     # -- the cached node
 
     def observe(self, obj: Mapping[str, Any]) -> NodeView:
-        """Take a node object seen on the watch or in an answer, unless an equal or newer one is known."""
+        """Take a node object seen on the watch or in an answer, unless an equal or newer one is
+        known. One without a resourceVersion is never taken: it cannot be ordered against the
+        copy held, and a patch computed from it would carry no precondition."""
         view = NodeView.from_object(obj)
+        if not view.resource_version:
+            LOG.warning("node %s: ignored a copy without a resourceVersion", view.name or self.name)
+            with self._cond:
+                return self._node if self._node is not None else view
         with self._cond:
             if self._node is None or _newer(view.resource_version, self._node.resource_version):
                 self._node = view
@@ -102,6 +108,8 @@ class NodeWriter:
             cordon = unschedulable is not None and node.unschedulable != unschedulable
             if not delta and not cordon:
                 return node
+            if not node.resource_version:  # never an unconditional patch
+                raise TransientError(f"node {self.name}: no copy with a resourceVersion to patch from")
             patch: dict[str, Any] = {"metadata": {"resourceVersion": node.resource_version}}
             if delta:
                 patch["metadata"]["annotations"] = delta
