@@ -251,6 +251,9 @@ class Kubelet:
         self.force_deleted: list[str] = []
         self.max_unavailable_seen = 0
         self.errors: list[str] = []
+        # while set, evicted pods stay Terminating (the drain waiting on them): a test holds a
+        # node mid-drain with it, for as long as it needs
+        self.hold = threading.Event()
 
     def setup(self) -> None:
         ns = self.ns
@@ -300,6 +303,10 @@ class Kubelet:
         if patched.status != 200:
             raise ClusterError(f"pod web-{node} status: {patched.status} {patched.body!r}")
 
+    def terminating(self) -> list[str]:
+        """The pods evicted (or deleted) and not gone yet."""
+        return [p["metadata"]["name"] for p in self._pods() if "deletionTimestamp" in p["metadata"]]
+
     def _pods(self) -> list[Obj]:
         got = self.cluster.request("GET", f"/api/v1/namespaces/{self.ns}/pods")
         return list(got.json()["items"]) if got.status == 200 else []
@@ -348,7 +355,7 @@ class Kubelet:
     def _pass(self) -> None:
         pods = {p["metadata"]["name"]: p for p in self._pods()}
         for name, pod in pods.items():
-            if "deletionTimestamp" in pod["metadata"]:
+            if "deletionTimestamp" in pod["metadata"] and not self.hold.is_set():
                 # no kubelet here to end the containers and confirm: play it
                 gone = self.cluster.request(
                     "DELETE", f"/api/v1/namespaces/{self.ns}/pods/{name}", {"gracePeriodSeconds": 0}

@@ -54,6 +54,7 @@ class Rollout:
     started: float = 0.0  # time.time() once mcd's processes started (after the admin's set-up)
     killed_replica: str = ""
     survivor: str = ""
+    held_pod: str = ""
     survivor_log: str = ""
     restart: tuple[float, float] = (0.0, 0.0)  # time.time() when the API server restart began, ended
     max_unavailable_seen: int = 0
@@ -72,7 +73,9 @@ def rollout(cluster: RealCluster, tmp_path_factory: pytest.TempPathFactory) -> I
         result.old, result.started = deploy(cluster, work, procs, kubelet, NODES)
         kubelet.start()
 
-        # the change: a file whose node disruption policy is Drain
+        # the change: a file whose node disruption policy is Drain; the first node's drain is held
+        # (its evicted pod kept Terminating) until the faults below are done
+        kubelet.hold.set()
         t0 = time.monotonic()
         cluster.kubectl(
             "apply", "-f", "-", stdin=json.dumps(machineconfig("50-worker-drain", DRAIN_FILE, "drained"))
@@ -80,10 +83,12 @@ def rollout(cluster: RealCluster, tmp_path_factory: pytest.TempPathFactory) -> I
         wait("the pool rendered again", lambda: pool_target(cluster) not in ("", result.old), 60, procs)
         result.new = pool_target(cluster)
 
-        def updating() -> bool:
-            return any(node_annotations(cluster, n).get(STATE) == "Working" for n in NODES)
+        def draining() -> bool:
+            working = any(node_annotations(cluster, n).get(STATE) == "Working" for n in NODES)
+            return working and bool(kubelet.terminating())
 
-        wait("a node Working on the update", updating, 60, procs)
+        wait("a node Working, its drain waiting on its evicted pod", draining, 60, procs)
+        [result.held_pod] = kubelet.terminating()
         # mid-rollout, one node updating and the other waiting its turn: the leading pool
         # controller replica dies, the API server goes away and comes back, then etcd does;
         # the other replica takes the Lease over and moves the second node (it alone can)
@@ -95,6 +100,7 @@ def rollout(cluster: RealCluster, tmp_path_factory: pytest.TempPathFactory) -> I
         cluster.restart_apiserver()
         cluster.restart_etcd()  # and etcd under it, on the same data dir
         result.restart = (begin, time.time())
+        kubelet.hold.clear()  # the drain goes on: the pod is gone
         wait(
             f"{result.survivor} to take the Lease over",
             lambda: lease_holder(cluster) == result.survivor,
@@ -161,8 +167,11 @@ def test_the_rollout_ends_done_on_both_nodes_within_max_unavailable(
     # each node's pod was evicted (then force-deleted by the test's kubelet) and started again
     assert sorted(set(rollout.force_deleted)) == [f"web-{n}" for n in NODES]
     wait_for("the pool Updated", lambda: _pool_updated(cluster, rollout.new), 30)
-    # the replica that took over moved the second node, and holds the Lease
-    assert "SetDesiredConfig: Targeted node" in rollout.survivor_log
+    # the first node's drain waited on its pod across the faults; then the replica that took
+    # over moved the second node, and holds the Lease
+    held_node = rollout.held_pod.removeprefix("web-")
+    [second] = [n for n in NODES if n != held_node]
+    assert f"SetDesiredConfig: Targeted node {second} " in rollout.survivor_log
     assert lease_holder(cluster) == rollout.survivor
 
 
