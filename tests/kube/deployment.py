@@ -275,8 +275,10 @@ class Kubelet:
         self.thread.start()
 
     def stop(self) -> None:
+        """Ends the loop; safe before start() (a set-up that failed early is torn down too)."""
         self.stop_event.set()
-        self.thread.join(timeout=30)
+        if self.thread.is_alive():
+            self.thread.join(timeout=30)
 
     def _start_pod(self, node: str) -> None:
         pod = {

@@ -123,8 +123,8 @@ def rollout(cluster: RealCluster, tmp_path_factory: pytest.TempPathFactory) -> I
         result.force_deleted = list(kubelet.force_deleted)
         yield result
     finally:
+        procs.stop()  # first: nothing may keep mcd processes running after the module
         kubelet.stop()
-        procs.stop()
         if os.environ.get("MCD_KUBE_KEEP") != "1":
             shutil.rmtree(work, ignore_errors=True)
 
