@@ -1,7 +1,7 @@
 # Every target that runs project code depends on `setup`, so a fresh checkout needs nothing else.
 BIN := .venv/bin
 
-.PHONY: setup test lint demo bench bench-compare clean mutate image vagrant-check node-test soak fleet-test kube-test
+.PHONY: setup test lint demo bench bench-compare clean mutate image vagrant-check node-test soak fleet-test kube-test kube-demo
 
 setup:
 	@bash scripts/setup.sh
@@ -29,6 +29,12 @@ node-test: setup
 kube-test: setup
 	bash scripts/kube/build-apiserver.sh
 	MCD_KUBE_TEST=1 $(BIN)/python -m pytest -v -p no:cacheprovider tests/kube
+
+# A pool rollout on that real control plane, printed as it goes (ARGS="--nodes 5 --stay" keeps
+# it running with an admin KUBECONFIG to look around). docs/kube-tier.md.
+kube-demo: setup
+	bash scripts/kube/build-apiserver.sh
+	$(BIN)/python scripts/kube/demo.py $(ARGS)
 
 # The fleet gate (tests/sim/test_fleet_twenty.py): 20 real agents rolled 2 at a time under a
 # PodDisruptionBudget, about 1.5 minutes; .ci/run runs it after make test.

@@ -31,6 +31,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+def record_figure(line: str) -> None:
+    """A measured figure, printed in the terminal summary (`kube tier: ...`)."""
+    _figures.append(line)
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     for line in _figures:
         terminalreporter.write_line(f"kube tier: {line}")
