@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from realcluster import REPO, ClusterError, RealCluster, wait_for
+from realcluster import REPO, ClusterError, RealCluster, free_ports, wait_for
 
 NAMESPACE = "openshift-machine-config-operator"
 AGENT_SA = "machine-config-daemon"
@@ -197,6 +197,11 @@ class Processes:
                 proc.wait()
 
 
+def secure_port_file(root: Path) -> Path:
+    """Where the test notes the port of a node's scrape endpoint (beside its root, not in it)."""
+    return root.parent / f"{root.name}.secure-metrics-port"
+
+
 def start_agent(cluster: RealCluster, procs: Processes, node: str, root: Path, reader: Path) -> None:
     """`mcd start` as the DaemonSet runs it (--builtin-drainer), on `root`: the reader
     kubeconfig is the ServiceAccount's token; the root's kubelet kubeconfig is the node's own
@@ -207,11 +212,15 @@ def start_agent(cluster: RealCluster, procs: Processes, node: str, root: Path, r
     kubelet.parent.mkdir(parents=True, exist_ok=True)
     kubelet.write_text(embedded_kubeconfig(cluster, f"system:node:{node}", ident.cert, ident.key))
     kubelet.chmod(0o600)
+    # the scrape endpoint over TLS, as the DaemonSet serves it on 9001 (a free port here)
+    [secure] = free_ports(1)
+    secure_port_file(root).write_text(str(secure))
     procs.spawn(
         f"agent-{node}",
         [
             "start", "--node-name", node, "--root-mount", str(root), "--kubeconfig", str(reader),
             "--builtin-drainer", "--metrics-url", "127.0.0.1:0", "--kubelet-healthz-enabled=false", "-v",
+            "--secure-metrics-url", f"127.0.0.1:{secure}",
         ],
         env={"POD_NAMESPACE": NAMESPACE, "POD_NAME": f"machine-config-daemon-{node}"},
     )  # fmt: skip

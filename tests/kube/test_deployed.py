@@ -9,10 +9,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import ssl
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,6 +39,7 @@ from deployment import (
     machineconfig,
     node_annotations,
     pool_target,
+    secure_port_file,
     wait,
 )
 from realcluster import REPO, RealCluster, wait_for
@@ -60,6 +65,7 @@ class Rollout:
     max_unavailable_seen: int = 0
     force_deleted: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    scrapes: dict[str, int] = field(default_factory=dict)
 
 
 @pytest.fixture(scope="module")
@@ -119,6 +125,7 @@ def rollout(cluster: RealCluster, tmp_path_factory: pytest.TempPathFactory) -> I
             f"two-node rollout (drains, an API server and etcd restart, a failover): {result.seconds:.1f} s"
         )
         kubelet.stop()
+        result.scrapes = scrape_as_prometheus(cluster, work / "nodes" / NODES[0])
         result.max_unavailable_seen = kubelet.max_unavailable_seen
         result.force_deleted = list(kubelet.force_deleted)
         yield result
@@ -127,6 +134,41 @@ def rollout(cluster: RealCluster, tmp_path_factory: pytest.TempPathFactory) -> I
         kubelet.stop()
         if os.environ.get("MCD_KUBE_KEEP") != "1":
             shutil.rmtree(work, ignore_errors=True)
+
+
+def _scrape(port: int, token: str | None) -> int:
+    """The status of one GET /metrics on the agent's TLS endpoint (its certificate is self-signed
+    here: no proxy-tls Secret, so the check of the server is left out)."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+    req = urllib.request.Request(f"https://127.0.0.1:{port}/metrics")
+    if token is not None:
+        req.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(req, context=ctx, timeout=30) as resp:
+            return int(resp.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+
+
+def scrape_as_prometheus(cluster: RealCluster, node_dir: Path) -> dict[str, int]:
+    """Scrapes of the first node's endpoint: no token, a ServiceAccount with no grant, and
+    kube-prometheus's account with manifests/monitoring's grant, each checked by the agent through
+    TokenReview and SubjectAccessReview on the real server."""
+    port = int(secure_port_file(node_dir).read_text())
+    cluster.kubectl("create", "namespace", "monitoring")
+    for sa in ("prometheus-k8s", "nobody"):
+        cluster.kubectl("create", "serviceaccount", sa, "-n", "monitoring")
+    cluster.kubectl("apply", "-f", str(REPO / "manifests" / "monitoring" / "prometheus-rbac.yaml"))
+    return {
+        "none": _scrape(port, None),
+        "nobody": _scrape(port, cluster.token("nobody", "monitoring")),
+        "prometheus": _scrape(port, cluster.token("prometheus-k8s", "monitoring")),
+    }
+
+
+def test_the_scrape_endpoint_lets_only_an_authorized_scraper_in(rollout: Rollout) -> None:
+    assert rollout.scrapes == {"none": 401, "nobody": 403, "prometheus": 200}
 
 
 def test_manifests_apply_cleanly_and_ship_every_crd(cluster: RealCluster) -> None:
@@ -270,6 +312,13 @@ EXPECTED_REFUSALS = {
         "/namespaces/web/pods/",
         404,
     ): "the drainer waits for an evicted pod to be gone",
+    (
+        "machine-config-daemon",
+        "update",
+        "/machineconfignodes/",
+        409,
+    ): "the agent and the pool controller both write a MachineConfigNode's conditions (resourceVersion "
+    "preconditions): the loser reads again and retries",
 }
 
 
@@ -351,6 +400,24 @@ UNUSED = {
             "list",
         ): "the controller's drain, for agents without --builtin-drainer (the DaemonSet drains itself)",
         ("", "pods/eviction", "create"): "as pods list",
+        ("", "nodes", "get"): "the drain controller's re-read of a cordoned node, for the handshake only",
+        (
+            "machineconfiguration.openshift.io",
+            "machineconfignodes",
+            "get",
+        ): "the drain controller's MachineConfigNode phases, for the handshake only",
+        ("machineconfiguration.openshift.io", "machineconfignodes", "create"): "as machineconfignodes get",
+        (
+            "machineconfiguration.openshift.io",
+            "machineconfignodes/status",
+            "update",
+        ): "as machineconfignodes get",
+        (
+            "machineconfiguration.openshift.io",
+            "machineconfignodes",
+            "delete",
+        ): "a deleted Node's MachineConfigNode: no Node is deleted here",
+        ("policy", "poddisruptionbudgets", "list"): "the drain controller names blocking budgets: handshake only",
     },
 }
 

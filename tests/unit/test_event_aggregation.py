@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mcd.agent.report.events import NAMESPACE, EventRecorder
-from mcd.kube.errors import NotFoundError
+from mcd.kube.errors import ApiError, NotFoundError
 
 
 class Api:
@@ -89,3 +89,24 @@ def test_the_event_is_the_one_upstreams_namespaced_recorder_posts_for_the_node()
     assert event["source"] == {"component": "machineconfigdaemon", "host": "worker-0"}
     assert (event["reportingComponent"], event["reportingInstance"]) == ("machineconfigdaemon", "worker-0")
     assert name.startswith("worker-0.")
+
+
+class FailingOnce(Api):
+    """The first create fails (an API server restart): nothing was made."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failures = 1
+
+    def create_event(self, namespace: str, event: Mapping[str, Any]) -> None:
+        if self.failures:
+            self.failures -= 1
+            self.calls.append(("refused", event["metadata"]["name"], dict(event)))
+            raise ApiError(503, "the server is restarting")
+        super().create_event(namespace, event)
+
+
+def test_a_repeat_of_an_event_never_made_is_created_not_patched() -> None:
+    api = _recorded(("Drain", "draining"), ("Drain", "draining"), api=FailingOnce())
+    assert [verb for verb, _, _ in api.calls] == ["refused", "create"]
+    assert api.calls[1][2]["count"] == 1

@@ -120,6 +120,12 @@ class Correlator:
         while len(cache) > CACHE_ENTRIES:
             cache.popitem(last=False)
 
+    def forget(self, name: str) -> None:
+        """The Event `name` was not made: its next repeat is created, not patched (client-go
+        patches, meets 404 and creates; this saves that refused request)."""
+        for key in [k for k, seen in self._seen.items() if seen.name == name]:
+            del self._seen[key]
+
     def correlate(self, event: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """(the Event as it now stands, the merge patch to send) — no patch: create it."""
         obj, src = event["involvedObject"], event["source"]
@@ -228,6 +234,8 @@ class EventRecorder:
             # (a repeat whose Event is gone is created again, with its count, as client-go does)
             self.api.create_event(NAMESPACE, event)
         except ApiError as exc:
+            if patch is None:
+                self._correlator.forget(event["metadata"]["name"])
             LOG.warning("failed to post event %s: %s", event["reason"], exc)
 
 
