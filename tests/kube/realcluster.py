@@ -488,3 +488,40 @@ def running(apiserver: Path | None = None, *, keep: bool = False) -> Iterator[Re
     cluster = RealCluster(apiserver or build_apiserver(), keep=keep)
     with cluster:
         yield cluster
+
+
+def cached_apiserver() -> Path | None:
+    """The binary `build_apiserver()` would return, if it needs no build: MCD_KUBE_APISERVER, or
+    the cache entry the build script's key names (its version and its own hash), else None. For
+    tiers that use the real server when it is at hand and skip otherwise (tests/node)."""
+    override = os.environ.get("MCD_KUBE_APISERVER")
+    if override:
+        return Path(override) if Path(override).is_file() else None
+    import hashlib
+
+    key = f"{VERSION}-{hashlib.sha256(BUILD_SCRIPT.read_bytes()).hexdigest()[:12]}"
+    binary = Path(os.environ.get("MCD_KUBE_CACHE", "/var/tmp/mcd-kube-cache")) / key / "kube-apiserver"
+    return binary if os.access(binary, os.X_OK) else None
+
+
+def inline_kubeconfig(cluster: RealCluster, user: str, who: Identity) -> str:
+    """A kubeconfig with the CA and the credentials inside it (no paths of this host), for a
+    client in another root, such as a booted node."""
+    import base64
+
+    def data(path: Path) -> str:
+        return base64.b64encode(path.read_bytes()).decode()
+
+    ca = data(cluster.ca)
+    creds: dict[str, str] = {"token": who.token} if who.token else {}
+    if who.cert is not None and who.key is not None:
+        creds = {"client-certificate-data": data(who.cert), "client-key-data": data(who.key)}
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "real", "cluster": {"server": cluster.url, "certificate-authority-data": ca}}],
+        "users": [{"name": user, "user": creds}],
+        "contexts": [{"name": "real", "context": {"cluster": "real", "user": user}}],
+        "current-context": "real",
+    }
+    return json.dumps(config, indent=2) + "\n"

@@ -355,6 +355,12 @@ class App:
         if not t.name:
             raise errors.method_not_allowed()
         body = self._check_body(rt, _json(req.body), t)
+        if rt.group in CR_GROUPS and not (body.get("metadata") or {}).get("resourceVersion"):
+            # a custom resource's strategy takes no unconditional update (built-in types do);
+            # kube-apiserver reads the object first, so a missing one is still 404
+            self.store.get(storage_type(rt), t.namespace, t.name)
+            cause = ("metadata.resourceVersion", "Invalid value: 0x0: must be specified for an update")
+            raise errors.invalid(rt.plural, rt.group, t.name, [cause])
         obj = self.store.update(
             storage_type(rt), t.namespace, t.name, self._in(rt, body), subresource=t.subresource
         )
