@@ -417,7 +417,7 @@ UNUSED = {
             "machineconfignodes",
             "delete",
         ): "a deleted Node's MachineConfigNode: no Node is deleted here",
-        ("policy", "poddisruptionbudgets", "list"): "the drain controller names blocking budgets: handshake only",
+        ("policy", "poddisruptionbudgets", "list"): "the drain controller names blocking budgets (handshake)",
     },
 }
 

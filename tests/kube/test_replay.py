@@ -43,7 +43,6 @@ pytestmark = pytest.mark.allow_commands
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = Path(__file__).resolve().parent / "replay" / "corpus.json"
 RECORDED = Path(__file__).resolve().parent / "replay" / "recorded.json"
-FALLBACK_CRDS = Path(__file__).resolve().parent / "replay" / "fallback-crds.json"
 MANIFESTS = (REPO / "manifests", REPO / "manifests" / "pool-controller")
 DOC = REPO / "docs" / "sim-cluster.md"
 DUMP = os.environ.get("MCD_REPLAY_DUMP")  # a file: every step's two projections, one JSON line each
@@ -125,23 +124,11 @@ def _manifest_docs() -> list[dict[str, Any]]:
     return docs
 
 
-def _missing_crds() -> list[dict[str, Any]]:
-    """Test-only CRDs (open schemas) for the kinds mcd uses that the manifests do not ship yet."""
-    shipped = {d["metadata"]["name"] for d in _manifest_docs() if d.get("kind") == "CustomResourceDefinition"}
-    items: list[dict[str, Any]] = json.loads(FALLBACK_CRDS.read_text())["items"]
-    return [crd for crd in items if crd["metadata"]["name"] not in shipped]
-
-
 def real_target(cluster: RealCluster, node_name: str) -> Target:
     for folder in MANIFESTS:
         cluster.kubectl("apply", "-f", str(folder))
     crds = [d["metadata"]["name"] for d in _manifest_docs() if d.get("kind") == "CustomResourceDefinition"]
-    missing = _missing_crds()
-    if missing:
-        cluster.kubectl(
-            "apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": missing})
-        )
-    names = [f"crd/{name}" for name in crds + [c["metadata"]["name"] for c in missing]]
+    names = [f"crd/{name}" for name in crds]
     cluster.kubectl("wait", "--for=condition=Established", *names, "--timeout=60s")
     identities = {
         "admin": cluster.admin,

@@ -11,7 +11,6 @@ used); otherwise it is skipped with the reason.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import sys
@@ -38,7 +37,6 @@ pytestmark = pytest.mark.allow_commands
 
 REPO = Path(__file__).resolve().parents[2]
 NS = "openshift-machine-config-operator"
-FALLBACK_CRDS = REPO / "tests" / "kube" / "replay" / "fallback-crds.json"
 A, B = "rendered-worker-a", "rendered-worker-b"
 A_CONF, B_CONF = "/etc/mcd-node/a.conf", "/etc/mcd-node/b.conf"
 READER = "/etc/mcd-node/reader.kubeconfig"
@@ -66,14 +64,6 @@ class RealApiCluster(Cluster):
         self.kubeconfig.write_text(self.real.admin_kubeconfig.read_text())
         for folder in (REPO / "manifests", REPO / "manifests" / "pool-controller"):
             self.kubectl("apply", "-f", str(folder))
-        shipped = set(self.kubectl("get", "crd", "-o", "name").split())
-        prefix = "customresourcedefinition.apiextensions.k8s.io/"
-        crds = json.loads(FALLBACK_CRDS.read_text())["items"]
-        missing = [c for c in crds if prefix + c["metadata"]["name"] not in shipped]
-        if missing:  # kinds the agent uses that the manifests do not ship yet (as the replay test)
-            self.kubectl(
-                "apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": missing})
-            )
         self.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
         labels = {"node-role.kubernetes.io/worker": ""}
         node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": self.node, "labels": labels}}
