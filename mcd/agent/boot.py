@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 
-from mcd.agent.errors import HostCommandError
+from mcd.agent.errors import HostCommandError, TransientError
 from mcd.agent.node_apply import NodeApplier
 from mcd.agent.report.events import EventRecorder
 from mcd.agent.report.node import NodeWriter
@@ -71,7 +71,13 @@ class BootChecks:
         if disk is None:
             if node.desired_config:
                 return node  # a node mcd never ran on: the sync takes desiredConfig as its first
-            raise McdError(f"open {state.CURRENT_CONFIG}: no such file or directory")
+            # a node that just joined: no config of its own yet, nothing of mcd's to check, and no
+            # config named for it yet; not Degraded (upstream's node, bootstrapped by the MCO,
+            # always has one): wait, untouched, for the pool controller to name its first
+            raise TransientError(
+                f"node {node.name} has no {ann.DESIRED_CONFIG} yet and no config on disk "
+                f"({state.CURRENT_CONFIG}): waiting for its pool to name one"
+            )
         LOG.info("Setting initial node config based on current configuration on disk: %s", disk.name)
         fallback: dict[str, str | None] = {ann.CURRENT_CONFIG: disk.name}
         image = self.applier.disk_image()

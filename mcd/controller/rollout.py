@@ -113,12 +113,21 @@ def is_failing(node: Mapping[str, Any]) -> bool:
     return a.get(CURRENT_CONFIG, "") != a.get(DESIRED_CONFIG, "") and is_degraded(node)
 
 
+def is_new(node: Mapping[str, Any]) -> bool:
+    """A node mcd never ran on: neither config named (upstream's nodes always get both from the
+    Machine Config Server; a cluster's own nodes joining a pool here have none)."""
+    a = annotations_of(node)
+    return not a.get(CURRENT_CONFIG) and not a.get(DESIRED_CONFIG)
+
+
 def is_unavailable(node: Mapping[str, Any]) -> bool:
     if not is_ready(node):
         return True
     if is_done(node):
         return False
-    return not is_failing(node)
+    # a new node runs its workloads as it is until it is pointed at its first config: counting
+    # it unavailable would spend the pool's capacity on it and, at maxUnavailable 1, never move it
+    return not (is_failing(node) or is_new(node))
 
 
 def is_updated(node: Mapping[str, Any], target: str) -> bool:

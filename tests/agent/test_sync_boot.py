@@ -14,6 +14,7 @@ from builders import ign_file, mc_object
 from harness import make_root
 from inproc import NODE, MemoryApi, syncer
 
+from mcd.agent.errors import TransientError
 from mcd.agent.sync import Result
 from mcd.host import state
 from mcd.host.root import HostRoot
@@ -102,9 +103,14 @@ def test_without_node_annotations_json_or_a_config_on_disk_nothing_is_written(tm
 
     root = make_sandbox_root(tmp_path / "root")
     api = MemoryApi({})
-    with pytest.raises(McdError) as failed:
+    with pytest.raises(TransientError) as failed:
         syncer(root, api).sync(boot=True)
-    assert str(failed.value) == "open /etc/machine-config-daemon/currentconfig: no such file or directory"
+    # a node that just joined: no config named for it yet; it waits, not Degraded (the state is
+    # left alone: a TransientError), until its pool controller names its first config
+    assert str(failed.value) == (
+        "node worker-0 has no machineconfiguration.openshift.io/desiredConfig yet and no config on disk "
+        "(/etc/machine-config-daemon/currentconfig): waiting for its pool to name one"
+    )
     assert len(api.history) == 1
 
 

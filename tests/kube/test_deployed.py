@@ -26,12 +26,14 @@ from deployment import (
     AGENT_SA,
     CONTROLLER_SA,
     CRDS,
+    CURRENT,
     DRAIN_FILE,
     MC_API,
     NAMESPACE,
     STATE,
     Kubelet,
     Processes,
+    add_node,
     apply_manifests,
     deploy,
     done_on,
@@ -40,6 +42,7 @@ from deployment import (
     node_annotations,
     pool_target,
     secure_port_file,
+    start_agent,
     wait,
 )
 from realcluster import REPO, RealCluster, wait_for
@@ -47,6 +50,8 @@ from realcluster import REPO, RealCluster, wait_for
 pytestmark = pytest.mark.allow_commands
 
 NODES = ["kube-a", "kube-b"]
+# a node mcd never ran on, joined once the pool is Done
+JOINER = "kube-join"
 ROLLOUT_TIMEOUT = 150.0
 AGENT_USER = f"system:serviceaccount:{NAMESPACE}:{AGENT_SA}"
 CONTROLLER_USER = f"system:serviceaccount:{NAMESPACE}:{CONTROLLER_SA}"
@@ -66,6 +71,7 @@ class Rollout:
     force_deleted: list[str] = field(default_factory=list)
     seconds: float = 0.0
     scrapes: dict[str, int] = field(default_factory=dict)
+    joined_seconds: float = 0.0
 
 
 @pytest.fixture(scope="module")
@@ -126,6 +132,7 @@ def rollout(cluster: RealCluster, tmp_path_factory: pytest.TempPathFactory) -> I
         )
         kubelet.stop()
         result.scrapes = scrape_as_prometheus(cluster, work / "nodes" / NODES[0])
+        result.joined_seconds = join_a_node_mcd_never_ran_on(cluster, procs, work, result.new)
         result.max_unavailable_seen = kubelet.max_unavailable_seen
         result.force_deleted = list(kubelet.force_deleted)
         yield result
@@ -165,6 +172,34 @@ def scrape_as_prometheus(cluster: RealCluster, node_dir: Path) -> dict[str, int]
         "nobody": _scrape(port, cluster.token("nobody", "monitoring")),
         "prometheus": _scrape(port, cluster.token("prometheus-k8s", "monitoring")),
     }
+
+
+def join_a_node_mcd_never_ran_on(cluster: RealCluster, procs: Processes, work: Path, config: str) -> float:
+    """A new worker whose root has no mcd state (no currentconfig, never bootstrapped): the node
+    registers, the DaemonSet's agent starts on it, and nothing else is done by hand. Seconds to
+    Done on the pool's config."""
+    from mcd_sim.sandbox import make_sandbox_root
+
+    t0 = time.monotonic()
+    add_node(cluster, JOINER, {"node-role.kubernetes.io/worker": ""})
+    root = make_sandbox_root(work / "nodes" / JOINER)
+    assert not (root / "etc" / "machine-config-daemon" / "currentconfig").exists()
+    reader = cluster.token_kubeconfig("agent-join", cluster.token(AGENT_SA, NAMESPACE))
+    start_agent(cluster, procs, JOINER, root, reader)
+    wait(f"{JOINER} Done on {config}", lambda: done_on(cluster, JOINER, config), ROLLOUT_TIMEOUT, procs)
+    seconds = time.monotonic() - t0
+    record_figure(f"a node mcd never ran on joined the pool, Done in {seconds:.1f} s")
+    return seconds
+
+
+def test_a_node_mcd_never_ran_on_joins_and_ends_done(cluster: RealCluster, rollout: Rollout) -> None:
+    assert rollout.joined_seconds > 0
+    annotations = node_annotations(cluster, JOINER)
+    assert annotations.get(STATE) == "Done"
+    assert annotations.get(CURRENT) == rollout.new
+    events = cluster.request("GET", f"/api/v1/namespaces/{NAMESPACE}/events").json()["items"]
+    reasons = {e["reason"] for e in events if (e.get("involvedObject") or {}).get("name") == JOINER}
+    assert "FirstConfig" in reasons and "NodeDone" in reasons, reasons
 
 
 def test_the_scrape_endpoint_lets_only_an_authorized_scraper_in(rollout: Rollout) -> None:
@@ -319,6 +354,11 @@ EXPECTED_REFUSALS = {
         409,
     ): "the agent and the pool controller both write a MachineConfigNode's conditions (resourceVersion "
     "preconditions): the loser reads again and retries",
+    **{
+        (node, "patch", f"/api/v1/nodes/{node}", 409): "the node writer's patches carry the resourceVersion "
+        "it read: a write by the controller in between is read again and retried"
+        for node in [*NODES, JOINER]
+    },
 }
 
 

@@ -61,7 +61,8 @@ def test_a_bad_max_unavailable_names_the_pool_and_field(value: Any) -> None:
         (node(conditions=[{"type": "Ready", "status": "False"}]), True),
         (node(conditions=[*READY, {"type": "DiskPressure", "status": "True"}]), True),
         (node(conditions=[*READY, {"type": "NetworkUnavailable", "status": "Unknown"}]), True),
-        (node(current=None, desired=None, state=None), True),  # no daemon report yet
+        # a node mcd never ran on (upstream's always have both configs): available as it runs
+        (node(current=None, desired=None, state=None), False),
         (node(**{ann.DESIRED_IMAGE: "img"}), True),  # an image asked, none reported
     ],
 )
@@ -94,6 +95,16 @@ def test_no_capacity_left_moves_nobody_and_failing_nodes_use_it() -> None:
     assert rollout.choose(pool(maxUnavailable=2), failing).nodes == ("c",)
     not_ready = [node("c", conditions=[{"type": "Ready", "status": "False"}]), node("d")]
     assert rollout.choose(pool(maxUnavailable=2), not_ready).nodes == ("d",)
+
+
+def test_a_node_mcd_never_ran_on_is_moved_to_its_first_config_within_capacity() -> None:
+    new = node("new", current=None, desired=None, state=None)
+    assert rollout.choose(pool(), [node("c", current="b", desired="b"), new]).nodes == ("new",)
+    # two of them at maxUnavailable 1: one at a time
+    other = node("other", current=None, desired=None, state=None)
+    assert rollout.choose(pool(), [new, other]).nodes == ("new",)
+    moving = node("new", current=None, desired="b", state=None)  # pointed at it, not Done yet
+    assert rollout.choose(pool(), [moving, other]).nodes == ()
 
 
 def test_a_paused_or_untargeted_pool_has_no_target_to_move_to() -> None:
