@@ -36,7 +36,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 REPO = Path(__file__).resolve().parents[2]
 MCD = REPO / ".venv" / "bin" / "mcd"
@@ -648,9 +648,26 @@ def timed_base_root() -> Path:
 
 @contextlib.contextmanager
 def scenario(name: str, workdir: Path, machine: str) -> Iterator[tuple[Cluster, Node, dict[str, Any]]]:
-    """A cluster and a fresh node for one scenario; both torn down (and figures kept) after it."""
+    """A cluster (the stand-in) and a fresh node for one scenario; both torn down (and figures
+    kept) after it."""
+    with scenario_on(name, workdir, machine, lambda: Cluster(workdir).start()) as parts:
+        yield parts
+
+
+C = TypeVar("C", bound="Stoppable")
+
+
+class Stoppable(Protocol):
+    def stop(self) -> None: ...
+
+
+@contextlib.contextmanager
+def scenario_on(
+    name: str, workdir: Path, machine: str, start_cluster: Callable[[], C]
+) -> Iterator[tuple[C, Node, dict[str, Any]]]:
+    """`scenario` on the cluster `start_cluster` starts (the stand-in, or a real API server)."""
     started = time.monotonic()
-    cluster = Cluster(workdir).start()
+    cluster = start_cluster()
     node = Node(workdir, machine).copy_base()
     figures: dict[str, Any] = {"scenario": name, "workdir": str(workdir)}
     try:

@@ -12,17 +12,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from builders import ign_file, mc_object
-from nodeharness import AGENT_UNIT, FIGURES, NODE_NAME, Cluster, Node, deadline_poll, done_on
+from nodeharness import AGENT_UNIT, NODE_NAME, Cluster, Node, deadline_poll, done_on, scenario_on
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kube"))
 from realcluster import (
@@ -99,24 +97,8 @@ def real_scenario(
     name: str, workdir: Path, binary: Path
 ) -> Iterator[tuple[RealApiCluster, Node, dict[str, Any]]]:
     """nodeharness.scenario's shape, on the real server."""
-    started = time.monotonic()
-    cluster = RealApiCluster(workdir, binary).start()
-    node = Node(workdir, "mcd-real").copy_base()
-    figures: dict[str, Any] = {"scenario": name, "workdir": str(workdir)}
-    try:
-        yield cluster, node, figures
-    finally:
-        node.stop()
-        cluster.stop()
-        node.save_journal()
-        figures.update(
-            boots=node.boot_count,
-            journal_boots=node.journal_boots(),
-            seconds=round(time.monotonic() - started, 1),
-            exits=[b.exit_status for b in node.boots],
-        )
-        FIGURES.append(figures)
-        shutil.rmtree(node.root, ignore_errors=True)
+    with scenario_on(name, workdir, "mcd-real", lambda: RealApiCluster(workdir, binary).start()) as parts:
+        yield parts
 
 
 def config_a() -> dict[str, Any]:
