@@ -61,9 +61,14 @@ class SlowReboots:
         obj = self.sim.get("Node", node) or {}
         now = rfc3339(self.sim.store.clock())
         conditions = [
-            {**c, "status": "True" if ready else "Unknown", "lastTransitionTime": now,
-             "reason": "KubeletReady" if ready else "NodeStatusUnknown"}
-            if c.get("type") == "Ready" else c
+            {
+                **c,
+                "status": "True" if ready else "Unknown",
+                "lastTransitionTime": now,
+                "reason": "KubeletReady" if ready else "NodeStatusUnknown",
+            }
+            if c.get("type") == "Ready"
+            else c
             for c in (obj.get("status") or {}).get("conditions") or []
-        ]  # fmt: skip
+        ]
         self.sim.patch("Node", node, {"status": {"conditions": conditions}}, status=True)

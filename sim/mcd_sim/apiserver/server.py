@@ -183,7 +183,12 @@ class ApiServer:
             if self._http is not None:
                 return self
             self._http = SimHTTPServer(
-                self.listen, self.app, self.access, self.faults, self.audit, ssl_context=self._ssl,
+                self.listen,
+                self.app,
+                self.access,
+                self.faults,
+                self.audit,
+                ssl_context=self._ssl,
                 traffic=self.traffic,
             )
             host, port = self._http.server_address[:2]
