@@ -17,7 +17,7 @@ import threading
 from typing import Any
 
 from mcd_sim.apiserver import ApiServer
-from mcd_sim.apiserver.store import rfc3339
+from mcd_sim.apiserver.objectrules import rfc3339
 
 Obj = dict[str, Any]
 

@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from mcd_sim.apiserver import errors
+from mcd_sim.apiserver.objectrules import Obj, rfc3339
 from mcd_sim.apiserver.resources import ResourceType, lookup
-from mcd_sim.apiserver.store import Obj, Store, WatchEvent, rfc3339
+from mcd_sim.apiserver.store import Store, WatchEvent
 from mcd_sim.apiserver.tables import parse_time
 
 

@@ -23,10 +23,11 @@ from mcd_sim.apiserver.authn import ADMIN, Authenticator, User
 from mcd_sim.apiserver.faults import Faults
 from mcd_sim.apiserver.http import SimHTTPServer, Traffic
 from mcd_sim.apiserver.lifecycle import Lifecycle
+from mcd_sim.apiserver.objectrules import Obj, rfc3339
 from mcd_sim.apiserver.patch import merge_patch
 from mcd_sim.apiserver.rbac import Access, Authorizer
 from mcd_sim.apiserver.resources import RESOURCES, ResourceType
-from mcd_sim.apiserver.store import Obj, Store, rfc3339
+from mcd_sim.apiserver.store import Store
 from mcd_sim.apiserver.tls import make_client_ca, make_serving_cert
 
 NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "openshift-machine-config-operator")
