@@ -1,5 +1,6 @@
 """Every module of mcd/ belongs to a layer of the import contracts (pyproject.toml), so a module
-added outside them fails here, not silently KEPT by lint-imports; and no module grows past 500 lines."""
+added outside them fails here, not silently KEPT by lint-imports; no module of mcd/ or the
+simulator grows past 500 lines, no function past 80, and no line is squeezed with `# fmt: skip`."""
 
 from __future__ import annotations
 
@@ -11,6 +12,37 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 MAX_LINES = 500
+MAX_FUNCTION_LINES = 80
+SOURCES = sorted([*(REPO / "mcd").rglob("*.py"), *(REPO / "sim" / "mcd_sim").rglob("*.py")])
+
+# Issue 26 item 9 is being done in parallel, one area per branch: these files still carry the
+# markers and these functions are still longer. Take an entry out with the change that fixes it;
+# nothing may be added.
+SQUEEZED_PENDING = {
+    "mcd/agent/loop.py",
+    "mcd/agent/report/events.py",
+    "mcd/agent/report/mcn.py",
+    "mcd/agent/report/scrape.py",
+    "mcd/config/selector.py",
+    "mcd/controller/drain.py",
+    "mcd/controller/drainreport.py",
+    "mcd/controller/events.py",
+    "mcd/controller/mcns.py",
+    "mcd/controller/pools.py",
+    "mcd/controller/run.py",
+    "mcd/render/goyaml.py",
+    "sim/mcd_sim/controller.py",
+    "sim/mcd_sim/fleet.py",
+    "sim/mcd_sim/poolcontrollers.py",
+    "sim/mcd_sim/simulate.py",
+}
+LONG_FUNCTIONS_PENDING = {
+    "mcd/agent/sync.py:_update",
+    "mcd/config/machineconfig.py:machineconfig_from_object",
+    "mcd/planner/plan.py:plan",
+    "mcd/policy/parse.py:_parse_document",
+    "mcd/update/transaction.py:_apply",
+}
 
 
 def _contracts() -> list[dict[str, object]]:
@@ -84,9 +116,43 @@ def test_every_package_with_a_nested_contract_has_one() -> None:
     assert containers == {"mcd.agent", "mcd.cli", "mcd.update", "mcd.planner", "mcd.render", "mcd.controller"}
 
 
-@pytest.mark.parametrize("path", sorted((REPO / "mcd").rglob("*.py")), ids=lambda p: str(p.relative_to(REPO)))
+def _name(path: Path) -> str:
+    return path.relative_to(REPO).as_posix()
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=_name)
 def test_no_module_is_over_the_line_limit(path: Path) -> None:
     assert len(path.read_text().splitlines()) <= MAX_LINES
+
+
+def _squeezed(text: str) -> list[int]:
+    """Lines that keep the formatter off to stay short, as `ruff format` reads the marker."""
+    return [n for n, line in enumerate(text.splitlines(), 1) if line.rstrip().endswith("# fmt: skip")]
+
+
+def _long_functions(text: str) -> list[str]:
+    tree = ast.parse(text)
+    functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    return [f.name for f in functions if (f.end_lineno or f.lineno) - f.lineno + 1 > MAX_FUNCTION_LINES]
+
+
+@pytest.mark.parametrize("path", [p for p in SOURCES if _name(p) not in SQUEEZED_PENDING], ids=_name)
+def test_no_line_is_squeezed_past_the_formatter(path: Path) -> None:
+    assert _squeezed(path.read_text()) == []
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=_name)
+def test_no_function_is_over_the_line_limit(path: Path) -> None:
+    long = [f"{_name(path)}:{name}" for name in _long_functions(path.read_text())]
+    assert [entry for entry in long if entry not in LONG_FUNCTIONS_PENDING] == []
+
+
+def test_the_checks_find_a_squeezed_line_and_a_long_function() -> None:
+    squeezed = 'x = {"a": 1,\n     "b": 2}  # fmt: skip\ny = 1  # fmt: skip is said here\n'
+    assert _squeezed(squeezed) == [2]
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES - 1))
+    assert _long_functions(f"def fits():\n{body}") == []
+    assert _long_functions(f"def too_long():\n{body}    return x0\n") == ["too_long"]
 
 
 def test_every_package_says_what_it_is_for() -> None:

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import logging
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from http.server import ThreadingHTTPServer
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Gauge, generate_latest
 
-from mcd.runtime import guard
+from mcd.runtime import guard, httpserve
 
 LOG = logging.getLogger(__name__)
 
@@ -39,16 +38,17 @@ class ControllerMetrics:
 
 
 class MetricsEndpoint:
-    """`/metrics` over HTTP on `host:port` (the agent's own server is the agent's; the controller
-    imports nothing of it). A port that cannot be bound is logged and the controller goes on."""
+    """`/metrics` over HTTP on `host:port` (the request handler is the agent's too, from
+    `mcd.runtime.httpserve`). A port that cannot be bound is logged and the controller goes on."""
 
     def __init__(self, metrics: ControllerMetrics, address: str) -> None:
         host, _, port = address.rpartition(":")
         self.metrics = metrics
         self._stop = threading.Event()
         self._server: ThreadingHTTPServer | None = None
+        handler = httpserve.handler(self._answer, LOG, "metrics")
         try:
-            self._server = ThreadingHTTPServer((host or "127.0.0.1", int(port)), self._handler())
+            self._server = ThreadingHTTPServer((host or "127.0.0.1", int(port)), handler)
         except (OSError, ValueError) as exc:
             LOG.error("cannot serve metrics on %s: %s", address, exc)
             return
@@ -67,20 +67,7 @@ class MetricsEndpoint:
             self._server.shutdown()
             self._server.server_close()
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        metrics = self.metrics
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                found = self.path.split("?", 1)[0] == "/metrics"
-                body = metrics.render() if found else b"not found\n"
-                self.send_response(200 if found else 404)
-                self.send_header("Content-Type", CONTENT_TYPE_LATEST if found else "text/plain")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                LOG.debug("metrics: " + format, *args)
-
-        return Handler
+    def _answer(self, request: httpserve.Request) -> httpserve.Reply:
+        if request.path != "/metrics":
+            return httpserve.NOT_FOUND
+        return httpserve.Reply(200, self.metrics.render(), CONTENT_TYPE_LATEST)

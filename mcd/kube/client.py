@@ -134,8 +134,9 @@ class KubeClient(Resources):
             elif api_endpoint_kubeconfig:
                 LOG.info(
                     "no %s under %s: the in-cluster client uses the kubernetes Service's address",
-                    api_endpoint_kubeconfig, root.prefix,
-                )  # fmt: skip
+                    api_endpoint_kubeconfig,
+                    root.prefix,
+                )
         reader = _reader_configuration(kubeconfig, endpoint, service_account_dir)
         # a 403 names the account to check: the ServiceAccount's RBAC, or the kubeconfig's user's
         hints = kubeconfig_hints(kubeconfig) if kubeconfig else SERVICE_ACCOUNT_HINTS
@@ -146,8 +147,10 @@ class KubeClient(Resources):
                 LOG.info(
                     "no kubelet kubeconfig %s under %s: the node and its Events are written with %s's "
                     "credentials (which then need patch on nodes: manifests/without-kubelet-kubeconfig/)",
-                    kubelet_kubeconfig, root.prefix, who,
-                )  # fmt: skip
+                    kubelet_kubeconfig,
+                    root.prefix,
+                    who,
+                )
             else:
                 LOG.info(
                     "no node writer kubeconfig: the node and its Events are written with %s's credentials",
@@ -287,8 +290,12 @@ class KubeClient(Resources):
         Bookmarks are yielded too: they only carry a newer resourceVersion.
         """
         path, what = COLLECTIONS[resource], f"{resource} {name}".rstrip()
-        query: dict[str, str | int | bool] = {"watch": True, "resourceVersion": resource_version,
-                 "allowWatchBookmarks": True, "timeoutSeconds": timeout_seconds}  # fmt: skip
+        query: dict[str, str | int | bool] = {
+            "watch": True,
+            "resourceVersion": resource_version,
+            "allowWatchBookmarks": True,
+            "timeoutSeconds": timeout_seconds,
+        }
         if name:
             query["fieldSelector"] = f"metadata.name={name}"
         timeout = (REQUEST_TIMEOUT[0], timeout_seconds + WATCH_MARGIN)

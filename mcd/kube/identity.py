@@ -191,8 +191,14 @@ def _localise(
 
 # what `direct_settings` maps; any other key (inline client certificates, a proxy, a user name
 # and password) is left to the official kubeconfig loader
-_DIRECT_CLUSTER = {"server", "certificate-authority", "certificate-authority-data",
-                   "insecure-skip-tls-verify", "tls-server-name", "extensions"}  # fmt: skip
+_DIRECT_CLUSTER = {
+    "server",
+    "certificate-authority",
+    "certificate-authority-data",
+    "insecure-skip-tls-verify",
+    "tls-server-name",
+    "extensions",
+}
 _DIRECT_USER = {"client-certificate", "client-key", "token", "tokenFile", "extensions"}
 
 

@@ -48,9 +48,13 @@ class LeaderElector:
     """`tick()` acquires or renews and says whether this replica leads now."""
 
     def __init__(
-        self, api: KubeClient, settings: LeaseSettings, *,
-        clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time,
-    ) -> None:  # fmt: skip
+        self,
+        api: KubeClient,
+        settings: LeaseSettings,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
         self.api, self.s, self.clock, self.wall = api, settings, clock, wall
         self._seen_version = ""  # the Lease record last seen, and when (on our clock)
         self._seen_at = 0.0
@@ -102,9 +106,12 @@ class LeaderElector:
         lease = self.api.get_lease(self.s.namespace, self.s.name)
         now = self.wall()
         if lease is None:
-            body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                    "metadata": {"name": self.s.name, "namespace": self.s.namespace},
-                    "spec": self._record(self.s.identity, None, now)}  # fmt: skip
+            body = {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {"name": self.s.name, "namespace": self.s.namespace},
+                "spec": self._record(self.s.identity, None, now),
+            }
             try:
                 created = self.api.create_lease(self.s.namespace, body)
             except ConflictError:
@@ -142,8 +149,13 @@ class LeaderElector:
             if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.s.identity:
                 return
             now = micro_time(self.wall())
-            spec = {**lease["spec"], "holderIdentity": "", "leaseDurationSeconds": 1, "renewTime": now,
-                    "acquireTime": now}  # fmt: skip
+            spec = {
+                **lease["spec"],
+                "holderIdentity": "",
+                "leaseDurationSeconds": 1,
+                "renewTime": now,
+                "acquireTime": now,
+            }
             self.api.update_lease(self.s.namespace, {**lease, "spec": spec})
             LOG.info("released the lease %s/%s", self.s.namespace, self.s.name)
         except ApiError as exc:

@@ -96,8 +96,11 @@ class ApiReach:
             if first:
                 LOG.warning(
                     "the API server at %s forbids %s (403): %s; check %s - retrying with backoff",
-                    self.url, what, message, self.hints.rbac,
-                )  # fmt: skip
+                    self.url,
+                    what,
+                    message,
+                    self.hints.rbac,
+                )
         else:
             self._failed(kind, status, message)
 
@@ -114,8 +117,10 @@ class ApiReach:
         if outage == _DOWN:
             LOG.warning(
                 "the API server at %s answers again, after %.0fs and %d failed request(s)",
-                self.url, self._clock() - since, failures,
-            )  # fmt: skip
+                self.url,
+                self._clock() - since,
+                failures,
+            )
         elif outage == _UNAUTHORIZED:
             LOG.warning("the API server at %s accepts the agent's credentials again", self.url)
 
@@ -138,14 +143,17 @@ class ApiReach:
             LOG.error(
                 "the API server at %s rejects the agent's credentials (401 Unauthorized): %s; check "
                 "%s - retrying with backoff",
-                self.url, message, self.hints.credentials,
-            )  # fmt: skip
+                self.url,
+                message,
+                self.hints.credentials,
+            )
         elif status == 0:
             LOG.warning(
                 "cannot reach the API server at %s: %s; check the kubeconfig's server address, the "
                 "network and that the API server runs - retrying with backoff",
-                self.url, message,
-            )  # fmt: skip
+                self.url,
+                message,
+            )
         else:
             LOG.warning("the API server at %s is failing: %s - retrying with backoff", self.url, message)
 

@@ -24,9 +24,14 @@ MACHINECONFIGURATION_PATH = "/apis/operator.openshift.io/v1/machineconfiguration
 MCN_PATH = f"/apis/{MCO_GROUP}/v1/machineconfignodes"
 MERGE_PATCH = "application/merge-patch+json"
 # what the agent lists and watches, and the pool controller lists whole; where its Lease lives
-COLLECTIONS = {"nodes": "/api/v1/nodes", "pods": "/api/v1/pods", "machineconfigs": MC_PATH,
-               "machineconfigpools": f"/apis/{MCO_GROUP}/v1/machineconfigpools",
-               "controllerconfigs": CONTROLLERCONFIG_PATH, "machineconfignodes": MCN_PATH}  # fmt: skip
+COLLECTIONS = {
+    "nodes": "/api/v1/nodes",
+    "pods": "/api/v1/pods",
+    "machineconfigs": MC_PATH,
+    "machineconfigpools": f"/apis/{MCO_GROUP}/v1/machineconfigpools",
+    "controllerconfigs": CONTROLLERCONFIG_PATH,
+    "machineconfignodes": MCN_PATH,
+}
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/{}/leases"
 
 

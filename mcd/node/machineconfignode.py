@@ -43,10 +43,21 @@ PINNED_IMAGE_SETS_DEGRADED = "PinnedImageSetsDegraded"
 # every type a new object starts with, in upstream's order (ImagePulledFromRegistry belongs to
 # a feature gate this agent does not implement)
 ALL_TYPES = (
-    UPDATE_PREPARED, UPDATE_EXECUTED, UPDATE_POST_ACTION_COMPLETE, UPDATE_COMPLETE, RESUMED,
-    DRAINED, APPLIED_FILES_AND_OS, CORDONED, REBOOTED, UPDATED, UNCORDONED, NODE_DEGRADED,
-    PINNED_IMAGE_SETS_DEGRADED, PINNED_IMAGE_SETS_PROGRESSING,
-)  # fmt: skip
+    UPDATE_PREPARED,
+    UPDATE_EXECUTED,
+    UPDATE_POST_ACTION_COMPLETE,
+    UPDATE_COMPLETE,
+    RESUMED,
+    DRAINED,
+    APPLIED_FILES_AND_OS,
+    CORDONED,
+    REBOOTED,
+    UPDATED,
+    UNCORDONED,
+    NODE_DEGRADED,
+    PINNED_IMAGE_SETS_DEGRADED,
+    PINNED_IMAGE_SETS_PROGRESSING,
+)
 # conditions without children: a repeat still writes (upstream re-applies them)
 SINGLETONS = frozenset({PINNED_IMAGE_SETS_DEGRADED, PINNED_IMAGE_SETS_PROGRESSING})
 
@@ -80,8 +91,13 @@ def _stamp(now: float) -> str:
 
 
 def _as_dict(c: Condition, now: float) -> Obj:
-    return {"type": c.type, "status": c.status, "reason": c.reason, "message": c.message,
-            "lastTransitionTime": _stamp(now)}  # fmt: skip
+    return {
+        "type": c.type,
+        "status": c.status,
+        "reason": c.reason,
+        "message": c.message,
+        "lastTransitionTime": _stamp(now),
+    }
 
 
 def pool_of(desired_config: str, default: str = "worker") -> str:
@@ -173,8 +189,12 @@ def merge(
                     return None
                 conditions[i] = _as_dict(parent, now)
             elif reset and c.get("status") != FALSE:
-                conditions[i] = {**c, "status": FALSE, "lastTransitionTime": _stamp(now),
-                                 "message": _prefixed(str(c.get("message", "")), spec_desired)}  # fmt: skip
+                conditions[i] = {
+                    **c,
+                    "status": FALSE,
+                    "lastTransitionTime": _stamp(now),
+                    "message": _prefixed(str(c.get("message", "")), spec_desired),
+                }
         if child is not None and not found_child:
             conditions.append(_as_dict(child, now))
         if not found_parent:
@@ -245,25 +265,46 @@ def drain_not_required() -> Report:
 
 
 def cordoned(unschedulable: bool) -> Report:
-    return _pair(UPDATE_EXECUTED, CORDONED, CORDONED, (UNKNOWN, TRUE), (
-        "Cordoned the node (update executed phase)",
-        f"The node is cordoned; it reports unschedulable = {_go_bool(unschedulable)}",
-    ))  # fmt: skip
+    return _pair(
+        UPDATE_EXECUTED,
+        CORDONED,
+        CORDONED,
+        (UNKNOWN, TRUE),
+        (
+            "Cordoned the node (update executed phase)",
+            f"The node is cordoned; it reports unschedulable = {_go_bool(unschedulable)}",
+        ),
+    )
 
 
 def draining(detail: str) -> Report:
-    return _pair(UPDATE_EXECUTED, DRAINED, DRAINED, (UNKNOWN, UNKNOWN),
-                 ("Draining the node (update executed phase)", f"Draining the node: {detail}"))  # fmt: skip
+    return _pair(
+        UPDATE_EXECUTED,
+        DRAINED,
+        DRAINED,
+        (UNKNOWN, UNKNOWN),
+        ("Draining the node (update executed phase)", f"Draining the node: {detail}"),
+    )
 
 
 def drain_failed(error: str) -> Report:
-    return _pair(UPDATE_EXECUTED, DRAINED, DRAINED, (UNKNOWN, UNKNOWN),
-                 ("The drain has not succeeded", f"The drain has not succeeded: {error}"))  # fmt: skip
+    return _pair(
+        UPDATE_EXECUTED,
+        DRAINED,
+        DRAINED,
+        (UNKNOWN, UNKNOWN),
+        ("The drain has not succeeded", f"The drain has not succeeded: {error}"),
+    )
 
 
 def drained(detail: str) -> Report:
-    return _pair(UPDATE_EXECUTED, DRAINED, DRAINED, (UNKNOWN, TRUE),
-                 ("Drained the node (update executed phase)", f"The node is drained: {detail}"))  # fmt: skip
+    return _pair(
+        UPDATE_EXECUTED,
+        DRAINED,
+        DRAINED,
+        (UNKNOWN, TRUE),
+        ("Drained the node (update executed phase)", f"The node is drained: {detail}"),
+    )
 
 
 def _needed(flag: bool) -> str:
@@ -272,25 +313,43 @@ def _needed(flag: bool) -> str:
 
 def applying(os_update: bool, ssh_keys: bool) -> Report:
     needs = f"OS update needed: {_needed(os_update)}; SSH keys update needed: {_needed(ssh_keys)}"
-    return _pair(UPDATE_EXECUTED, APPLIED_FILES_AND_OS, APPLIED_FILES_AND_OS, (UNKNOWN, UNKNOWN), (
-        "Updating the files and the OS on disk (update executed phase)",
-        f"Applying the files and the OS config to the node ({needs})",
-    ))  # fmt: skip
+    return _pair(
+        UPDATE_EXECUTED,
+        APPLIED_FILES_AND_OS,
+        APPLIED_FILES_AND_OS,
+        (UNKNOWN, UNKNOWN),
+        (
+            "Updating the files and the OS on disk (update executed phase)",
+            f"Applying the files and the OS config to the node ({needs})",
+        ),
+    )
 
 
 def applied(os_update: bool, ssh_keys: bool) -> Report:
     needs = f"OS update needed: {_needed(os_update)}; SSH keys update needed: {_needed(ssh_keys)}"
-    return _pair(UPDATE_EXECUTED, APPLIED_FILES_AND_OS, APPLIED_FILES_AND_OS, (TRUE, TRUE), (
-        "Updated the files and the OS on disk (update executed phase)",
-        f"Applied the files and the OS config to the node ({needs})",
-    ))  # fmt: skip
+    return _pair(
+        UPDATE_EXECUTED,
+        APPLIED_FILES_AND_OS,
+        APPLIED_FILES_AND_OS,
+        (TRUE, TRUE),
+        (
+            "Updated the files and the OS on disk (update executed phase)",
+            f"Applied the files and the OS config to the node ({needs})",
+        ),
+    )
 
 
 def apply_failed(error: str) -> Report:
-    return _pair(UPDATE_EXECUTED, APPLIED_FILES_AND_OS, APPLIED_FILES_AND_OS, (UNKNOWN, UNKNOWN), (
-        "Failed to update the files and the OS on disk (update executed phase)",
-        f"Applying the files and the OS config failed: {error}",
-    ))  # fmt: skip
+    return _pair(
+        UPDATE_EXECUTED,
+        APPLIED_FILES_AND_OS,
+        APPLIED_FILES_AND_OS,
+        (UNKNOWN, UNKNOWN),
+        (
+            "Failed to update the files and the OS on disk (update executed phase)",
+            f"Applying the files and the OS config failed: {error}",
+        ),
+    )
 
 
 def post_action_none() -> Report:
@@ -313,10 +372,16 @@ def post_action_done(actions: Iterable[tuple[str, str]]) -> Report:
 
 
 def uncordoned(unschedulable: bool) -> Report:
-    return _pair(UPDATE_COMPLETE, UNCORDONED, UNCORDONED, (TRUE, TRUE), (
-        "Uncordoned the node (update complete phase)",
-        f"The node is uncordoned; it reports unschedulable = {_go_bool(unschedulable)}",
-    ))  # fmt: skip
+    return _pair(
+        UPDATE_COMPLETE,
+        UNCORDONED,
+        UNCORDONED,
+        (TRUE, TRUE),
+        (
+            "Uncordoned the node (update complete phase)",
+            f"The node is uncordoned; it reports unschedulable = {_go_bool(unschedulable)}",
+        ),
+    )
 
 
 def degraded(node: str, error: str) -> Report:

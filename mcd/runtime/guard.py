@@ -75,8 +75,13 @@ def run_guarded(
             n = _count(name)
             LOG.error(
                 "thread %s failed (restart %d, in %.1fs): %s: %s",
-                name, n, delay, type(exc).__name__, exc, exc_info=exc,
-            )  # fmt: skip
+                name,
+                n,
+                delay,
+                type(exc).__name__,
+                exc,
+                exc_info=exc,
+            )
             if stop.wait(delay):
                 return
 

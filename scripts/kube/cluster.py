@@ -14,16 +14,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
-import threading
 import time
 from pathlib import Path
-from types import FrameType
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "kube"))
 
 from realcluster import RealCluster, build_apiserver
+from untilstopped import wait_for_stop_signal
 
 
 def _up(args: argparse.Namespace) -> int:
@@ -41,14 +39,7 @@ def _up(args: argparse.Namespace) -> int:
             for key, value in info.items():
                 print(f"{key}: {value}")
             print(f"\nexport KUBECONFIG={cluster.admin_kubeconfig}\n(Ctrl-C stops it)", flush=True)
-        done = threading.Event()
-
-        def _stop(_signum: int, _frame: FrameType | None) -> None:
-            done.set()
-
-        signal.signal(signal.SIGTERM, _stop)
-        signal.signal(signal.SIGINT, _stop)
-        done.wait()
+        wait_for_stop_signal()
     finally:
         cluster.stop()
     return 0

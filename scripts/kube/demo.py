@@ -21,13 +21,10 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import signal
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
-from types import FrameType
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "kube"))
 
@@ -46,6 +43,7 @@ from deployment import (
     wait,
 )
 from realcluster import ClusterError, RealCluster, build_apiserver
+from untilstopped import wait_for_stop_signal
 
 
 def _row(cluster: RealCluster, node: str) -> str:
@@ -109,14 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         _roll(cluster, procs, nodes, old, args.timeout)
         if args.stay:
             print(f"\nexport KUBECONFIG={cluster.admin_kubeconfig}\n(Ctrl-C stops it)", flush=True)
-            done = threading.Event()
-
-            def _stop(_signum: int, _frame: FrameType | None) -> None:
-                done.set()
-
-            signal.signal(signal.SIGTERM, _stop)
-            signal.signal(signal.SIGINT, _stop)
-            done.wait()
+            wait_for_stop_signal()
         return 0
     except ClusterError as exc:
         print(f"demo failed: {exc}", file=sys.stderr)

@@ -34,10 +34,13 @@ def node_writes(lines: Iterable[str]) -> list[tuple[float, str, str, Obj]]:
         ref = event.get("objectRef") or {}
         code = int((event.get("responseStatus") or {}).get("code", 0))
         if (
-            ref.get("resource") == "nodes" and ref.get("name") and not ref.get("subresource")
-            and event.get("verb") in ("patch", "update") and 200 <= code < 300
+            ref.get("resource") == "nodes"
+            and ref.get("name")
+            and not ref.get("subresource")
+            and event.get("verb") in ("patch", "update")
+            and 200 <= code < 300
             and isinstance(event.get("requestObject"), dict)
-        ):  # fmt: skip
+        ):
             out.append((_when(event["stageTimestamp"]), ref["name"], event["verb"], event["requestObject"]))
     return sorted(out, key=lambda w: w[0])
 

@@ -16,8 +16,13 @@ def simulate_command(args: Any) -> int:
     workdir = Path(args.workdir) if args.workdir else None
     if args.nodes is not None:
         return _fleet(args, workdir)
-    given = (("--max-unavailable", args.max_unavailable), ("--pdb", args.pdb), ("--replicas", args.replicas),
-             ("--picture", args.picture), ("--pool", args.pool))  # fmt: skip
+    given = (
+        ("--max-unavailable", args.max_unavailable),
+        ("--pdb", args.pdb),
+        ("--replicas", args.replicas),
+        ("--picture", args.picture),
+        ("--pool", args.pool),
+    )
     fleet_only = [flag for flag, value in given if value is not None]
     if fleet_only or args.output != "text":
         raise InputError(fleet_only[0] if fleet_only else "--output", [Finding((), "needs --nodes N")])

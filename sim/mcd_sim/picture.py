@@ -118,8 +118,10 @@ def svg(
         )
         out.append(f'<text x="{x(t):.1f}" y="{bottom + 18}" text-anchor="middle">{_num(t)}</text>')
         t += step
-    out.append(f'<text x="{LEFT + plot / 2}" y="{bottom + 34}" text-anchor="middle" fill="#555555">'
-               "seconds after the pool was pointed at the new config</text>")  # fmt: skip
+    out.append(
+        f'<text x="{LEFT + plot / 2}" y="{bottom + 34}" text-anchor="middle" fill="#555555">'
+        "seconds after the pool was pointed at the new config</text>"
+    )
     for row, track in enumerate(tracks):
         y = TOP + row * ROW
         out.append(f'<text x="{LEFT - 8}" y="{y + BAR - 2}" text-anchor="end">{escape(track.name)}</text>')

@@ -17,7 +17,7 @@ import threading
 from typing import Any
 
 from mcd_sim.apiserver import ApiServer
-from mcd_sim.apiserver.store import rfc3339
+from mcd_sim.apiserver.objectrules import rfc3339
 
 Obj = dict[str, Any]
 
@@ -61,9 +61,14 @@ class SlowReboots:
         obj = self.sim.get("Node", node) or {}
         now = rfc3339(self.sim.store.clock())
         conditions = [
-            {**c, "status": "True" if ready else "Unknown", "lastTransitionTime": now,
-             "reason": "KubeletReady" if ready else "NodeStatusUnknown"}
-            if c.get("type") == "Ready" else c
+            {
+                **c,
+                "status": "True" if ready else "Unknown",
+                "lastTransitionTime": now,
+                "reason": "KubeletReady" if ready else "NodeStatusUnknown",
+            }
+            if c.get("type") == "Ready"
+            else c
             for c in (obj.get("status") or {}).get("conditions") or []
-        ]  # fmt: skip
+        ]
         self.sim.patch("Node", node, {"status": {"conditions": conditions}}, status=True)

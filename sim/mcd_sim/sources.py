@@ -45,10 +45,11 @@ def admin_configs(pool: str, paths: Sequence[str]) -> list[Obj]:
     for arg in paths:
         for path in _files(arg):
             found.extend(
-                dict(obj) for _, obj in load_objects(path.read_bytes(), str(path))
+                dict(obj)
+                for _, obj in load_objects(path.read_bytes(), str(path))
                 if obj.get("kind") == "MachineConfig"
                 and ((obj.get("metadata") or {}).get("labels") or {}).get(ROLE_LABEL) == pool
-            )  # fmt: skip
+            )
     if not found:
         raise InputError(" ".join(paths), [Finding((), f"no MachineConfig labelled {ROLE_LABEL}: {pool}")])
     return found

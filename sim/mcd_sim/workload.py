@@ -42,31 +42,44 @@ class Workload:
     def create(self, pdb: Obj | None = None) -> None:
         """The ReplicaSet, its pods spread over the schedulable nodes and Ready now, and the
         budget (`spec` of a PodDisruptionBudget selecting the pods) when given."""
-        rs = self.cluster.put({
-            "apiVersion": "apps/v1", "kind": "ReplicaSet",
-            "metadata": {"name": self.name, "namespace": NAMESPACE, "labels": self.selector},
-            "spec": {"replicas": self.replicas, "selector": {"matchLabels": self.selector},
-                     "template": {"metadata": {"labels": self.selector}}},
-        })  # fmt: skip
+        rs = self.cluster.put(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "ReplicaSet",
+                "metadata": {"name": self.name, "namespace": NAMESPACE, "labels": self.selector},
+                "spec": {
+                    "replicas": self.replicas,
+                    "selector": {"matchLabels": self.selector},
+                    "template": {"metadata": {"labels": self.selector}},
+                },
+            }
+        )
         self._uid = rs["metadata"]["uid"]
         for _ in range(self.replicas):
             self._add_pod(ready=True)
         if pdb is not None:
-            self.cluster.put({
-                "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-                "metadata": {"name": self.name, "namespace": NAMESPACE},
-                "spec": {**pdb, "selector": {"matchLabels": self.selector}},
-            })  # fmt: skip
+            self.cluster.put(
+                {
+                    "apiVersion": "policy/v1",
+                    "kind": "PodDisruptionBudget",
+                    "metadata": {"name": self.name, "namespace": NAMESPACE},
+                    "spec": {**pdb, "selector": {"matchLabels": self.selector}},
+                }
+            )
 
     def _mine(self) -> list[Obj]:
         return [
-            p for p in self.cluster.objects("Pod", NAMESPACE)
+            p
+            for p in self.cluster.objects("Pod", NAMESPACE)
             if (p["metadata"].get("labels") or {}).get("app") == self.name
-        ]  # fmt: skip
+        ]
 
     def _add_pod(self, *, ready: bool) -> None:
-        counts = {n["metadata"]["name"]: 0 for n in self.cluster.objects("Node")
-                  if not (n.get("spec") or {}).get("unschedulable")}  # fmt: skip
+        counts = {
+            n["metadata"]["name"]: 0
+            for n in self.cluster.objects("Node")
+            if not (n.get("spec") or {}).get("unschedulable")
+        }
         if not counts:
             return  # nowhere to run: the next change (an uncordon) tries again
         for pod in self._mine():
@@ -77,15 +90,28 @@ class Workload:
         self._serial += 1
         name = f"{self.name}-{self._serial:04d}"
         body: Obj = {
-            "apiVersion": "v1", "kind": "Pod",
+            "apiVersion": "v1",
+            "kind": "Pod",
             "metadata": {
-                "name": name, "namespace": NAMESPACE, "labels": self.selector,
-                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": self.name,
-                                     "uid": self._uid, "controller": True}],
+                "name": name,
+                "namespace": NAMESPACE,
+                "labels": self.selector,
+                "ownerReferences": [
+                    {
+                        "apiVersion": "apps/v1",
+                        "kind": "ReplicaSet",
+                        "name": self.name,
+                        "uid": self._uid,
+                        "controller": True,
+                    }
+                ],
             },
-            "spec": {"nodeName": node, "terminationGracePeriodSeconds": GRACE_SECONDS,
-                     "containers": [{"name": "app", "image": "registry.example.com/app:1"}]},
-        }  # fmt: skip
+            "spec": {
+                "nodeName": node,
+                "terminationGracePeriodSeconds": GRACE_SECONDS,
+                "containers": [{"name": "app", "image": "registry.example.com/app:1"}],
+            },
+        }
         if not ready:  # with no status the server's kubelet would make it Ready at once
             body["status"] = {"phase": "Pending"}
             self._ready_at[name] = time.monotonic() + self.start_seconds

@@ -15,8 +15,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from http.server import ThreadingHTTPServer
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -32,7 +31,7 @@ from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
 
 from mcd.agent.report.scrape import SecureMetricsServer
-from mcd.runtime import guard
+from mcd.runtime import guard, httpserve
 
 LOG = logging.getLogger(__name__)
 
@@ -222,7 +221,8 @@ class MetricsServer:
         return int(server.server_address[1]) if server is not None else 0
 
     def _bind(self) -> ThreadingHTTPServer:
-        server = ThreadingHTTPServer(self.address, _handler(self))
+        handler = httpserve.handler(lambda request: _answer(self, request), LOG, "metrics")
+        server = ThreadingHTTPServer(self.address, handler)
         server.daemon_threads = True
         LOG.info("metrics listening on %s:%d", server.server_address[0], server.server_address[1])
         return server
@@ -239,29 +239,13 @@ class MetricsServer:
             self._secure.stop()
 
 
-def _handler(server: MetricsServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            path = self.path.split("?", 1)[0]
-            if path == "/metrics":
-                self._send(200, server.metrics.render(), CONTENT_TYPE_LATEST)
-            elif path in ("/healthz", "/livez"):
-                ok = server.healthy()
-                self._send(200 if ok else 503, b"ok\n" if ok else b"unhealthy\n", "text/plain")
-            elif path == "/readyz":
-                ok = server.ready()
-                self._send(200 if ok else 503, b"ok\n" if ok else b"not ready\n", "text/plain")
-            else:
-                self._send(404, b"not found\n", "text/plain")
-
-        def _send(self, code: int, body: bytes, ctype: str) -> None:
-            self.send_response(code)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            LOG.debug("metrics: " + format, *args)
-
-    return Handler
+def _answer(server: MetricsServer, request: httpserve.Request) -> httpserve.Reply:
+    if request.path == "/metrics":
+        return httpserve.Reply(200, server.metrics.render(), CONTENT_TYPE_LATEST)
+    if request.path in ("/healthz", "/livez"):
+        ok = server.healthy()
+        return httpserve.Reply(200 if ok else 503, b"ok\n" if ok else b"unhealthy\n")
+    if request.path == "/readyz":
+        ok = server.ready()
+        return httpserve.Reply(200 if ok else 503, b"ok\n" if ok else b"not ready\n")
+    return httpserve.NOT_FOUND

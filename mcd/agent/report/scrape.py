@@ -28,7 +28,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -37,6 +37,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from mcd.agent.settings import AgentSettings
 from mcd.host.runner import CommandError, Runner, SubprocessRunner
 from mcd.kube.errors import ApiError
+from mcd.runtime import httpserve
 
 LOG = logging.getLogger(__name__)
 
@@ -206,7 +207,11 @@ class SecureMetricsServer:
         self.render, self.content_type, self.auth, self.certificate = render, content_type, auth, certificate
 
     def bind(self) -> ThreadingHTTPServer:
-        server = _TlsServer(self.address, _handler(self), self.certificate)
+        # a client that never finishes its handshake or request is dropped after 30 s
+        handler = httpserve.handler(
+            lambda request: _answer(self, request), LOG, "metrics over TLS", timeout=30
+        )
+        server = _TlsServer(self.address, handler, self.certificate)
         server.daemon_threads = True
         LOG.info("metrics over TLS listening on %s:%d", server.server_address[0], server.server_address[1])
         return server
@@ -228,37 +233,16 @@ class _TlsServer(ThreadingHTTPServer):
         LOG.debug("metrics over TLS: a connection from %s failed", client_address, exc_info=True)
 
 
-def _handler(server: SecureMetricsServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        timeout = 30  # a client that never finishes its handshake or request is dropped
-
-        def do_GET(self) -> None:
-            if self.path.split("?", 1)[0] != "/metrics":
-                self._send(404, b"not found\n", "text/plain")
-                return
-            decision = server.auth.decide(self.headers.get("Authorization", ""))
-            if decision.code != 200:
-                LOG.info("metrics over TLS: %d for %s: %s", decision.code, self.client_address[0],
-                         decision.reason)  # fmt: skip
-                extra = {"WWW-Authenticate": 'Bearer realm="mcd"'} if decision.code == 401 else {}
-                words = {401: b"Unauthorized\n", 403: b"Forbidden\n", 503: b"Service Unavailable\n"}
-                self._send(decision.code, words[decision.code], "text/plain", extra)
-                return
-            self._send(200, server.render(), server.content_type)
-
-        def _send(self, code: int, body: bytes, ctype: str, extra: dict[str, str] | None = None) -> None:
-            self.send_response(code)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
-            for key, value in (extra or {}).items():
-                self.send_header(key, value)
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            LOG.debug("metrics over TLS: " + format, *args)
-
-    return Handler
+def _answer(server: SecureMetricsServer, request: httpserve.Request) -> httpserve.Reply:
+    if request.path != "/metrics":
+        return httpserve.NOT_FOUND
+    decision = server.auth.decide(request.headers.get("Authorization", ""))
+    if decision.code != 200:
+        LOG.info("metrics over TLS: %d for %s: %s", decision.code, request.client, decision.reason)
+        extra = {"WWW-Authenticate": 'Bearer realm="mcd"'} if decision.code == 401 else {}
+        words = {401: b"Unauthorized\n", 403: b"Forbidden\n", 503: b"Service Unavailable\n"}
+        return httpserve.Reply(decision.code, words[decision.code], "text/plain", extra)
+    return httpserve.Reply(200, server.render(), server.content_type)
 
 
 def secure_endpoint(

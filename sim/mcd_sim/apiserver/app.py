@@ -14,11 +14,12 @@ from typing import Any
 from mcd_sim.apiserver import discovery, errors, eventsv1, openapi, reviews, tables
 from mcd_sim.apiserver.errors import ApiError
 from mcd_sim.apiserver.lifecycle import Lifecycle
+from mcd_sim.apiserver.objectrules import CR_GROUPS, Obj
 from mcd_sim.apiserver.patch import PATCH_TYPES, STRATEGIC, PatchError, apply_patch
 from mcd_sim.apiserver.rbac import Access
 from mcd_sim.apiserver.resources import ResourceType, lookup, storage_type
 from mcd_sim.apiserver.selectors import object_filter
-from mcd_sim.apiserver.store import CR_GROUPS, Obj, Store, Watcher, WatchEvent
+from mcd_sim.apiserver.store import Store, Watcher, WatchEvent
 
 WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
 

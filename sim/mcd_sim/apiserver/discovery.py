@@ -76,14 +76,26 @@ def resource_list(group_name: str, version_name: str) -> dict[str, Any] | None:
         resources.append(entry)
         if rt.status:
             resources.append(
-                {"name": f"{rt.plural}/status", "singularName": "", "namespaced": rt.namespaced,
-                 "kind": rt.kind, "verbs": ["get", "patch", "update"]}
-            )  # fmt: skip
+                {
+                    "name": f"{rt.plural}/status",
+                    "singularName": "",
+                    "namespaced": rt.namespaced,
+                    "kind": rt.kind,
+                    "verbs": ["get", "patch", "update"],
+                }
+            )
         if rt.group == "" and rt.plural == "pods":
             resources.append(
-                {"name": "pods/eviction", "singularName": "", "namespaced": True, "group": "policy",
-                 "version": "v1", "kind": "Eviction", "verbs": ["create"]}
-            )  # fmt: skip
+                {
+                    "name": "pods/eviction",
+                    "singularName": "",
+                    "namespaced": True,
+                    "group": "policy",
+                    "version": "v1",
+                    "kind": "Eviction",
+                    "verbs": ["create"],
+                }
+            )
     group_version = f"{group_name}/{version_name}" if group_name else version_name
     return {
         "kind": "APIResourceList",

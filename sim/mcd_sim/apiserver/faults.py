@@ -54,10 +54,18 @@ class Rule:
 
 
 REASONS = {
-    400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 409: "Conflict",
-    410: "Expired", 422: "Invalid", 429: "TooManyRequests", 500: "InternalError",
-    503: "ServiceUnavailable", 504: "Timeout",
-}  # fmt: skip
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    409: "Conflict",
+    410: "Expired",
+    422: "Invalid",
+    429: "TooManyRequests",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+    504: "Timeout",
+}
 
 
 class Faults:

@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from mcd_sim.apiserver import errors
+from mcd_sim.apiserver.objectrules import Obj, rfc3339
 from mcd_sim.apiserver.resources import ResourceType, lookup
-from mcd_sim.apiserver.store import Obj, Store, WatchEvent, rfc3339
+from mcd_sim.apiserver.store import Store, WatchEvent
 from mcd_sim.apiserver.tables import parse_time
 
 
@@ -65,10 +66,11 @@ def pdb_status(pdb: Obj, pods: list[Obj], now: float) -> Obj:
     """`status` of a PDB over the pods of its namespace, as the disruption controller computes it."""
     spec = pdb.get("spec") or {}
     selected = [
-        p for p in pods
+        p
+        for p in pods
         if selector_matches(spec.get("selector"), p["metadata"].get("labels") or {})
         and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
-    ]  # fmt: skip
+    ]
     expected = len(selected)
     healthy = sum(1 for p in selected if pod_ready(p))
     if spec.get("minAvailable") is not None:
@@ -163,9 +165,12 @@ class Lifecycle:
             and not (pod.get("status") or {}).get("phase")
         ):
             self.store.mutate(
-                PODS, meta["namespace"], meta["name"],
-                lambda p: {**p, "status": running_status(p, self.store.clock())}, subresource="status",
-            )  # fmt: skip
+                PODS,
+                meta["namespace"],
+                meta["name"],
+                lambda p: {**p, "status": running_status(p, self.store.clock())},
+                subresource="status",
+            )
         if (
             event.type == "MODIFIED"
             and meta.get("deletionTimestamp")
@@ -202,15 +207,17 @@ class Lifecycle:
             if not pod["metadata"].get("deletionTimestamp") and not terminal:
                 labels = pod["metadata"].get("labels") or {}
                 pdbs = [
-                    p for p in self.store.select(PDBS, namespace)[0]
+                    p
+                    for p in self.store.select(PDBS, namespace)[0]
                     if selector_matches((p.get("spec") or {}).get("selector"), labels)
-                ]  # fmt: skip
+                ]
                 if len(pdbs) > 1:
                     raise errors.ApiError(
-                        500, "InternalError",
+                        500,
+                        "InternalError",
                         "This pod has more than one PodDisruptionBudget, which the eviction subresource "
                         "does not support.",
-                    )  # fmt: skip
+                    )
                 if pdbs:
                     self._check_budget(pdbs[0], pod)
             uid = (options.get("preconditions") or {}).get("uid")

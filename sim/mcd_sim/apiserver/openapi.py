@@ -33,9 +33,15 @@ def _operation(rt: ResourceType, action: str, *, params: bool) -> dict[str, Any]
         "operationId": f"{action}{rt.kind}",
         "x-kubernetes-action": action,
         "x-kubernetes-group-version-kind": _gvk(rt),
-        "responses": {"200": {"description": "OK", "content": {"application/json": {
-            "schema": {"$ref": f"#/components/schemas/{_schema_name(rt)}"}}}}},
-    }  # fmt: skip
+        "responses": {
+            "200": {
+                "description": "OK",
+                "content": {
+                    "application/json": {"schema": {"$ref": f"#/components/schemas/{_schema_name(rt)}"}}
+                },
+            }
+        },
+    }
     if params:
         op["parameters"] = [
             {"name": name, "in": "query", "schema": {"type": "string", "uniqueItems": True}}

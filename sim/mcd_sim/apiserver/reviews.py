@@ -24,9 +24,10 @@ TOKEN_REVIEWS = ("authentication.k8s.io", "tokenreviews")
 # not in the resource table: nothing is stored, listed or discovered; routing and RBAC only
 REVIEW_TYPES = (
     ResourceType("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", False, verbs=("create",)),
-    ResourceType("authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", False,
-                 verbs=("create",)),
-)  # fmt: skip
+    ResourceType(
+        "authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", False, verbs=("create",)
+    ),
+)
 
 
 def review_type(group: str, version: str, plural: str) -> ResourceType | None:
@@ -62,8 +63,13 @@ def answer(access: Access | None, rt: ResourceType, raw: bytes) -> tuple[int, Ob
         else:
             status["error"] = "invalid bearer token"
         spec = {"token": token}  # echoed as kube-apiserver does
-        return 201, {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "metadata": {},
-                     "spec": spec, "status": status}  # fmt: skip
+        return 201, {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenReview",
+            "metadata": {},
+            "spec": spec,
+            "status": status,
+        }
     body = _body(raw, "SubjectAccessReview")
     spec = body["spec"]
     attrs = spec.get("resourceAttributes")
@@ -72,9 +78,19 @@ def answer(access: Access | None, rt: ResourceType, raw: bytes) -> tuple[int, Ob
     subject = User(str(spec["user"]), tuple(str(g) for g in spec.get("groups") or ()))
     sub = f"/{attrs['subresource']}" if attrs.get("subresource") else ""
     resource = str(attrs.get("resource", "")) + sub
-    ask = Ask(str(attrs.get("verb", "")), str(attrs.get("group", "")), resource,
-              str(attrs.get("namespace", "")), str(attrs.get("name", "")))  # fmt: skip
+    ask = Ask(
+        str(attrs.get("verb", "")),
+        str(attrs.get("group", "")),
+        resource,
+        str(attrs.get("namespace", "")),
+        str(attrs.get("name", "")),
+    )
     authorizer = access.authorizer
     allowed = authorizer is None or authorizer.allows(subject, ask)
-    return 201, {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "metadata": {},
-                 "spec": spec, "status": {"allowed": allowed}}  # fmt: skip
+    return 201, {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "metadata": {},
+        "spec": spec,
+        "status": {"allowed": allowed},
+    }

@@ -23,10 +23,11 @@ from mcd_sim.apiserver.authn import ADMIN, Authenticator, User
 from mcd_sim.apiserver.faults import Faults
 from mcd_sim.apiserver.http import SimHTTPServer, Traffic
 from mcd_sim.apiserver.lifecycle import Lifecycle
+from mcd_sim.apiserver.objectrules import Obj, rfc3339
 from mcd_sim.apiserver.patch import merge_patch
 from mcd_sim.apiserver.rbac import Access, Authorizer
 from mcd_sim.apiserver.resources import RESOURCES, ResourceType
-from mcd_sim.apiserver.store import Obj, Store, rfc3339
+from mcd_sim.apiserver.store import Store
 from mcd_sim.apiserver.tls import make_client_ca, make_serving_cert
 
 NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "openshift-machine-config-operator")
@@ -40,6 +41,46 @@ def resource_type(kind: str) -> ResourceType:
         if not rt.view_of and wanted in (rt.kind.lower(), rt.plural, *rt.short_names):
             return rt
     raise ValueError(f"unknown kind {kind!r}")
+
+
+# (type, status, reason, message) of each condition a healthy kubelet posts
+_KUBELET_CONDITIONS = (
+    ("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+    ("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+    ("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+    ("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
+)
+
+
+def _kubelet_conditions(now: str) -> list[Obj]:
+    """The conditions of a healthy kubelet: no pressure of any kind, Ready."""
+    return [
+        {
+            "type": kind,
+            "status": status,
+            "reason": reason,
+            "message": message,
+            "lastHeartbeatTime": now,
+            "lastTransitionTime": now,
+        }
+        for kind, status, reason, message in _KUBELET_CONDITIONS
+    ]
+
+
+def _node_info(digest: bytes) -> Obj:
+    """The RHCOS 4.18 kubelet's nodeInfo, its machine IDs taken from `digest`."""
+    return {
+        "architecture": "amd64",
+        "bootID": str(uuid.UUID(bytes=digest[:16], version=4)),
+        "containerRuntimeVersion": "cri-o://1.31.5-4.rhaos4.18.git0ae5dd7.el9",
+        "kernelVersion": "5.14.0-427.50.1.el9_4.x86_64",
+        "kubeProxyVersion": "v1.31.6",
+        "kubeletVersion": "v1.31.6",
+        "machineID": digest[16:32].hex(),
+        "operatingSystem": "linux",
+        "osImage": "Red Hat Enterprise Linux CoreOS 418.94.202501221327-0",
+        "systemUUID": str(uuid.UUID(bytes=digest[16:32], version=4)),
+    }
 
 
 def node_object(name: str, labels: dict[str, str], now: str) -> Obj:
@@ -82,48 +123,9 @@ def node_object(name: str, labels: dict[str, str], now: str) -> Obj:
                 "pods": "250",
                 "ephemeral-storage": "125293548Ki",
             },
-            "conditions": [
-                {
-                    "type": t,
-                    "status": "False",
-                    "reason": r,
-                    "message": m,
-                    "lastHeartbeatTime": now,
-                    "lastTransitionTime": now,
-                }
-                for t, r, m in (
-                    (
-                        "MemoryPressure",
-                        "KubeletHasSufficientMemory",
-                        "kubelet has sufficient memory available",
-                    ),
-                    ("DiskPressure", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
-                    ("PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
-                )
-            ]
-            + [
-                {
-                    "type": "Ready",
-                    "status": "True",
-                    "reason": "KubeletReady",
-                    "message": "kubelet is posting ready status",
-                    "lastHeartbeatTime": now,
-                    "lastTransitionTime": now,
-                }
-            ],
+            "conditions": _kubelet_conditions(now),
             "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
-            "nodeInfo": {
-                "architecture": "amd64",
-                "bootID": str(uuid.UUID(bytes=digest[:16], version=4)),
-                "containerRuntimeVersion": "cri-o://1.31.5-4.rhaos4.18.git0ae5dd7.el9",
-                "kernelVersion": "5.14.0-427.50.1.el9_4.x86_64",
-                "kubeProxyVersion": "v1.31.6",
-                "kubeletVersion": "v1.31.6",
-                "machineID": digest[16:32].hex(),
-                "operatingSystem": "linux",
-                "osImage": "Red Hat Enterprise Linux CoreOS 418.94.202501221327-0",
-                "systemUUID": str(uuid.UUID(bytes=digest[16:32], version=4)),
-            },
+            "nodeInfo": _node_info(digest),
         },
     }
 
@@ -183,7 +185,12 @@ class ApiServer:
             if self._http is not None:
                 return self
             self._http = SimHTTPServer(
-                self.listen, self.app, self.access, self.faults, self.audit, ssl_context=self._ssl,
+                self.listen,
+                self.app,
+                self.access,
+                self.faults,
+                self.audit,
+                ssl_context=self._ssl,
                 traffic=self.traffic,
             )
             host, port = self._http.server_address[:2]

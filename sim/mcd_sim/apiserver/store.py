@@ -10,27 +10,27 @@ from __future__ import annotations
 
 import copy
 import queue
-import re
 import threading
 import time
 import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any
+from datetime import datetime
 
 from mcd_sim.apiserver import errors
+from mcd_sim.apiserver.objectrules import (
+    CR_GROUPS,
+    Obj,
+    merge_main,
+    rfc3339,
+    spec_part,
+    termination_grace,
+    validate_metadata,
+)
 from mcd_sim.apiserver.resources import RESOURCES, ResourceType, by_kind
 
-Obj = dict[str, Any]
 ObjKey = tuple[str, str, str]  # (resource key, namespace or "", name)
-
-CR_GROUPS = ("machineconfiguration.openshift.io", "operator.openshift.io")
-
-
-def rfc3339(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(frozen=True)
@@ -56,39 +56,6 @@ class Watcher:
         if self.key and event.key != self.key:
             return False  # key "" watches every resource
         return self.namespace is None or event.obj["metadata"].get("namespace") == self.namespace
-
-
-_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-_SUBDOMAIN_RULE = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
-    "start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
-    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-)
-
-
-def _validate_metadata(rt: ResourceType, name: str, meta: Obj) -> None:
-    """What kube-apiserver checks on every object: a DNS-1123 name, string label and annotation values."""
-    causes: list[tuple[str, str]] = []
-    if len(name) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(name):
-        causes.append(("metadata.name", f'Invalid value: "{name}": {_SUBDOMAIN_RULE}'))
-    for part in ("labels", "annotations"):
-        values = meta.get(part)
-        if values is None:
-            continue
-        if not isinstance(values, dict):
-            causes.append((f"metadata.{part}", "Invalid value: must be a map of strings"))
-            continue
-        for key, value in values.items():
-            if not isinstance(value, str):
-                causes.append((f"metadata.{part}", f"Invalid value: {key!r}: must be a string"))
-    if causes:
-        raise errors.invalid(rt.kind, rt.group, name, causes)
-
-
-def _spec_part(obj: Obj, rt: ResourceType) -> Obj:
-    """What moves metadata.generation: everything but metadata (and status when a subresource)."""
-    skip = {"metadata", "kind", "apiVersion"} | ({"status"} if rt.status else set())
-    return {k: v for k, v in obj.items() if k not in skip}
 
 
 class Store:
@@ -178,7 +145,7 @@ class Store:
                     )
                 if self._objects.get(("/namespaces", "", namespace)) is None:
                     raise errors.not_found("namespaces", "", namespace)
-            _validate_metadata(rt, name, meta)
+            validate_metadata(rt, name, meta)
             key = self._key(rt, namespace, name)
             if key in self._objects:
                 raise errors.already_exists(rt.plural, rt.group, name)
@@ -261,11 +228,11 @@ class Store:
                 else:
                     result.pop("status", None)
             else:
-                result = self._merge_main(rt, current, new)
-                _validate_metadata(rt, name, result["metadata"])
+                result = merge_main(rt, current, new)
+                validate_metadata(rt, name, result["metadata"])
             if result == current:
                 return copy.deepcopy(current)  # kube-apiserver skips no-op writes: same resourceVersion
-            if rt.generation and _spec_part(result, rt) != _spec_part(current, rt):
+            if rt.generation and spec_part(result, rt) != spec_part(current, rt):
                 result["metadata"]["generation"] = int(current["metadata"].get("generation", 1)) + 1
             done = self._finalize_if_released(rt, key, result, current)
             if not done:
@@ -301,7 +268,7 @@ class Store:
                 )
             if precondition_rv is not None and precondition_rv != meta["resourceVersion"]:
                 raise errors.conflict(rt.plural, rt.group, name)
-            grace = self._grace(rt, current, grace_seconds)
+            grace = termination_grace(rt, current, grace_seconds)
             if grace == 0 and not meta.get("finalizers"):
                 return copy.deepcopy(self._remove(key)), True
             if meta.get("deletionTimestamp"):
@@ -430,24 +397,6 @@ class Store:
                 return prefix + suffix
         raise errors.ApiError(500, "InternalError", "could not generate a unique name")
 
-    def _merge_main(self, rt: ResourceType, current: Obj, new: Obj) -> Obj:
-        result = copy.deepcopy(new)
-        meta = result.setdefault("metadata", {})
-        old_meta = current["metadata"]
-        for fixed in ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
-                      "deletionGracePeriodSeconds", "generation", "resourceVersion"):  # fmt: skip
-            if fixed in old_meta:
-                meta[fixed] = old_meta[fixed]
-            else:
-                meta.pop(fixed, None)
-        result["apiVersion"], result["kind"] = rt.api_version, rt.kind
-        if rt.status:
-            if "status" in current:
-                result["status"] = current["status"]
-            else:
-                result.pop("status", None)
-        return result
-
     def _finalize_if_released(self, rt: ResourceType, key: ObjKey, result: Obj, current: Obj) -> bool:
         """An object being deleted goes once its last finalizer is removed (unless a grace period runs)."""
         meta = result["metadata"]
@@ -460,15 +409,6 @@ class Store:
         self._commit("MODIFIED", key, result, current)
         self._remove(key)
         return True
-
-    @staticmethod
-    def _grace(rt: ResourceType, obj: Obj, requested: int | None) -> int:
-        if rt.kind != "Pod" or not (obj.get("spec") or {}).get("nodeName"):
-            return 0  # only a pod on a node needs the kubelet to stop it first
-        if requested is not None:
-            return max(0, requested)
-        value = (obj.get("spec") or {}).get("terminationGracePeriodSeconds")
-        return 30 if value is None else max(0, int(value))
 
     def _remove(self, key: ObjKey) -> Obj:
         obj = self._objects[key]

@@ -186,18 +186,28 @@ AGE: Column = ("Age", "date", 0, _age)
 
 COLUMNS: dict[str, list[Column]] = {
     "Node": [
-        NAME, ("Status", "string", 0, _node_status), ("Roles", "string", 0, _node_roles), AGE,
+        NAME,
+        ("Status", "string", 0, _node_status),
+        ("Roles", "string", 0, _node_roles),
+        AGE,
         ("Version", "string", 0, _field("status", "nodeInfo", "kubeletVersion")),
         ("Internal-IP", "string", 1, _node_address("InternalIP")),
         ("External-IP", "string", 1, _node_address("ExternalIP")),
         ("OS-Image", "string", 1, _field("status", "nodeInfo", "osImage", default="<unknown>")),
         ("Kernel-Version", "string", 1, _field("status", "nodeInfo", "kernelVersion", default="<unknown>")),
-        ("Container-Runtime", "string", 1,
-         _field("status", "nodeInfo", "containerRuntimeVersion", default="<unknown>")),
+        (
+            "Container-Runtime",
+            "string",
+            1,
+            _field("status", "nodeInfo", "containerRuntimeVersion", default="<unknown>"),
+        ),
     ],
     "Pod": [
-        NAME, ("Ready", "string", 0, _pod_ready), ("Status", "string", 0, _pod_status),
-        ("Restarts", "string", 0, _pod_restarts), AGE,
+        NAME,
+        ("Ready", "string", 0, _pod_ready),
+        ("Status", "string", 0, _pod_status),
+        ("Restarts", "string", 0, _pod_restarts),
+        AGE,
         ("IP", "string", 1, lambda o, _n: _or_none(_path(o, "status", "podIP"))),
         ("Node", "string", 1, lambda o, _n: _or_none(_path(o, "spec", "nodeName"))),
         ("Nominated Node", "string", 1, lambda o, _n: _or_none(_path(o, "status", "nominatedNodeName"))),
@@ -205,46 +215,68 @@ COLUMNS: dict[str, list[Column]] = {
     ],
     "Namespace": [NAME, ("Status", "string", 0, _field("status", "phase")), AGE],
     "Event": [
-        ("Last Seen", "string", 0, _event_last_seen), ("Type", "string", 0, _field("type")),
-        ("Reason", "string", 0, _field("reason")), ("Object", "string", 0, _event_object),
+        ("Last Seen", "string", 0, _event_last_seen),
+        ("Type", "string", 0, _field("type")),
+        ("Reason", "string", 0, _field("reason")),
+        ("Object", "string", 0, _event_object),
         ("Subobject", "string", 1, _field("involvedObject", "fieldPath")),
         ("Source", "string", 1, _event_source),
         ("Message", "string", 0, lambda o, _n: str(o.get("message") or "").strip()),
-        ("First Seen", "string", 1,
-         lambda o, n: _age_of(o.get("firstTimestamp") or o.get("eventTime"), n)),
+        ("First Seen", "string", 1, lambda o, n: _age_of(o.get("firstTimestamp") or o.get("eventTime"), n)),
         ("Count", "string", 1, lambda o, _n: str(o.get("count") or 1)),
         ("Name", "string", 1, _name),
     ],
     "DaemonSet": [
-        NAME, ("Desired", "integer", 0, _field("status", "desiredNumberScheduled", default=0)),
+        NAME,
+        ("Desired", "integer", 0, _field("status", "desiredNumberScheduled", default=0)),
         ("Current", "integer", 0, _field("status", "currentNumberScheduled", default=0)),
         ("Ready", "integer", 0, _field("status", "numberReady", default=0)),
         ("Up-to-date", "integer", 0, _field("status", "updatedNumberScheduled", default=0)),
         ("Available", "integer", 0, _field("status", "numberAvailable", default=0)),
-        ("Node Selector", "string", 0,
-         lambda o, _n: ",".join(f"{k}={v}" for k, v in sorted(
-             (_path(o, "spec", "template", "spec", "nodeSelector") or {}).items())) or "<none>"),
+        (
+            "Node Selector",
+            "string",
+            0,
+            lambda o, _n: (
+                ",".join(
+                    f"{k}={v}"
+                    for k, v in sorted((_path(o, "spec", "template", "spec", "nodeSelector") or {}).items())
+                )
+                or "<none>"
+            ),
+        ),
         AGE,
     ],
     "ReplicaSet": [
-        NAME, ("Desired", "integer", 0, _field("spec", "replicas", default=1)),
+        NAME,
+        ("Desired", "integer", 0, _field("spec", "replicas", default=1)),
         ("Current", "integer", 0, _field("status", "replicas", default=0)),
-        ("Ready", "integer", 0, _field("status", "readyReplicas", default=0)), AGE,
+        ("Ready", "integer", 0, _field("status", "readyReplicas", default=0)),
+        AGE,
     ],
     "PodDisruptionBudget": [
-        NAME, ("Min Available", "string", 0, _pdb("minAvailable")),
+        NAME,
+        ("Min Available", "string", 0, _pdb("minAvailable")),
         ("Max Unavailable", "string", 0, _pdb("maxUnavailable")),
-        ("Allowed Disruptions", "integer", 0, _field("status", "disruptionsAllowed", default=0)), AGE,
+        ("Allowed Disruptions", "integer", 0, _field("status", "disruptionsAllowed", default=0)),
+        AGE,
     ],
     "MachineConfig": [
         NAME,
-        ("GeneratedByController", "string", 0,
-         _annotation("machineconfiguration.openshift.io/generated-by-controller-version")),
-        ("IgnitionVersion", "string", 0, _field("spec", "config", "ignition", "version")), AGE,
+        (
+            "GeneratedByController",
+            "string",
+            0,
+            _annotation("machineconfiguration.openshift.io/generated-by-controller-version"),
+        ),
+        ("IgnitionVersion", "string", 0, _field("spec", "config", "ignition", "version")),
+        AGE,
     ],
     "MachineConfigPool": [
-        NAME, ("Config", "string", 0, _field("status", "configuration", "name")),
-        ("Updated", "string", 0, _cond("Updated")), ("Updating", "string", 0, _cond("Updating")),
+        NAME,
+        ("Config", "string", 0, _field("status", "configuration", "name")),
+        ("Updated", "string", 0, _cond("Updated")),
+        ("Updating", "string", 0, _cond("Updating")),
         ("Degraded", "string", 0, _cond("Degraded")),
         ("MachineCount", "number", 0, _field("status", "machineCount", default=None)),
         ("ReadyMachineCount", "number", 0, _field("status", "readyMachineCount", default=None)),
@@ -254,10 +286,12 @@ COLUMNS: dict[str, list[Column]] = {
     ],
     # the CRD's additionalPrinterColumns (the wide ones at priority 1)
     "MachineConfigNode": [
-        NAME, ("PoolName", "string", 0, _field("spec", "pool", "name")),
+        NAME,
+        ("PoolName", "string", 0, _field("spec", "pool", "name")),
         ("DesiredConfig", "string", 0, _field("spec", "configVersion", "desired")),
         ("CurrentConfig", "string", 0, _field("status", "configVersion", "current")),
-        ("Updated", "string", 0, _cond("Updated")), AGE,
+        ("Updated", "string", 0, _cond("Updated")),
+        AGE,
         ("UpdatePrepared", "string", 1, _cond("UpdatePrepared")),
         ("UpdateExecuted", "string", 1, _cond("UpdateExecuted")),
         ("UpdatePostActionComplete", "string", 1, _cond("UpdatePostActionComplete")),
@@ -269,7 +303,7 @@ COLUMNS: dict[str, list[Column]] = {
         ("RebootedNode", "string", 1, _cond("RebootedNode")),
         ("UncordonedNode", "string", 1, _cond("Uncordoned")),
     ],
-}  # fmt: skip
+}
 
 
 def _columns(rt: ResourceType) -> list[Column]:
