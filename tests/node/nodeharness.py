@@ -458,6 +458,12 @@ class Node:
         if proc.returncode != 0:
             raise NodeTestError(f"mcd start --once-from failed ({proc.returncode}): {proc.stderr}")
         summary: dict[str, Any] = json.loads(proc.stdout)
+        self.install_agent(kubeconfig)
+        return summary
+
+    def install_agent(self, kubeconfig: Path) -> None:
+        """The unit (enabled), the kubelet's kubeconfig and mcd where the host install puts it;
+        alone, on a node mcd never ran on (no installer's step, no state)."""
         shutil.copy(UNIT, self.root / "etc/systemd/system" / AGENT_UNIT)
         enable = ["systemctl", f"--root={self.root}", "enable", AGENT_UNIT]
         subprocess.run(enable, check=True, capture_output=True)
@@ -469,7 +475,6 @@ class Node:
             link.parent.mkdir(parents=True, exist_ok=True)
             link.unlink(missing_ok=True)
             link.symlink_to(MCD)
-        return summary
 
     # running
 
