@@ -53,7 +53,8 @@ def test_liveness_holds_through_an_outage_and_readiness_follows_the_api(wire: Wi
     wire.proxy.outage(False)
     assert [s for s in samples if s[1] != 200] == [], samples  # alive all along
     assert any(r == 503 for _, _, r in samples), samples  # not ready while the API was away
-    assert len(samples) >= OUTAGE / POLL / 2, samples
+    # probed all along (how often depends on the machine's load), not once at either end
+    assert len(samples) >= 5 and samples[0][0] < 1 and samples[-1][0] >= OUTAGE - 2, samples
     eventually(lambda: _status(port, "/readyz") == 200, "/readyz 200 again", agent=agent)
     # and the process that lived through it still works
     wire.cluster.add_mc(mc_object("rendered-worker-b", files=[ign_file("/etc/mcd-test/a.conf", "a=2\n")]))
