@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -50,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minutes", type=float, default=10.0, help="how long the API server is away")
     parser.add_argument("--poll", type=float, default=5.0, help="seconds between probes")
     parser.add_argument("--limit", type=float, default=None, help="the agent's --api-unreachable-limit")
-    parser.add_argument("--keep", action="store_true", help="keep the work directory and the server's")
+    parser.add_argument("--keep", action="store_true", help="keep the logs (kept anyway on failure)")
     args = parser.parse_args(argv)
     limit = DEFAULT_LIMIT if args.limit is None else args.limit
     work = Path(tempfile.mkdtemp(prefix="mcd-outage-"))
@@ -84,6 +85,10 @@ def main(argv: list[str] | None = None) -> int:
         "verdict": wrong or "ok",
     }
     print(json.dumps(summary, indent=2))
+    if wrong or args.keep:
+        print(f"logs kept in {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
     return 0 if not wrong else 1
 
 
