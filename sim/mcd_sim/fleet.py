@@ -44,7 +44,7 @@ from mcd_sim.poolcontrollers import (
 )
 from mcd_sim.reboots import SlowReboots
 from mcd_sim.sandbox import make_sandbox_root
-from mcd_sim.simulate import SimulateError, agent_argv, bootstrap_node, load_object
+from mcd_sim.simulate import PoolProgress, SimulateError, agent_argv, bootstrap_node, load_object
 from mcd_sim.sources import changes
 from mcd_sim.timeline import unavailability
 from mcd_sim.workload import Workload
@@ -225,6 +225,8 @@ class Fleet:
         self.controller: PoolController | None = None
         self.workload: Workload | None = None
         self.names = [f"worker-{i:02d}" for i in range(options.nodes)]
+        self.progress = PoolProgress(self.names)  # per node, on stderr
+        self.sim.store.add_hook(self.progress.hook)
 
     def say(self, text: str) -> None:
         if self.o.output == "text":
@@ -316,6 +318,7 @@ class Fleet:
             lambda: _target(self.sim, self.pool) != was, deadline, f"the pool {self.pool} rendered again"
         )
         config = _target(self.sim, self.pool)
+        self.progress.target = config
         if config != change.rendered["metadata"]["name"]:
             expected = change.rendered["metadata"]["name"]
             raise SimulateError(f"the pool controller rendered {config}, mcd.render renders {expected}")
@@ -409,6 +412,7 @@ class Fleet:
                 raise SimulateError(f"agent {exited[0]} exited before {what}")
             if self.controller is not None and self.controller.exited() is not None:
                 raise SimulateError(f"the pool controller exited before {what} (its log: {self.workdir})")
+            self.progress.flush()
             return condition()
 
         try:

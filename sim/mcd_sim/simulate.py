@@ -165,6 +165,60 @@ class Narrator:
         self.out.flush()
 
 
+class PoolProgress:
+    """`mcd-sim simulate --nodes N`'s progress, one line per node each time its state, current
+    or desired config or its cordon changes, with how many nodes are Done on the pool's target:
+    `[  12.3 s] worker-01 Working current=A desired=B cordoned  (Done on B: 1/4)`. Collected by a
+    store hook (under the store's lock) and written by `flush` from the thread that waits, to
+    stderr by default, so the JSON of `-o json` on stdout stays whole."""
+
+    def __init__(
+        self, nodes: list[str], out: TextIO | None = None, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.nodes = set(nodes)
+        self.out = out
+        self.target = ""  # the config "Done on" counts; "" until the pool names one
+        self._clock = clock
+        self._started = clock()
+        self._lock = threading.Lock()
+        self._seen: dict[str, tuple[str, str, str, bool]] = {}
+        self._pending: list[str] = []
+        self.lines: list[str] = []  # everything written, for the caller's checks
+
+    def hook(self, event: WatchEvent) -> None:
+        if event.obj.get("kind") != "Node" or event.type == "DELETED":
+            return
+        name = event.obj["metadata"]["name"]
+        if name not in self.nodes:
+            return
+        a = event.obj["metadata"].get("annotations") or {}
+        cordoned = bool((event.obj.get("spec") or {}).get("unschedulable"))
+        state, current, desired = (a.get(k, "-") for k in (ann.STATE, ann.CURRENT_CONFIG, ann.DESIRED_CONFIG))
+        now = (state, current, desired, cordoned)
+        with self._lock:
+            if self._seen.get(name) == now:
+                return
+            self._seen[name] = now
+            line = (
+                f"[{self._clock() - self._started:7.1f} s] {name} {now[0]} current={now[1]} desired={now[2]}"
+            )
+            line += " cordoned" if now[3] else ""
+            if self.target:  # the count as of this change, not as of the flush
+                done = sum(s[0] == "Done" and s[1] == self.target for s in self._seen.values())
+                line += f"  (Done on {self.target}: {done}/{len(self.nodes)})"
+            self._pending.append(line)
+
+    def flush(self) -> None:
+        with self._lock:
+            lines, self._pending = self._pending, []
+        out = self.out or sys.stderr
+        for line in lines:
+            self.lines.append(line)
+            out.write(line + "\n")
+        if lines:
+            out.flush()
+
+
 def bootstrap_node(root: Path, old_file: Path, old_name: str) -> None:
     """Bring a fresh sandbox root to OLD as a new node gets there.
 

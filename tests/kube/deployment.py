@@ -202,10 +202,18 @@ def secure_port_file(root: Path) -> Path:
     return root.parent / f"{root.name}.secure-metrics-port"
 
 
-def start_agent(cluster: RealCluster, procs: Processes, node: str, root: Path, reader: Path) -> None:
+def start_agent(
+    cluster: RealCluster,
+    procs: Processes,
+    node: str,
+    root: Path,
+    reader: Path,
+    *,
+    extra: tuple[str, ...] = (),
+) -> None:
     """`mcd start` as the DaemonSet runs it (--builtin-drainer), on `root`: the reader
     kubeconfig is the ServiceAccount's token; the root's kubelet kubeconfig is the node's own
-    client certificate."""
+    client certificate. `extra` arguments come last (a flag given again there wins)."""
     ident = cluster.node_identity(node)
     assert ident.cert is not None and ident.key is not None
     kubelet = root / "var" / "lib" / "kubelet" / "kubeconfig"
@@ -220,7 +228,7 @@ def start_agent(cluster: RealCluster, procs: Processes, node: str, root: Path, r
         [
             "start", "--node-name", node, "--root-mount", str(root), "--kubeconfig", str(reader),
             "--builtin-drainer", "--metrics-url", "127.0.0.1:0", "--kubelet-healthz-enabled=false", "-v",
-            "--secure-metrics-url", f"127.0.0.1:{secure}",
+            "--secure-metrics-url", f"127.0.0.1:{secure}", *extra,
         ],
         env={"POD_NAMESPACE": NAMESPACE, "POD_NAME": f"machine-config-daemon-{node}"},
     )  # fmt: skip
@@ -421,7 +429,13 @@ def wait(what: str, check: Callable[[], bool], timeout: float, procs: Processes)
 
 
 def deploy(
-    cluster: RealCluster, work: Path, procs: Processes, kubelet: Kubelet, nodes: list[str]
+    cluster: RealCluster,
+    work: Path,
+    procs: Processes,
+    kubelet: Kubelet,
+    nodes: list[str],
+    *,
+    agent_extra: tuple[str, ...] = (),
 ) -> tuple[str, float]:
     """What a user does, then mcd: the manifests applied; the operator's MachineConfiguration
     (with a Drain policy for DRAIN_FILE: a sandbox node has no reboot to take); the Nodes; the
@@ -463,6 +477,6 @@ def deploy(
     for node in nodes:
         root = make_sandbox_root(work / "nodes" / node)
         bootstrap_node(root, old_file, old)
-        start_agent(cluster, procs, node, root, agent_config)
+        start_agent(cluster, procs, node, root, agent_config, extra=agent_extra)
     wait(f"every node Done on {old}", lambda: all(done_on(cluster, n, old) for n in nodes), 90, procs)
     return old, started

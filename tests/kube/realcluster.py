@@ -181,8 +181,17 @@ class RealCluster:
 
     def restart_apiserver(self) -> None:
         """Stops the API server (SIGTERM) and starts it again on the same port and etcd."""
+        self.stop_apiserver()
+        self._start_apiserver()
+
+    def stop_apiserver(self) -> None:
+        """Stops the API server (SIGTERM): an outage, until start_apiserver()."""
         if self._apiserver is not None:
             _terminate(self._apiserver)
+        self._apiserver = None
+
+    def start_apiserver(self) -> None:
+        """Starts it again on the same port and etcd; returns once it is ready."""
         self._start_apiserver()
 
     def restart_etcd(self) -> None:

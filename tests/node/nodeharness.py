@@ -65,6 +65,9 @@ DESIRED_DRAIN, LAST_DRAIN = PREFIX + "desiredDrain", PREFIX + "lastAppliedDrain"
 POST_CONFIG_ACTION = PREFIX + "post-config-action"
 NODE_NAME = "node-0"
 AGENT_UNIT = "machine-config-daemon.service"
+# the boot id the node's systemd-nspawn gave it, kept where the agent's sandbox can bind it back
+BOOT_ID_UNIT = "mcd-node-boot-id.service"
+BOOT_ID_COPY = "/run/mcd-node-boot-id"
 REBOOT_EXIT = 133  # systemd-nspawn's exit status when the container rebooted
 
 
@@ -415,7 +418,28 @@ class Node:
             f"Port {self.ssh_port}\nListenAddress 127.0.0.1\n"
             "AuthorizedKeysFile .ssh/authorized_keys .ssh/authorized_keys.d/ignition\n"
         )
+        self._keep_boot_id()
         return self
+
+    def _keep_boot_id(self) -> None:
+        """nspawn gives each boot its own id by mounting a file over the kernel's
+        /proc/sys/kernel/random/boot_id (journald stamps entries with it). The agent's unit gets a
+        fresh /proc (ProtectKernelTunables and ProtectControlGroups imply MountAPIVFS), where the
+        kernel's id, the host's, shows through: the login monitor's "this boot" then matched
+        nothing and the reboot record never saw a reboot. On a real host the two are the same;
+        here a oneshot copies the container's id before the agent starts and a drop-in binds the
+        copy back over the fresh /proc's."""
+        (self.root / "etc/systemd/system" / BOOT_ID_UNIT).write_text(
+            "[Unit]\nDescription=Keep the boot id nspawn gave this boot (node tier)\n"
+            f"DefaultDependencies=no\nBefore={AGENT_UNIT}\n"
+            f"[Service]\nType=oneshot\nRemainAfterExit=yes\n"
+            f"ExecStart=/bin/cp /proc/sys/kernel/random/boot_id {BOOT_ID_COPY}\n"
+        )
+        self.add_dropin(
+            "05-node-tier-boot-id.conf",
+            f"[Unit]\nRequires={BOOT_ID_UNIT}\nAfter={BOOT_ID_UNIT}\n"
+            f"[Service]\nBindReadOnlyPaths={BOOT_ID_COPY}:/proc/sys/kernel/random/boot_id\n",
+        )
 
     def add_dropin(self, name: str, text: str, unit_name: str = AGENT_UNIT) -> None:
         """A drop-in for `unit_name` (before boot, or followed by a daemon-reload)."""
@@ -434,6 +458,12 @@ class Node:
         if proc.returncode != 0:
             raise NodeTestError(f"mcd start --once-from failed ({proc.returncode}): {proc.stderr}")
         summary: dict[str, Any] = json.loads(proc.stdout)
+        self.install_agent(kubeconfig)
+        return summary
+
+    def install_agent(self, kubeconfig: Path) -> None:
+        """The unit (enabled), the kubelet's kubeconfig and mcd where the host install puts it;
+        alone, on a node mcd never ran on (no installer's step, no state)."""
         shutil.copy(UNIT, self.root / "etc/systemd/system" / AGENT_UNIT)
         enable = ["systemctl", f"--root={self.root}", "enable", AGENT_UNIT]
         subprocess.run(enable, check=True, capture_output=True)
@@ -445,7 +475,6 @@ class Node:
             link.parent.mkdir(parents=True, exist_ok=True)
             link.unlink(missing_ok=True)
             link.symlink_to(MCD)
-        return summary
 
     # running
 
