@@ -107,6 +107,10 @@ class ApiReach:
     def stream(self, opened: bool) -> None:
         """A watch stream opened (True) or ended: while one is open the API is reached."""
         with self._lock:
+            # an open stream was the API reached until this moment: the limit runs from its end,
+            # not from the last request answered before it opened (maybe minutes ago)
+            if not opened and self._streams > 0 and self._outage is None:
+                self._last_ok = self._clock()
             self._streams += 1 if opened else -1
 
     def _ok_transport(self) -> None:

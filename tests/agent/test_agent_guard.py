@@ -212,7 +212,9 @@ def test_an_api_outage_is_logged_once_and_its_end_once(caplog: pytest.LogCapture
     clock.now += 1000
     assert reach.unreached_for() == 0  # an open watch is a reached API
     reach.stream(False)
-    assert reach.unreached_for() == 1000
+    assert reach.unreached_for() == 0  # the watch reached the API until it ended
+    clock.now += 5
+    assert reach.unreached_for() == 5  # the limit runs from the stream's end
 
 
 def test_liveness_fails_on_a_sync_past_its_deadline_never_on_an_unreached_api(tmp_path: Path) -> None:

@@ -44,10 +44,9 @@ def test_liveness_holds_through_the_outage_and_readiness_says_so(outage: Outage)
     assert len(outage.samples) >= OUTAGE / 2  # probed all along, not once at the end
     assert outage.healthz_failures() == []
     assert outage.readyz_failed_after is not None
-    # not sooner than the limit is not asserted: the agent counts the API as reached while a watch
-    # is open but does not restamp it when the watch ends, so after a long quiet watch /readyz
-    # fails as the outage begins (mcd/kube/reach.py; reported, not this tier's to fix)
-    assert outage.readyz_failed_after <= LIMIT + 10, outage.samples
+    # the limit runs from the end of the agent's watch (the API was reached while it was open),
+    # so readiness fails neither as the outage begins nor long after the limit (one probe apart)
+    assert LIMIT - 1.5 <= outage.readyz_failed_after <= LIMIT + 10, outage.samples
 
 
 def test_the_same_agent_converges_after_it(outage: Outage) -> None:
