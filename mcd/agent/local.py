@@ -18,10 +18,10 @@ import threading
 from pathlib import Path
 
 from mcd.agent.node_apply import NodeApplier
+from mcd.agent.phases import Result
 from mcd.agent.report.events import EventRecorder
 from mcd.agent.report.metrics import Metrics
 from mcd.agent.state import AgentMachine, AgentState
-from mcd.agent.sync import Result
 from mcd.agent.watch.configdir import ConfigDirError, ConfigDirSource, Snapshot
 from mcd.agent.watch.driftreport import DriftPolicy, DriftReporter
 from mcd.agent.watch.heal import Healer
