@@ -22,12 +22,10 @@ from typing import Protocol
 
 from mcd import policy
 from mcd.agent.applied import Applied
-from mcd.agent.boot import BootChecks
-from mcd.agent.configs import ConfigReader, Images, with_image
+from mcd.agent.configs import Images, with_image
 from mcd.agent.drain import Drainer
 from mcd.agent.errors import UnreconcilableError
 from mcd.agent.node_apply import NodeApplier
-from mcd.agent.report.node import NodeWriter
 from mcd.config.machineconfig import MachineConfig, empty_machineconfig
 from mcd.node import machineconfignode as mcn
 from mcd.node.annotations import NodeView
@@ -55,6 +53,30 @@ class Phase(enum.Enum):
     VERIFY = "verify"  # the node runs the desired image and extensions; no drift meanwhile
     UNCORDON = "uncordon"
     DONE = "done"
+
+
+class ConfigSource(Protocol):
+    """Where a run reads its configs: the cluster's (`mcd.agent.configs.ConfigReader`) or a
+    directory snapshot's (`mcd.agent.local`)."""
+
+    def machineconfig(
+        self, name: str, like: MachineConfig | None = None, *, stage: bool = False
+    ) -> MachineConfig: ...
+
+    def disk_or_cluster(self, name: str) -> MachineConfig: ...
+
+    def applied(self) -> None: ...
+
+    def policies(self) -> tuple[policy.ClusterPolicies, tuple[str, ...]]: ...
+
+
+class NodeSource(Protocol):
+    """The node as a run reads it (`mcd.agent.report.node.NodeWriter`; a fixed one without a cluster)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def node(self) -> NodeView: ...
 
 
 class DiskWatch(Protocol):
@@ -86,6 +108,8 @@ class Run:
     # the MachineConfigNode report of the apply, kept by identity: reported once the drain is over
     applying: mcn.Report | None = None
     applied: Applied | None = None
+    # set by WORKING: a drain phase runs (the plan drains, a drainer, not a single replica)
+    drains: bool = False
     # set by VERIFY for DONE: the image the node runs, and whether the node asks for one
     image: str = ""
     drifted: bool = False
@@ -100,11 +124,6 @@ class Run:
         """An OS change (upstream's pivot): counted by the pivot error gauge."""
         d = self.plan.diff if self.plan is not None else None
         return d is not None and bool(d.os_update or d.kernel_type or d.extensions)
-
-    @property
-    def drains(self) -> bool:
-        node = self.node
-        return self.plan is not None and self.plan.drain and node is not None and not node.single_replica
 
 
 class RunObserver(Protocol):
@@ -137,16 +156,18 @@ class UpdateRun:
     def __init__(
         self,
         *,
-        configs: ConfigReader,
+        configs: ConfigSource,
         applier: NodeApplier,
-        drainer: Drainer,
-        writer: NodeWriter,
-        boot: BootChecks,
+        writer: NodeSource,
         observer: RunObserver,
+        drainer: Drainer | None = None,
+        extensions: Callable[[MachineConfig], None] | None = None,
         watch: DiskWatch | None = None,
     ) -> None:
+        """`drainer`: none without a cluster (no drain, no uncordon); `extensions`: the check
+        that the node boots the config's extensions (`BootChecks.verify_extensions`)."""
         self.configs, self.applier, self.drainer, self.writer = configs, applier, drainer, writer
-        self.boot, self.observer, self.watch = boot, observer, watch
+        self.observer, self.extensions, self.watch = observer, extensions, watch
         self._steps: dict[Phase, Callable[[Run], Phase | Result]] = {
             Phase.PREPARE: self._prepare,
             Phase.WORKING: self._working,
@@ -210,9 +231,12 @@ class UpdateRun:
             raise UnreconcilableError(run.plan.reason)
         LOG.info("updating node %s from %s to %s", self.name, run.old.name, run.new.name)
         run.applying = mcn.applying(run.os_change, run.plan.diff.passwd)
+        single = run.node is not None and run.node.single_replica
+        run.drains = self.drainer is not None and run.plan.drain and not single
         return Phase.DRAIN if run.drains else Phase.APPLY
 
     def _drain(self, run: Run) -> Phase:
+        assert self.drainer is not None
         self.drainer.drain(run.desired)
         return Phase.APPLY
 
@@ -264,7 +288,8 @@ class UpdateRun:
                 f"node {self.name} is in config {config} but runs image {run.image or '(none)'}, "
                 f"not its desiredImage {node.desired_image}"
             )
-        self.boot.verify_extensions(self.configs.disk_or_cluster(config))
+        if self.extensions is not None:
+            self.extensions(self.configs.disk_or_cluster(config))
         if arm(self.watch, self.applier):
             LOG.warning("node %s drifted from %s while it was updated: not Done", self.name, config)
             run.drifted = True
@@ -272,7 +297,8 @@ class UpdateRun:
         return Phase.UNCORDON
 
     def _uncordon(self, run: Run) -> Phase:
-        self.drainer.uncordon(run.config)
+        if self.drainer is not None:
+            self.drainer.uncordon(run.config)
         return Phase.DONE
 
     def _done(self, run: Run) -> Result:

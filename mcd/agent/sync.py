@@ -78,7 +78,7 @@ class Syncer:
             applier=applier,
             drainer=drainer,
             writer=writer,
-            boot=self.boot,
+            extensions=self.boot.verify_extensions,
             observer=self.observer,
             watch=watch,
         )
@@ -88,7 +88,7 @@ class Syncer:
         return self.writer.name
 
     @property
-    def drainer(self) -> Drainer:
+    def drainer(self) -> Drainer | None:
         return self.phases.drainer
 
     @drainer.setter
