@@ -5,7 +5,8 @@ loop, which re-reads and syncs (`mcd.agent.sync`). A failed sync is classified o
 (`mcd.agent.errors.classify`): Unreconcilable or Degraded is written on the node, API trouble leaves
 the state alone, and the sync is retried with upstream's backoff (1 s doubling to 60 s). The
 watch resumes from the last resourceVersion it saw when the stream breaks and lists again on
-410 Gone, so no change of the node is missed.
+410 Gone, so no change of the node is missed. Its parts are built by the composition root
+(`mcd.agent.compose`); nothing below calls back into the loop.
 
 Nothing ends the process but SIGTERM or a reboot (`mcd.runtime.guard`): every thread runs under
 the guard, and what the watchers do on this loop's thread (drift, login and config-dir
