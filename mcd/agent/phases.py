@@ -110,9 +110,8 @@ class Run:
     applied: Applied | None = None
     # set by WORKING: a drain phase runs (the plan drains, a drainer, not a single replica)
     drains: bool = False
-    # set by VERIFY for DONE: the image the node runs, and whether the node asks for one
+    # set by VERIFY for DONE: the image the node runs ("" none)
     image: str = ""
-    drifted: bool = False
 
     @property
     def config(self) -> str:
@@ -151,7 +150,8 @@ def _drained() -> None:
 
 
 class UpdateRun:
-    """The steps of an update, run in order by `run`; one instance per agent."""
+    """The steps of an update, run in order by `run` (the cluster agent keeps one; the local agent
+    makes one per directory snapshot)."""
 
     def __init__(
         self,
@@ -292,7 +292,6 @@ class UpdateRun:
             self.extensions(self.configs.disk_or_cluster(config))
         if arm(self.watch, self.applier):
             LOG.warning("node %s drifted from %s while it was updated: not Done", self.name, config)
-            run.drifted = True
             return Result.IDLE
         return Phase.UNCORDON
 
