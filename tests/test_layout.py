@@ -19,10 +19,6 @@ SOURCES = sorted([*(REPO / "mcd").rglob("*.py"), *(REPO / "sim" / "mcd_sim").rgl
 # markers and these functions are still longer. Take an entry out with the change that fixes it;
 # nothing may be added.
 SQUEEZED_PENDING = {
-    "mcd/agent/loop.py",
-    "mcd/agent/report/events.py",
-    "mcd/agent/report/mcn.py",
-    "mcd/agent/report/scrape.py",
     "mcd/config/selector.py",
     "mcd/controller/drain.py",
     "mcd/controller/drainreport.py",
@@ -37,7 +33,6 @@ SQUEEZED_PENDING = {
     "sim/mcd_sim/simulate.py",
 }
 LONG_FUNCTIONS_PENDING = {
-    "mcd/agent/sync.py:_update",
     "mcd/config/machineconfig.py:machineconfig_from_object",
     "mcd/planner/plan.py:plan",
     "mcd/policy/parse.py:_parse_document",

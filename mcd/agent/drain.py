@@ -125,7 +125,6 @@ class _Base:
                     LOG.debug("reading node %s failed: %s", self.node, exc)
         raise StoppingError("daemon stopping")
 
-
     def _ask_again(self, value: str) -> None:
         node = self.writer.cached
         if node is None or value in (node.desired_drain, node.last_applied_drain):

@@ -3,9 +3,11 @@ its state goes to the records `mcd status` reads.
 
 The same shape as the cluster agent (`mcd.agent.loop`): watchers (the directory, the drift monitor)
 put a key into one queue and this loop does the work. A snapshot of the directory is applied
-once it has been stable for the grace period (`mcd.agent.watch.configdir`); the update, the reboot
-decision and the drift handling are the cluster agent's (`NodeApplier`, `DriftReporter`). With
-no controller there is no drain: nothing else runs pods here.
+once it has been stable for the grace period (`mcd.agent.watch.configdir`); the update is the
+cluster agent's run of phases (`mcd.agent.phases.UpdateRun`) with the snapshot as its configs,
+a node of no annotations and an observer of its own (`LocalObserver`: the status record, not a
+Node); the drift handling is the cluster agent's (`DriftReporter`). With no controller there is
+no drain: nothing else runs pods here.
 
 As the cluster agent, it never dies of an error (`mcd.runtime.guard`): a failed round is logged,
 reported Degraded and tried again with backoff, and SIGTERM only sets a flag.
@@ -17,25 +19,27 @@ import logging
 import threading
 from pathlib import Path
 
+from mcd import policy
+from mcd.agent.configs import Images
+from mcd.agent.errors import UnreconcilableError
 from mcd.agent.node_apply import NodeApplier
+from mcd.agent.phases import Phase, Result, Run, UpdateRun
 from mcd.agent.report.events import EventRecorder
 from mcd.agent.report.metrics import Metrics
 from mcd.agent.state import AgentMachine, AgentState
-from mcd.agent.sync import Result
-from mcd.agent.watch.configdir import ConfigDirError, ConfigDirSource, Snapshot
+from mcd.agent.watch.configdir import ConfigDirError, ConfigDirSource, ParsedSnapshot, Snapshot
 from mcd.agent.watch.driftreport import DriftPolicy, DriftReporter
 from mcd.agent.watch.heal import Healer
 from mcd.agent.workqueue import WorkQueue
 from mcd.config.findings import Finding, InputError
-from mcd.config.machineconfig import empty_machineconfig
+from mcd.config.machineconfig import MachineConfig
 from mcd.config.text import shown
 from mcd.host import status
 from mcd.host.root import HostRoot
 from mcd.host.rootlock import DEFAULT_TIMEOUT as DEFAULT_LOCK_TIMEOUT
 from mcd.host.runner import SubprocessRunner
-from mcd.node.annotations import NodeState
+from mcd.node.annotations import NodeState, NodeView
 from mcd.node.errors import McdError
-from mcd.planner.nodefacts import HIGHLY_AVAILABLE
 from mcd.runtime import guard
 
 LOG = logging.getLogger(__name__)
@@ -172,52 +176,106 @@ class LocalAgent:
             self.reporter.set(NodeState.DEGRADED, f"reading {self.source.directory}: {exc}")
 
     def _apply(self, snap: Snapshot) -> Result:
+        """The snapshot's desired config through the cluster agent's update run (`mcd.agent.phases`)."""
         self.machine.begin_sync()
         try:
             parsed = snap.parse()
         except ConfigDirError as exc:
             self.reporter.set(NodeState.DEGRADED, str(exc))
             return Result.IDLE
-        new = parsed.machineconfigs[parsed.desired]
         disk = self.applier.disk_config()
-        old = disk if disk is not None else empty_machineconfig()
+        observer = LocalObserver(self.reporter, self.machine, self.drift, parsed.desired)
+        run = UpdateRun(
+            configs=SnapshotConfigs(self.applier, parsed),
+            applier=self.applier,
+            writer=LocalNode(),
+            observer=observer,
+            watch=self.drift,  # armed before Done: a path edited meanwhile is Degraded
+        )
+        LOG.info("applying %s (%s)", parsed.desired, snap.checksum[:12])
         try:
-            facts = self.applier.facts(old, new, HIGHLY_AVAILABLE)
-            p = self.applier.plan(old, new, facts, parsed.policies, parsed.storage_overrides)
-            if not p.reconcilable:
-                self.reporter.set(NodeState.UNRECONCILABLE, p.reason, parsed.desired)
-                self.machine.to(AgentState.DEGRADED)
-                return Result.IDLE
-            self.machine.to(AgentState.UPDATING)
-            self.drift.suspend()  # the update's own writes are not drift
-            self.reporter.set(NodeState.WORKING, "", parsed.desired)
-            LOG.info("updating the node from %s to %s (%s)", old.name, new.name, snap.checksum[:12])
-            applied = self.applier.apply(
-                old, new, facts, parsed.policies, storage_overrides=parsed.storage_overrides
-            )
-            if applied.reboot:
-                return self._reboot(new.name)
-        except McdError as exc:
-            self.reporter.set(NodeState.DEGRADED, str(exc), parsed.desired)
-            self.machine.failed()
+            result = run.run(Run(disk.name if disk is not None else "", parsed.desired, Images("", "")))
+        except McdError:
+            return Result.IDLE  # reported by the observer
+        finally:
+            self.applier.settle()
+        if result is Result.REBOOTING:
+            self.machine.to(AgentState.REBOOTING)
+            return result
+        if result is Result.SIMULATED_REBOOT:
+            # taken in place: the agent goes on as after a boot
+            self.reporter.set(NodeState.DONE, "")
+            self.machine.to(AgentState.IDLE)
             self.drift.ensure()
-            return Result.IDLE
-        self.machine.to(AgentState.IDLE)
-        if not self.drift.ensure():  # armed before Done: a path edited meanwhile is Degraded
-            self.reporter.set(NodeState.DONE, "", parsed.desired)
+        elif self.machine.state is AgentState.UPDATING:
+            self.machine.to(AgentState.IDLE)  # drifted while it updated: Degraded, not Done
         return Result.IDLE
 
-    def _reboot(self, config: str) -> Result:
-        reason = f"Node will reboot into config {config}"
-        if self.applier.reboot(reason):
-            self.machine.to(AgentState.REBOOTING)
-            return Result.REBOOTING
-        LOG.info("reboot simulated: %s is not a running system", self.applier.root.prefix)
-        self.applier.simulated_boot()
-        self.reporter.set(NodeState.DONE, "")
-        self.machine.to(AgentState.IDLE)
-        self.drift.ensure()
-        return Result.IDLE
+
+class SnapshotConfigs:
+    """`ConfigSource` of a directory snapshot: its configs and policies, the disk's copy first."""
+
+    def __init__(self, applier: NodeApplier, parsed: ParsedSnapshot) -> None:
+        self.applier, self.parsed = applier, parsed
+
+    def machineconfig(
+        self, name: str, like: MachineConfig | None = None, *, stage: bool = False
+    ) -> MachineConfig:
+        return self.parsed.machineconfigs[name]
+
+    def disk_or_cluster(self, name: str) -> MachineConfig:
+        disk = self.applier.disk_config()
+        return disk if disk is not None and disk.name == name else self.parsed.machineconfigs[name]
+
+    def applied(self) -> None:
+        """Nothing kept between runs: the snapshot is parsed again when it changes."""
+
+    def policies(self) -> tuple[policy.ClusterPolicies, tuple[str, ...]]:
+        return self.parsed.policies, tuple(self.parsed.storage_overrides)
+
+
+class LocalNode:
+    """`NodeSource` without a cluster: a node with no annotations, highly available (no drain)."""
+
+    name = "localhost"
+
+    def node(self) -> NodeView:
+        return _LOCAL_NODE
+
+
+_LOCAL_NODE = NodeView.from_object({"metadata": {"name": "localhost"}})
+
+
+class LocalObserver:
+    """`RunObserver` on the root's status record and the agent's state (no Events, no Node)."""
+
+    def __init__(
+        self, reporter: LocalReporter, machine: AgentMachine, drift: DriftReporter, desired: str
+    ) -> None:
+        self.reporter, self.machine, self.drift, self.desired = reporter, machine, drift, desired
+
+    def entered(self, phase: Phase, run: Run) -> None:
+        if phase is Phase.DONE:
+            self.machine.to(AgentState.IDLE)
+            self.reporter.set(NodeState.DONE, "", self.desired)
+
+    def left(self, phase: Phase, run: Run, after: Phase | Result) -> None:
+        if phase is Phase.WORKING:
+            self.machine.to(AgentState.UPDATING)
+            self.drift.suspend()  # the update's own writes are not drift
+            self.reporter.set(NodeState.WORKING, "", self.desired)
+
+    def failed(self, phase: Phase, run: Run, exc: BaseException) -> None:
+        if isinstance(exc, UnreconcilableError):
+            self.reporter.set(NodeState.UNRECONCILABLE, str(exc), self.desired)
+            self.machine.to(AgentState.DEGRADED)
+        elif isinstance(exc, McdError):
+            self.reporter.set(NodeState.DEGRADED, str(exc), self.desired)
+            self.machine.failed()
+            self.drift.ensure()
+
+    def ended(self, run: Run) -> None:
+        pass
 
 
 def run_local(

@@ -5,7 +5,8 @@ loop, which re-reads and syncs (`mcd.agent.sync`). A failed sync is classified o
 (`mcd.agent.errors.classify`): Unreconcilable or Degraded is written on the node, API trouble leaves
 the state alone, and the sync is retried with upstream's backoff (1 s doubling to 60 s). The
 watch resumes from the last resourceVersion it saw when the stream breaks and lists again on
-410 Gone, so no change of the node is missed.
+410 Gone, so no change of the node is missed. Its parts are built by the composition root
+(`mcd.agent.compose`); nothing below calls back into the loop.
 
 Nothing ends the process but SIGTERM or a reboot (`mcd.runtime.guard`): every thread runs under
 the guard, and what the watchers do on this loop's thread (drift, login and config-dir
@@ -20,32 +21,21 @@ from __future__ import annotations
 
 import gc
 import logging
-import os
 import threading
 import time
 
 from mcd.agent import memory, sdnotify
-from mcd.agent.certs import CertificateWriter
-from mcd.agent.drain import BuiltinDrainer, Drainer, HandshakeDrainer
+from mcd.agent.compose import AFTER_SYNC, NODE, RELEASE, RELEASE_IDLE_SECONDS, SETTLE, compose
 from mcd.agent.errors import StoppingError, classify
-from mcd.agent.health import SyncClock, api_unreached
+from mcd.agent.health import api_unreached
 from mcd.agent.kubelet import KubeletHealth
-from mcd.agent.mccache import MachineConfigCache
 from mcd.agent.node_apply import NodeApplier
-from mcd.agent.nodechanges import NodeChanges
-from mcd.agent.report.events import EventRecorder
-from mcd.agent.report.mcn import MachineConfigNodeReporter
-from mcd.agent.report.metrics import Metrics, MetricsServer, host_os
-from mcd.agent.report.node import NodeWriter
+from mcd.agent.phases import Result
+from mcd.agent.report.metrics import MetricsServer, host_os
 from mcd.agent.report.scrape import secure_endpoint
 from mcd.agent.settings import AgentSettings
-from mcd.agent.state import AgentMachine, AgentState
-from mcd.agent.sync import Result, Syncer
-from mcd.agent.watch.wiring import watchers_for
-from mcd.agent.workqueue import WorkQueue
-from mcd.host.certs import restart_kubelet_with_ca
+from mcd.agent.state import AgentState
 from mcd.host.runner import longest_timeout
-from mcd.host.systemd import make_manager
 from mcd.kube.client import KubeClient
 from mcd.kube.errors import ApiError
 from mcd.kube.watch import follow
@@ -55,127 +45,29 @@ from mcd.runtime import guard
 
 LOG = logging.getLogger(__name__)
 
-# the work queue's keys besides the watchers' (`drift`, `login`, `config`): the node's sync,
-# starting the watchers after a sync, handing a sync's memory back, a config snapshot settled
-NODE = "node"
-AFTER_SYNC = "after-sync"
-RELEASE = "release"
-SETTLE = "config-settled"
 # a sync may run this long beyond its longest command (the API requests and the disk around it)
 SYNC_MARGIN = 300.0
-# the memory of a sync's configs is handed back once the loop has been idle this long: a full
-# collection takes tens of milliseconds, which an update coming right after must not wait for;
-# the same once the MachineConfig watch decoded a config
-RELEASE_IDLE_SECONDS = 1.0
-
-
-class _ClockedDrainer:
-    """A drainer whose waits move the sync's deadline on by their own timeouts: a drain that
-    waits an hour for the controller is not a stuck loop."""
-
-    def __init__(self, inner: Drainer, clock: SyncClock, drain: float, uncordon: float) -> None:
-        self.inner, self.clock, self.drain_seconds, self.uncordon_seconds = inner, clock, drain, uncordon
-
-    def drain(self, config: str) -> None:
-        self.clock.extend(self.drain_seconds)
-        self.inner.drain(config)
-
-    def uncordon(self, config: str) -> None:
-        self.clock.extend(self.uncordon_seconds)
-        self.inner.uncordon(config)
 
 
 class Daemon:
     def __init__(self, settings: AgentSettings, client: KubeClient, applier: NodeApplier) -> None:
-        self.settings = settings
-        self.client = client
-        self.applier = applier
-        self.stop = threading.Event()
-        self.queue = WorkQueue()
-        self.machine = AgentMachine(on_change=self._agent_state_changed)
-        self.metrics = Metrics()
-        self.writer = NodeWriter(client, settings.node_name, on_state=self._state_changed)
-        self.events = EventRecorder(client, settings.node_name)
-        self.mcn = MachineConfigNodeReporter(client, self.writer)
-        own_pod = (os.environ.get("POD_NAMESPACE", ""), os.environ.get("POD_NAME", ""))
-        drainer: Drainer
-        if settings.builtin_drainer:
-            drainer = BuiltinDrainer(
-                self.writer,
-                self.events,
-                client,
-                self.stop,
-                own_pod=own_pod if all(own_pod) else None,
-                timeout=settings.drain_timeout_seconds,
-                retry_seconds=settings.eviction_retry_seconds,
-                mcn=self.mcn,
-            )
-        else:
-            drainer = HandshakeDrainer(
-                self.writer,
-                self.events,
-                client,
-                self.stop,
-                own_pod=own_pod if all(own_pod) else None,
-                drain_timeout=settings.drain_timeout_seconds,
-                uncordon_timeout=settings.uncordon_timeout_seconds,
-            )
-        self.sync_clock = SyncClock()
-        drainer = _ClockedDrainer(
-            drainer, self.sync_clock, settings.drain_timeout_seconds, settings.uncordon_timeout_seconds
+        parts = compose(settings, client, applier)  # the composition root builds every part
+        self.settings, self.client, self.applier = settings, client, applier
+        self.stop, self.queue, self.machine = parts.stop, parts.queue, parts.machine
+        self.metrics, self.writer, self.events, self.mcn = (
+            parts.metrics,
+            parts.writer,
+            parts.events,
+            parts.mcn,
         )
-        self.watchers = watchers_for(
-            settings, client, applier, writer=self.writer, events=self.events, metrics=self.metrics,
-            enqueue=self.enqueue,
-        )
-        # the desired rendered config from a watch, as upstream's informer (not from a directory)
-        self.mcs = None if self.watchers.config_api else MachineConfigCache(
-            client, applier.disk_config, self.stop, settings.watch_timeout_seconds,
-            release=lambda: self.queue.add_after(RELEASE, RELEASE_IDLE_SECONDS),
-        )
-        self.syncer = Syncer(
-            api=self.watchers.config_api or client,
-            writer=self.writer,
-            events=self.events,
-            metrics=self.metrics,
-            applier=applier,
-            drainer=drainer,
-            before_update=self._before_update,
-            watch=self.watchers.drift,
-            mcn_reporter=self.mcn,
-            ahead=self.mcs.take if self.mcs is not None else None,
-            adopt=settings.adopt,
-        )
-        # upstream's ControllerConfig worker, beside the node sync (a thread of its own)
-        self.certs = CertificateWriter(
-            client, self.writer, self.events, applier.root, self.stop,
-            watch_timeout_seconds=settings.watch_timeout_seconds, restart_kubelet=self._restart_kubelet,
-        )  # fmt: skip
+        self.sync_clock, self.watchers, self.mcs = parts.sync_clock, parts.watchers, parts.mcs
+        self.syncer, self.certs, self.changes = parts.syncer, parts.certs, parts.changes
+        self.protection = parts.observer.protection
         self._in_sync = False
         self._last_loop = time.monotonic()
         self._busy_until = time.monotonic()
         self._server: MetricsServer | None = None
         self.signals = guard.SignalFlag(self._on_signal)
-        # which Node watch events are work for the queue
-        self.changes = NodeChanges(self.queue, NODE)
-
-    def _restart_kubelet(self, ca: bytes) -> None:
-        """For a CA rotation, on the certificate writer's thread: a systemd connection of its own."""
-        restart_kubelet_with_ca(self.applier.root, make_manager(self.applier.root, self.applier.runner), ca)
-
-    # -- state hooks
-
-    def _agent_state_changed(self, old: AgentState, new: AgentState) -> None:
-        LOG.debug("agent state %s -> %s", old.value, new.value)
-
-    def _before_update(self) -> None:
-        self.machine.to(AgentState.UPDATING)
-        self.watchers.before_update()
-
-    def _state_changed(self, state: NodeState, reason: str) -> None:
-        self.metrics.set_state(state.value, reason)
-        self.mcn.state_changed(state, reason)
-        self.watchers.state_changed(state, reason)
 
     def healthy(self) -> bool:
         """Alive: the loop syncing within its deadline or woken within the last two resync
@@ -253,7 +145,7 @@ class Daemon:
 
     def _on_signal(self, signum: int) -> None:
         """SIGTERM or SIGINT, on the guard's signal thread (never in signal context)."""
-        if self.syncer.protection.on:
+        if self.protection.on:
             # upstream's words; the update goes on to its end (or to a wait it may abandon)
             LOG.info("Got SIGTERM, but actively updating")
             self.events.warning("GotSigtermDuringUpdate", "Got SIGTERM but actively updating")

@@ -39,10 +39,8 @@ def _updating(tmp_path: Path, new: dict[str, Any]) -> tuple[Syncer, Recorded, Me
     api = MemoryApi({ann.CURRENT_CONFIG: "rendered-old", ann.DESIRED_CONFIG: new["metadata"]["name"],
                      ann.STATE: "Done"})  # fmt: skip
     api.mcs[new["metadata"]["name"]] = new
-    s = syncer(root, api)
     events = Recorded()
-    s.events = events
-    s.protection = type(s.protection)(events)
+    s = syncer(root, api, events=events)
     return s, events, api
 
 

@@ -129,9 +129,19 @@ class Correlator:
     def correlate(self, event: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """(the Event as it now stands, the merge patch to send) — no patch: create it."""
         obj, src = event["involvedObject"], event["source"]
-        similar = (src["component"], src.get("host", ""), obj["kind"], event["metadata"]["namespace"],
-                   obj["name"], obj.get("uid", ""), obj.get("apiVersion", ""), event["type"], event["reason"],
-                   event.get("reportingComponent", ""), event.get("reportingInstance", ""))  # fmt: skip
+        similar = (
+            src["component"],
+            src.get("host", ""),
+            obj["kind"],
+            event["metadata"]["namespace"],
+            obj["name"],
+            obj.get("uid", ""),
+            obj.get("apiVersion", ""),
+            event["type"],
+            event["reason"],
+            event.get("reportingComponent", ""),
+            event.get("reportingInstance", ""),
+        )
         now = self._clock()
         record = self._similar.get(similar)
         if record is None or now - record.last > AGGREGATE_INTERVAL:
@@ -152,8 +162,12 @@ class Correlator:
             return event, None
         seen.count += 1
         self._seen.move_to_end(key)
-        event = dict(event, count=seen.count, firstTimestamp=seen.first,
-                     metadata=dict(event["metadata"], name=seen.name))  # fmt: skip
+        event = dict(
+            event,
+            count=seen.count,
+            firstTimestamp=seen.first,
+            metadata=dict(event["metadata"], name=seen.name),
+        )
         patch = {"count": seen.count, "lastTimestamp": event["lastTimestamp"], "message": event["message"]}
         return event, patch
 

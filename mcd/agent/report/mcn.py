@@ -159,8 +159,11 @@ class MachineConfigNodeReporter:
                     delay = backoff.next_delay(exc.retry_after)
                     LOG.warning(
                         "failed to report %s on machineconfignode %s (retry in %.0fs): %s",
-                        item.report.parent.type, self.name, delay, exc,
-                    )  # fmt: skip
+                        item.report.parent.type,
+                        self.name,
+                        delay,
+                        exc,
+                    )
                     with self._cond:
                         self._cond.wait_for(self._stopping_and_late, delay)
                     continue
@@ -207,9 +210,12 @@ class MachineConfigNodeReporter:
                     self._obj = obj
                     return
                 meta = obj.get("metadata") or {}
-                body = {"apiVersion": mcn.API_VERSION, "kind": mcn.KIND,
-                        "metadata": {"name": self.name, "resourceVersion": meta.get("resourceVersion", "")},
-                        "status": status}  # fmt: skip
+                body = {
+                    "apiVersion": mcn.API_VERSION,
+                    "kind": mcn.KIND,
+                    "metadata": {"name": self.name, "resourceVersion": meta.get("resourceVersion", "")},
+                    "status": status,
+                }
                 self._obj = self.api.update_machineconfignode(self.name, body, status=True)
                 return
             except ConflictError:

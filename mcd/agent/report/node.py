@@ -46,7 +46,8 @@ class NodeWriter:
         self.name = name
         self._node: NodeView | None = None
         self._cond = threading.Condition()
-        self._on_state = on_state
+        # told every state written (`mcd.agent.observer.Observer.state_changed`, wired by `mcd.agent.compose`)
+        self.on_state = on_state
 
     # -- the cached node
 
@@ -133,8 +134,8 @@ class NodeWriter:
         if extra:
             changes.update(extra)
         view = self.set_annotations(changes)
-        if self._on_state is not None:
-            self._on_state(state, reason)
+        if self.on_state is not None:
+            self.on_state(state, reason)
         return view
 
 

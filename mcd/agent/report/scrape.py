@@ -121,8 +121,11 @@ class ScrapeAuth:
         verdict_key = (name, tuple(user.get("groups") or ()))
         allowed = self._verdicts.get(verdict_key)
         if allowed is None:
-            spec = {"user": name, "groups": list(user.get("groups") or []),
-                    "resourceAttributes": self.attributes()}  # fmt: skip
+            spec = {
+                "user": name,
+                "groups": list(user.get("groups") or []),
+                "resourceAttributes": self.attributes(),
+            }
             if user.get("uid"):
                 spec["uid"] = user["uid"]
             if user.get("extra"):
@@ -187,11 +190,28 @@ class ServingCertificate:
         host = os.uname().nodename
         with tempfile.TemporaryDirectory(prefix="mcd-tls-") as tmp:
             cert, key = os.path.join(tmp, "tls.crt"), os.path.join(tmp, "tls.key")
-            runner.run([
-                "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
-                "-nodes", "-days", "3650", "-subj", f"/CN={host}", "-keyout", key, "-out", cert,
-                "-addext", f"subjectAltName=DNS:{host},DNS:localhost,IP:127.0.0.1",
-            ])  # fmt: skip
+            runner.run(
+                [
+                    "openssl",
+                    "req",
+                    "-x509",
+                    "-newkey",
+                    "ec",
+                    "-pkeyopt",
+                    "ec_paramgen_curve:P-256",
+                    "-nodes",
+                    "-days",
+                    "3650",
+                    "-subj",
+                    f"/CN={host}",
+                    "-keyout",
+                    key,
+                    "-out",
+                    cert,
+                    "-addext",
+                    f"subjectAltName=DNS:{host},DNS:localhost,IP:127.0.0.1",
+                ]
+            )
             self.context.load_cert_chain(cert, key)
 
 
@@ -199,9 +219,13 @@ class SecureMetricsServer:
     """HTTPS on `address`: `/metrics` for callers `auth` lets in; everything else 404."""
 
     def __init__(
-        self, address: str, render: Callable[[], bytes], content_type: str, auth: ScrapeAuth,
+        self,
+        address: str,
+        render: Callable[[], bytes],
+        content_type: str,
+        auth: ScrapeAuth,
         certificate: ServingCertificate,
-    ) -> None:  # fmt: skip
+    ) -> None:
         host, _, port = address.rpartition(":")
         self.address = (host or "0.0.0.0", int(port))
         self.render, self.content_type, self.auth, self.certificate = render, content_type, auth, certificate
