@@ -75,13 +75,14 @@ def _findings(data: bytes, name: str, options: Any) -> list[Any]:
     """What `mcd validate` finds in one file's objects."""
     from mcd.config.findings import Finding, InputError
     from mcd.config.load import load_objects, machineconfig_at
-    from mcd.policy import PolicyError, settings_from_machineconfiguration
 
     findings: list[Finding] = []
     try:
         for path, obj in load_objects(data, name):
             kind = obj.get("kind")
             if kind == "MachineConfiguration":
+                from mcd.policy import PolicyError, settings_from_machineconfiguration
+
                 try:
                     settings_from_machineconfiguration(obj)
                 except PolicyError as exc:

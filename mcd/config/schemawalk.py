@@ -1,0 +1,162 @@
+"""Whether a config has nothing to report against a schema file, without jsonschema. Pure.
+
+`mcd.config.schema` validates with jsonschema, and every finding is jsonschema's; this module
+only proves the common case, a config with no finding at all, so that a short command need not
+import jsonschema (about 100 ms of a process's start) to learn that nothing is wrong. It reads the
+same schema files and knows exactly the keywords they use, with jsonschema's Draft 7 meaning and
+mcd's own type and unknown-key rules (`mcd.config.schema`): `type`, `properties`, `required`,
+`items` (one schema), `$ref` (to `#/definitions/...`, which in Draft 7 hides the keywords beside
+it) and `x-unknown-keys`; the annotations `$schema`, `$comment`, `title`, `description` and
+`definitions` check nothing. A schema with any other keyword or type gets no walker (`Walker.of`
+is None) and everything goes to jsonschema. So `clean` is True exactly when jsonschema reports
+nothing; tests/unit/test_schema_walk.py compares the two on the case tables, the fixtures and
+random mutations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping
+from typing import Any
+
+_ANNOTATIONS = frozenset({"$schema", "$comment", "title", "description", "definitions"})
+_KEYWORDS = frozenset({"type", "properties", "required", "items", "$ref"})
+# Draft 7's type names as jsonschema's checker decides them, "integer" as mcd.config.schema
+# redefines it (an int literal, never a bool or a float)
+_TYPES: dict[str, Callable[[object], bool]] = {
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "string": lambda v: isinstance(v, str),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+    "integer": lambda v: type(v) is int,
+}
+
+
+class _Unsupported(Exception):
+    """The schema uses something the walker does not know: leave it all to jsonschema."""
+
+
+class _Node:
+    """One schema object, its $refs resolved: what a value at its place must satisfy."""
+
+    __slots__ = ("accepts", "items", "properties", "required", "strict")
+
+    def __init__(self) -> None:
+        self.accepts: tuple[Callable[[object], bool], ...] | None = None  # None: any type
+        self.required: tuple[str, ...] = ()
+        self.properties: dict[str, _Node] = {}
+        self.items: _Node | None = None
+        self.strict = False  # a key the properties do not name is reported (as a warning)
+
+    def clean(self, value: object) -> bool:
+        accepts = self.accepts
+        if accepts is not None and not any(accept(value) for accept in accepts):
+            return False
+        if isinstance(value, dict):
+            for name in self.required:
+                if name not in value:
+                    return False
+            properties = self.properties
+            for key, item in value.items():
+                child = properties.get(key)
+                if child is None:
+                    if self.strict:
+                        return False
+                elif not child.clean(item):
+                    return False
+        elif isinstance(value, list) and self.items is not None:
+            items = self.items
+            for item in value:
+                if not items.clean(item):
+                    return False
+        return True
+
+
+class Walker:
+    """A schema file compiled for `clean`: no finding for a value, or perhaps one."""
+
+    def __init__(self, root: _Node) -> None:
+        self._root = root
+
+    @classmethod
+    def of(cls, schema: Mapping[str, Any], unknown_keyword: str) -> Walker | None:
+        """The walker of `schema`, whose keyword `unknown_keyword` reports unknown keys; None
+        when the schema uses a keyword or a type this module does not know."""
+        try:
+            return cls(_Compiler(schema, unknown_keyword).node(schema))
+        except _Unsupported:
+            return None
+
+    def clean(self, doc: object) -> bool:
+        """True only if validating `doc` against the schema reports nothing (no error, no warning)."""
+        return self._root.clean(doc)
+
+    def clean_document(self, doc: object, known: Mapping[tuple[str, str], Collection[int]] | None) -> bool:
+        """`clean`, not looking at the items of `doc[section][key]` whose indices `known` lists
+        under (section, key) (known valid; `mcd.config.schema.validate_ignition_schema`)."""
+        if not known or not isinstance(doc, dict):
+            return self.clean(doc)
+        stripped = dict(doc)
+        for (section, key), skip in known.items():
+            part = stripped.get(section)
+            if not skip or not isinstance(part, dict) or not isinstance(part.get(key), list):
+                continue
+            part = stripped[section] = dict(part)
+            # each item is checked on its own (`items` only): the others' verdict is unchanged
+            part[key] = [item for index, item in enumerate(part[key]) if index not in skip]
+        return self.clean(stripped)
+
+
+class _Compiler:
+    def __init__(self, schema: Mapping[str, Any], unknown_keyword: str) -> None:
+        definitions = schema.get("definitions", {})
+        if not isinstance(definitions, dict):
+            raise _Unsupported("definitions")
+        self._definitions: dict[str, Any] = definitions
+        self._unknown = unknown_keyword
+        self._refs: dict[str, _Node] = {}  # each definition compiled once (and a cycle closes)
+
+    def node(self, schema: object) -> _Node:
+        if not isinstance(schema, dict):
+            raise _Unsupported("a schema that is not an object")
+        if "$ref" in schema:  # Draft 7: the keywords beside a $ref are not applied
+            return self._ref(schema["$ref"])
+        node = _Node()
+        for keyword in schema:
+            if keyword == self._unknown:
+                node.strict = True
+            elif keyword not in _KEYWORDS and keyword not in _ANNOTATIONS:
+                raise _Unsupported(keyword)
+        if "type" in schema:
+            node.accepts = self._types(schema["type"])
+        required = schema.get("required", [])
+        if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+            raise _Unsupported("required")
+        node.required = tuple(required)
+        properties = schema.get("properties", {})
+        if not isinstance(properties, dict):
+            raise _Unsupported("properties")
+        node.properties = {name: self.node(sub) for name, sub in properties.items()}
+        if "items" in schema:
+            node.items = self.node(schema["items"])
+        return node
+
+    def _ref(self, ref: object) -> _Node:
+        prefix = "#/definitions/"
+        name = ref[len(prefix) :] if isinstance(ref, str) and ref.startswith(prefix) else None
+        if name is None or name not in self._definitions:
+            raise _Unsupported(f"$ref {ref!r}")
+        found = self._refs.get(ref)
+        if found is None:
+            found = self._refs[ref] = _Node()
+            compiled = self.node(self._definitions[name])
+            for slot in _Node.__slots__:
+                setattr(found, slot, getattr(compiled, slot))
+        return found
+
+    @staticmethod
+    def _types(types: object) -> tuple[Callable[[object], bool], ...]:
+        names = [types] if isinstance(types, str) else types
+        if not isinstance(names, list) or not names or any(n not in _TYPES for n in names):
+            raise _Unsupported(f"type {types!r}")
+        return tuple(_TYPES[n] for n in names)
