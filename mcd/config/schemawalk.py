@@ -146,9 +146,9 @@ class _Compiler:
         name = ref[len(prefix) :] if isinstance(ref, str) and ref.startswith(prefix) else None
         if name is None or name not in self._definitions:
             raise _Unsupported(f"$ref {ref!r}")
-        found = self._refs.get(ref)
+        found = self._refs.get(name)
         if found is None:
-            found = self._refs[ref] = _Node()
+            found = self._refs[name] = _Node()
             compiled = self.node(self._definitions[name])
             for slot in _Node.__slots__:
                 setattr(found, slot, getattr(compiled, slot))
