@@ -100,27 +100,27 @@ class _Spec:
         self.unknown = unknown
 
 
-@cache
 def _schema(version: str) -> dict[str, Any]:
-    """The schema file of spec `version` (read once: package data, never changed)."""
+    """The schema file of spec `version`: package data, read by the package's own loader (what
+    pkgutil.get_data does; importlib.resources would cost a short command the import of
+    zipfile, tempfile and threading)."""
     name = "ignition-" + version.rsplit(".", 1)[0] + ".json"
-    # beside this module, as setup installs it (importlib.resources would cost a short command
-    # the import of zipfile, tempfile and threading)
-    with open(os.path.join(os.path.dirname(__file__), "schemas", name), encoding="utf-8") as f:
-        text = f.read()
-    schema: dict[str, Any] = json.loads(text)
+    loader: Any = __spec__.loader
+    data: bytes = loader.get_data(os.path.join(os.path.dirname(__file__), "schemas", name))
+    schema: dict[str, Any] = json.loads(data)
     return schema
 
 
 @cache
 def _walker(version: str) -> Walker | None:
+    """The schema of spec `version` compiled for the walker, once per version (as `_compile`)."""
     return Walker.of(_schema(version), _UNKNOWN_KEYS)
 
 
 @cache
 def _compile(version: str) -> _Spec:
     schema = _schema(version)
-    root = _validator_class()(schema)
+    root = _validator_class(schema)
     definitions: dict[str, Any] = schema["definitions"]
 
     def resolve(node: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -177,15 +177,17 @@ def _unknown_keys(
                 yield ValidationError(str(key), path=(key,))
 
 
-@cache
-def _validator_class() -> Any:
+def _validator_class(schema: Mapping[str, Any]) -> Validator:
+    """A Draft 7 validator of `schema` with mcd's type, required and unknown-key rules."""
     from jsonschema import Draft7Validator, validators  # noqa: PLC0415 (as above)
 
-    return validators.extend(  # type: ignore[no-untyped-call]
+    cls: Any = validators.extend(  # type: ignore[no-untyped-call]
         Draft7Validator,
         validators={"type": _type, "required": _required, _UNKNOWN_KEYS: _unknown_keys},
         type_checker=Draft7Validator.TYPE_CHECKER.redefine("integer", _is_integer),
     )
+    validator: Validator = cls(schema)
+    return validator
 
 
 # --- findings ---------------------------------------------------------------------------------------

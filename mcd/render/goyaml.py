@@ -112,10 +112,8 @@ def _requested_style(text: str) -> str:
 
 
 _BREAKS = "\n\r\x85\u2028\u2029"
-_ESCAPES = {
-    "\0": "0", "\a": "a", "\b": "b", "\t": "t", "\n": "n", "\v": "v", "\f": "f", "\r": "r",
-    "\x1b": "e", '"': '"', "\\": "\\", "\x85": "N", "\xa0": "_", "\u2028": "L", "\u2029": "P",
-}  # fmt: skip
+# each character yaml.v2 writes as a backslash escape, and the letter after the backslash
+_ESCAPES = dict(zip('\0\a\b\t\n\v\f\r\x1b"\\\x85\xa0\u2028\u2029', '0abtnvfre"\\N_LP', strict=True))
 # characters yaml.v2 refuses to read raw (its reader's rule), which Go's JSON encoder does not
 # escape: upstream's hashing fails on them, and so does ours
 _UNREADABLE = re.compile("[\x7f-\x84\x86-\x9f\ufffe\uffff]")
