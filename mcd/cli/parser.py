@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -144,8 +145,10 @@ def _os_image_url_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Every command's flags, one function per command (`_add_<command>`)."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """Every command's flags, one function per command (`_add_<command>`); given the name of a
+    `command`, only that command's (what parsing its command line needs: a short command does
+    not build the nine others)."""
     parser = UsageParser(
         prog="mcd",
         description="Apply and explain OpenShift / Fedora CoreOS MachineConfigs (MCD compatible).",
@@ -155,8 +158,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     version_flag(parser, "mcd")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=UsageParser)
-    commands = (_add_validate, _add_plan, _add_render, _add_start, _add_firstboot, _add_check_disk)
-    for add in (*commands, _add_status, _add_pool_controller, _add_version, _add_completion):
+    only = _ADDERS.get(command or "")
+    for add in _ADDERS.values() if only is None else (only,):
         add(sub)
     return parser
 
@@ -424,9 +427,27 @@ def _add_completion(sub: SubParsers[UsageParser]) -> None:
     comp.add_argument("shell", choices=("bash", "zsh"), metavar="SHELL", help="bash or zsh")
 
 
+# each command's name and the function that adds it, in the order `mcd --help` lists them
+_ADDERS = {
+    "validate": _add_validate,
+    "plan": _add_plan,
+    "render": _add_render,
+    "start": _add_start,
+    "firstboot-complete-machineconfig": _add_firstboot,
+    "check-disk": _add_check_disk,
+    "status": _add_status,
+    "pool-controller": _add_pool_controller,
+    "version": _add_version,
+    "completion": _add_completion,
+}
+
+
 def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The command line, with the environment defaults of the command that runs converted
     (EnvValueError names a variable its flag cannot take)."""
-    args = build_parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    # a command named first needs its own parser only; anything else (a flag, an unknown command,
+    # none) gets them all, for the help and the error that lists them
+    args = build_parser(words[0] if words else None).parse_args(words)
     resolve(args)
     return args
