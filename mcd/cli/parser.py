@@ -33,6 +33,26 @@ class UsageParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_INPUT, f"{self.prog}: error: {message}\nSee '{self.prog} --help'.\n")
 
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        # argparse asks shutil for the width on every add_argument, and importing shutil (bz2,
+        # lzma ...) costs a short command ~3 ms: the same width, found as shutil finds it
+        formatter: Any = self.formatter_class  # typeshed's protocol omits the width argument
+        return formatter(prog=self.prog, width=_terminal_columns() - 2)  # type: ignore[no-any-return]
+
+
+def _terminal_columns() -> int:
+    """shutil.get_terminal_size().columns: $COLUMNS, else the terminal of stdout, else 80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns > 0:
+        return columns
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):
+        return 80
+
 
 def version_flag(parser: argparse.ArgumentParser, prog: str) -> None:
     parser.add_argument("--version", action="version", version=f"{prog} {__version__}")
