@@ -30,14 +30,23 @@ SubParsers = argparse._SubParsersAction
 class UsageParser(argparse.ArgumentParser):
     """A usage error is one line and a hint, as kubectl prints it (not the whole usage first)."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_INPUT, f"{self.prog}: error: {message}\nSee '{self.prog} --help'.\n")
 
-    def _get_formatter(self) -> argparse.HelpFormatter:
-        # argparse asks shutil for the width on every add_argument, and importing shutil (bz2,
-        # lzma ...) costs a short command ~3 ms: the same width, found as shutil finds it
-        formatter: Any = self.formatter_class  # typeshed's protocol omits the width argument
-        return formatter(prog=self.prog, width=_terminal_columns() - 2)  # type: ignore[no-any-return]
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's formatter, its width found as shutil finds it: argparse imports shutil for it
+    (with bz2, lzma ...) on the first add_argument, ~3 ms of every short command."""
+
+    def __init__(
+        self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None
+    ) -> None:
+        columns = _terminal_columns() - 2 if width is None else width
+        super().__init__(prog, indent_increment, max_help_position, columns)
 
 
 def _terminal_columns() -> int:
