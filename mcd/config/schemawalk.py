@@ -15,20 +15,20 @@ random mutations.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 _ANNOTATIONS = frozenset({"$schema", "$comment", "title", "description", "definitions"})
 _KEYWORDS = frozenset({"type", "properties", "required", "items", "$ref"})
-# Draft 7's type names as jsonschema's checker decides them, "integer" as mcd.config.schema
-# redefines it (an int literal, never a bool or a float)
-_TYPES: dict[str, Callable[[object], bool]] = {
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list),
-    "string": lambda v: isinstance(v, str),
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
-    "integer": lambda v: type(v) is int,
+# Draft 7's type names as jsonschema's checker decides them (isinstance), "integer" as
+# mcd.config.schema redefines it (an int literal, never a bool or a float: checked apart)
+_TYPES: dict[str, tuple[type, ...]] = {
+    "object": (dict,),
+    "array": (list,),
+    "string": (str,),
+    "boolean": (bool,),
+    "null": (type(None),),
+    "integer": (),
 }
 
 
@@ -37,30 +37,46 @@ class _Unsupported(Exception):
 
 
 class _Node:
-    """One schema object, its $refs resolved: what a value at its place must satisfy."""
+    """One schema object, its $refs resolved: what a value at its place must satisfy.
 
-    __slots__ = ("accepts", "items", "properties", "required", "strict")
+    Speed: a rendered config has some 20,000 values; most are strings under a schema that only
+    types them (a leaf: no properties, items or required keys), checked in their parent's loop
+    without a call of their own."""
+
+    __slots__ = ("any_type", "integer", "items", "kinds", "leaf", "properties", "required", "strict")
 
     def __init__(self) -> None:
-        self.accepts: tuple[Callable[[object], bool], ...] | None = None  # None: any type
+        self.any_type = True  # no `type` keyword
+        self.kinds: tuple[type, ...] = ()  # isinstance of one of these: the type is accepted
+        self.integer = False  # an int literal is accepted too
         self.required: tuple[str, ...] = ()
         self.properties: dict[str, _Node] = {}
         self.items: _Node | None = None
         self.strict = False  # a key the properties do not name is reported (as a warning)
+        self.leaf = True
+
+    def finish(self) -> None:
+        self.leaf = not (self.required or self.properties or self.items is not None or self.strict)
 
     def clean(self, value: object) -> bool:
-        accepts = self.accepts
-        if accepts is not None and not any(accept(value) for accept in accepts):
+        if not (self.any_type or isinstance(value, self.kinds) or (self.integer and type(value) is int)):
             return False
         if isinstance(value, dict):
             for name in self.required:
                 if name not in value:
                     return False
-            properties = self.properties
+            properties, strict = self.properties, self.strict
             for key, item in value.items():
                 child = properties.get(key)
                 if child is None:
-                    if self.strict:
+                    if strict:
+                        return False
+                elif child.leaf:
+                    if not (
+                        child.any_type
+                        or isinstance(item, child.kinds)
+                        or (child.integer and type(item) is int)
+                    ):
                         return False
                 elif not child.clean(item):
                     return False
@@ -128,7 +144,8 @@ class _Compiler:
             elif keyword not in _KEYWORDS and keyword not in _ANNOTATIONS:
                 raise _Unsupported(keyword)
         if "type" in schema:
-            node.accepts = self._types(schema["type"])
+            node.any_type = False
+            node.kinds, node.integer = self._types(schema["type"])
         required = schema.get("required", [])
         if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
             raise _Unsupported("required")
@@ -139,6 +156,7 @@ class _Compiler:
         node.properties = {name: self.node(sub) for name, sub in properties.items()}
         if "items" in schema:
             node.items = self.node(schema["items"])
+        node.finish()
         return node
 
     def _ref(self, ref: object) -> _Node:
@@ -155,8 +173,8 @@ class _Compiler:
         return found
 
     @staticmethod
-    def _types(types: object) -> tuple[Callable[[object], bool], ...]:
+    def _types(types: object) -> tuple[tuple[type, ...], bool]:
         names = [types] if isinstance(types, str) else types
         if not isinstance(names, list) or not names or any(n not in _TYPES for n in names):
             raise _Unsupported(f"type {types!r}")
-        return tuple(_TYPES[n] for n in names)
+        return tuple(k for n in names for k in _TYPES[n]), "integer" in names
