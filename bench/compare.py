@@ -30,14 +30,24 @@ def main() -> int:
         rows += figures.get("compare", [])
         if "load" in figures:
             loads.append(f"{name}: {figures['load']}")
-    print(f"{'figure':40} {'mcd ms':>9} {'upstream ms':>12} {'speed-up':>9} {'goal':>6}  met")
+    print(f"{'figure':40} {'mcd ms':>9} {'upstream ms':>12} {'speed-up':>9} {'goal':>8}  met")
     for r in rows:
         print(
             f"{r['figure']!s:40} {r['mcd_ms']!s:>9} {_or_dash(r['upstream_ms']):>12} "
-            f"{_or_dash(r['speedup']):>9} {_or_dash(r['goal_speedup']):>6}  {_or_dash(r['met'])}"
+            f"{_or_dash(r['speedup']):>9} {_goal(r):>8}  {_or_dash(r['met'])}"
         )
     print("load average (before, after): " + "; ".join(loads))
     return 0
+
+
+def _goal(r: dict[str, object]) -> str:
+    """x1.5 (a speed-up over upstream), <=80ms (a time), both, or -."""
+    goals = []
+    if r.get("goal_speedup") is not None:
+        goals.append(f"x{r['goal_speedup']}")
+    if r.get("goal_ms") is not None:
+        goals.append(f"<={r['goal_ms']:g}ms")
+    return " ".join(goals) or "-"
 
 
 def _or_dash(value: object) -> str:

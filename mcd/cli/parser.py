@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -29,8 +30,37 @@ SubParsers = argparse._SubParsersAction
 class UsageParser(argparse.ArgumentParser):
     """A usage error is one line and a hint, as kubectl prints it (not the whole usage first)."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_INPUT, f"{self.prog}: error: {message}\nSee '{self.prog} --help'.\n")
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's formatter, its width found as shutil finds it: argparse imports shutil for it
+    (with bz2, lzma ...) on the first add_argument, ~3 ms of every short command."""
+
+    def __init__(
+        self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None
+    ) -> None:
+        columns = _terminal_columns() - 2 if width is None else width
+        super().__init__(prog, indent_increment, max_help_position, columns)
+
+
+def _terminal_columns() -> int:
+    """shutil.get_terminal_size().columns: $COLUMNS, else the terminal of stdout, else 80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns > 0:
+        return columns
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):
+        return 80
 
 
 def version_flag(parser: argparse.ArgumentParser, prog: str) -> None:
@@ -144,8 +174,10 @@ def _os_image_url_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Every command's flags, one function per command (`_add_<command>`)."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """Every command's flags, one function per command (`_add_<command>`); given the name of a
+    `command`, only that command's (what parsing its command line needs: a short command does
+    not build the nine others)."""
     parser = UsageParser(
         prog="mcd",
         description="Apply and explain OpenShift / Fedora CoreOS MachineConfigs (MCD compatible).",
@@ -155,8 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     version_flag(parser, "mcd")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=UsageParser)
-    commands = (_add_validate, _add_plan, _add_render, _add_start, _add_firstboot, _add_check_disk)
-    for add in (*commands, _add_status, _add_pool_controller, _add_version, _add_completion):
+    only = _ADDERS.get(command or "")
+    for add in _ADDERS.values() if only is None else (only,):
         add(sub)
     return parser
 
@@ -424,9 +456,27 @@ def _add_completion(sub: SubParsers[UsageParser]) -> None:
     comp.add_argument("shell", choices=("bash", "zsh"), metavar="SHELL", help="bash or zsh")
 
 
+# each command's name and the function that adds it, in the order `mcd --help` lists them
+_ADDERS = {
+    "validate": _add_validate,
+    "plan": _add_plan,
+    "render": _add_render,
+    "start": _add_start,
+    "firstboot-complete-machineconfig": _add_firstboot,
+    "check-disk": _add_check_disk,
+    "status": _add_status,
+    "pool-controller": _add_pool_controller,
+    "version": _add_version,
+    "completion": _add_completion,
+}
+
+
 def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The command line, with the environment defaults of the command that runs converted
     (EnvValueError names a variable its flag cannot take)."""
-    args = build_parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    # a command named first needs its own parser only; anything else (a flag, an unknown command,
+    # none) gets them all, for the help and the error that lists them
+    args = build_parser(words[0] if words else None).parse_args(words)
     resolve(args)
     return args

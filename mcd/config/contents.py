@@ -16,7 +16,6 @@ API (also for the host writer):
 
 from __future__ import annotations
 
-import hashlib
 import re
 import zlib
 from collections.abc import Iterator
@@ -31,7 +30,6 @@ CHUNK = 1 << 20
 # far above any real file of a node (the largest rendered configs carry files of a few MiB),
 # far below what a node's memory or /etc can take
 DEFAULT_MAX_FILE_SIZE = 256 << 20
-HASH_FUNCTIONS = {"sha512": hashlib.sha512, "sha256": hashlib.sha256}
 HASH_HEX_LENGTHS = {"sha512": 128, "sha256": 64}
 GZIP_WBITS = 16 + zlib.MAX_WBITS  # a gzip header and trailer around deflate data
 
@@ -69,7 +67,10 @@ def iter_contents(
     want = ""
     if res.hash is not None:
         kind, _, want = res.hash.partition("-")
-        hasher = HASH_FUNCTIONS[kind]()  # the parser checked the hash spec before
+        # hashlib here, not at the top: its OpenSSL binding costs every short command ~3 ms
+        import hashlib  # noqa: PLC0415
+
+        hasher = hashlib.new(kind)  # the parser checked the hash spec (sha256 or sha512) before
     pieces = _decoded(res.source, owner)
     if res.compression == "gzip":
         pieces = _gunzipped(pieces, owner)

@@ -15,8 +15,6 @@ from collections.abc import Callable, Iterable, Mapping
 from itertools import compress
 from typing import Any
 
-import yaml
-
 from mcd.config.findings import Finding, InputError, JsonPath
 from mcd.config.ignition import DEFAULT_PARSE, ParseOptions
 from mcd.config.machineconfig import (
@@ -25,11 +23,6 @@ from mcd.config.machineconfig import (
     machineconfig_from_ignition,
     machineconfig_from_object,
 )
-
-try:  # the C loader is ~10x faster on large rendered configs
-    _YamlLoader: Any = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover - PyYAML built without libyaml
-    _YamlLoader = yaml.SafeLoader
 
 LIST_KINDS = ("List", "MachineConfigList")
 
@@ -51,17 +44,7 @@ def parse_documents(data: bytes, source: str) -> list[tuple[JsonPath, object]]:
         # as kubectl: a document that starts like JSON is JSON, strictly (no YAML fallback that
         # would accept a trailing comma or a comment); several concatenated objects are a stream
         return _json_documents(text, source)
-    try:
-        # libyaml's composer recurses in C: scan the event stream first (iterative) so that deep
-        # nesting, self-referencing aliases and alias bombs are refused before anything is built
-        problem = _yaml_structure_problem(text)
-        if problem is not None:
-            raise InputError(source, [Finding((), problem)])
-        docs = [d for d in yaml.load_all(text, Loader=_YamlLoader) if d is not None]
-    except yaml.YAMLError as exc:
-        raise InputError(source, [Finding((), _yaml_message(exc))]) from None
-    except (ValueError, TypeError, OverflowError, RecursionError) as exc:  # odd scalars libyaml cannot build
-        raise InputError(source, [Finding((), f"invalid YAML: {exc}")]) from None
+    docs = _yaml_documents(text, source)
     if not docs:
         raise InputError(source, [Finding((), "empty document")])
     out: list[tuple[JsonPath, object]] = []
@@ -72,6 +55,27 @@ def parse_documents(data: bytes, source: str) -> list[tuple[JsonPath, object]]:
             raise InputError(source, problems)
         out.append((root, doc))
     return out
+
+
+def _yaml_documents(text: str, source: str) -> list[object]:
+    """The non-empty documents of a YAML stream; InputError for what cannot be one."""
+    # PyYAML here, not at the top: a JSON document never needs it, and its import is about
+    # 15 ms of a short command's start
+    import yaml  # noqa: PLC0415
+
+    # the C loader is ~10x faster on large rendered configs (absent: PyYAML built without libyaml)
+    loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        # libyaml's composer recurses in C: scan the event stream first (iterative) so that deep
+        # nesting, self-referencing aliases and alias bombs are refused before anything is built
+        problem = _yaml_structure_problem(yaml.parse(text, Loader=loader))
+        if problem is not None:
+            raise InputError(source, [Finding((), problem)])
+        return [d for d in yaml.load_all(text, Loader=loader) if d is not None]
+    except yaml.YAMLError as exc:
+        raise InputError(source, [Finding((), _yaml_message(exc))]) from None
+    except (ValueError, TypeError, OverflowError, RecursionError) as exc:  # odd scalars libyaml cannot build
+        raise InputError(source, [Finding((), f"invalid YAML: {exc}")]) from None
 
 
 MAX_DEPTH = 100
@@ -131,13 +135,15 @@ def _too_deep(value: object) -> bool:
     return False
 
 
-def _yaml_structure_problem(text: str) -> str | None:
+def _yaml_structure_problem(events: Iterable[Any]) -> str | None:
     """Depth and alias expansion of a YAML stream, from its events (no recursion, nothing built)."""
+    import yaml  # noqa: PLC0415 (as _yaml_documents)
+
     sizes: dict[str, int] = {}
     open_anchors: list[tuple[str | None, int]] = []  # (anchor, node count when it opened)
     count = 0
     depth = 0
-    for event in yaml.parse(text, Loader=_YamlLoader):
+    for event in events:
         if isinstance(event, yaml.AliasEvent):
             anchor = event.anchor
             if anchor not in sizes:
@@ -165,7 +171,7 @@ def _yaml_structure_problem(text: str) -> str | None:
     return None
 
 
-def _yaml_message(exc: yaml.YAMLError) -> str:
+def _yaml_message(exc: Exception) -> str:
     mark = getattr(exc, "problem_mark", None)
     problem = getattr(exc, "problem", None) or str(exc)
     if mark is not None:

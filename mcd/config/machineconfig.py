@@ -90,74 +90,20 @@ def machineconfig_from_object(
     alike in both are taken over from it (`mcd.config.reuse`) instead of being parsed again.
     """
     findings: list[Finding] = []
-    meta = obj.get("metadata") or {}
-    if not isinstance(meta, Mapping):
-        findings.append(Finding((*path, "metadata"), "expected an object"))
-        meta = {}
-    name = meta.get("name", "")
-    if not isinstance(name, str):
-        findings.append(Finding((*path, "metadata", "name"), "expected a string"))
-        name = ""
-    annotations = meta.get("annotations") or {}
-    if not isinstance(annotations, Mapping) or not all(isinstance(v, str) for v in annotations.values()):
-        findings.append(Finding((*path, "metadata", "annotations"), "expected an object of strings"))
-        annotations = {}
+    name, annotations = _metadata(obj, path, findings)
     spec = obj.get("spec")
     if spec is None:
         spec = {}
     if not isinstance(spec, Mapping):
         raise InputError(source, [Finding((*path, "spec"), "expected an object")])
-
-    def string(key: str) -> str:
-        value = spec.get(key)
-        if value is None:
-            return ""
-        if not isinstance(value, str):
-            findings.append(Finding((*path, "spec", key), f"expected a string, got {type(value).__name__}"))
-            return ""
-        return value
-
-    def strings(key: str) -> tuple[str, ...]:
-        value = spec.get(key)
-        if value is None:
-            return ()
-        if not isinstance(value, list):
-            findings.append(Finding((*path, "spec", key), "expected a list of strings"))
-            return ()
-        for i, item in enumerate(value):
-            if not isinstance(item, str):
-                findings.append(Finding((*path, "spec", key, i), "expected a string"))
-        return tuple(v for v in value if isinstance(v, str))
-
-    fips = spec.get("fips", False)
-    if fips is None:
-        fips = False
-    if not isinstance(fips, bool):
-        findings.append(Finding((*path, "spec", "fips"), "expected a boolean"))
-        fips = False
-    os_image_url = string("osImageURL")
-    kernel_type = string("kernelType")
-    base_ext = string("baseOSExtensionsContainerImage")
-    kargs = strings("kernelArguments")
-    extensions = strings("extensions")
-    # upstream's controller refuses an unknown kernelType (the pool degrades, the config is never
-    # rendered) and the daemon fails on an unknown extension: errors, kept beside the config so
-    # that `plan` can still say what the rest would do
-    notes = _unknown_fields(obj, path)
-    if kernel_type not in VALID_KERNEL_TYPES:
-        valid = ", ".join(repr(t) for t in VALID_KERNEL_TYPES)
-        notes.append(
-            Finding((*path, "spec", "kernelType"), f"kernelType={kernel_type} is invalid (want {valid})")
-        )
-    known = ostables.SUPPORTED_EXTENSIONS
-    notes += [
-        Finding(
-            (*path, "spec", "extensions", i),
-            f"invalid extension {ext!r}: supported are {', '.join(sorted(known))}",
-        )
-        for i, ext in enumerate(extensions)
-        if ext not in known
-    ]
+    read = _SpecReader(spec, (*path, "spec"), findings)
+    fips = read.boolean("fips")
+    os_image_url = read.string("osImageURL")
+    kernel_type = read.string("kernelType")
+    base_ext = read.string("baseOSExtensionsContainerImage")
+    kargs = read.strings("kernelArguments")
+    extensions = read.strings("extensions")
+    notes = _spec_notes(obj, path, kernel_type, extensions)
     if findings:
         raise InputError(source, findings)
     raw_ign = spec.get("config")
@@ -180,6 +126,87 @@ def machineconfig_from_object(
         spec_findings=tuple(notes),
         raw=obj,
     )
+
+
+def _metadata(
+    obj: Mapping[str, Any], path: JsonPath, findings: list[Finding]
+) -> tuple[str, Mapping[str, str]]:
+    """The name and annotations of `obj`; what is malformed is added to `findings` (and read empty)."""
+    meta = obj.get("metadata") or {}
+    if not isinstance(meta, Mapping):
+        findings.append(Finding((*path, "metadata"), "expected an object"))
+        meta = {}
+    name = meta.get("name", "")
+    if not isinstance(name, str):
+        findings.append(Finding((*path, "metadata", "name"), "expected a string"))
+        name = ""
+    annotations = meta.get("annotations") or {}
+    if not isinstance(annotations, Mapping) or not all(isinstance(v, str) for v in annotations.values()):
+        findings.append(Finding((*path, "metadata", "annotations"), "expected an object of strings"))
+        annotations = {}
+    return name, annotations
+
+
+class _SpecReader:
+    """Typed fields of a MachineConfig's spec: null or absent reads as empty, a value of the wrong
+    type is added to `findings` (and read empty)."""
+
+    def __init__(self, spec: Mapping[str, Any], path: JsonPath, findings: list[Finding]) -> None:
+        self.spec, self.path, self.findings = spec, path, findings
+
+    def boolean(self, key: str) -> bool:
+        value = self.spec.get(key)
+        if value is None:
+            return False
+        if not isinstance(value, bool):
+            self.findings.append(Finding((*self.path, key), "expected a boolean"))
+            return False
+        return value
+
+    def string(self, key: str) -> str:
+        value = self.spec.get(key)
+        if value is None:
+            return ""
+        if not isinstance(value, str):
+            self.findings.append(Finding((*self.path, key), f"expected a string, got {type(value).__name__}"))
+            return ""
+        return value
+
+    def strings(self, key: str) -> tuple[str, ...]:
+        value = self.spec.get(key)
+        if value is None:
+            return ()
+        if not isinstance(value, list):
+            self.findings.append(Finding((*self.path, key), "expected a list of strings"))
+            return ()
+        for i, item in enumerate(value):
+            if not isinstance(item, str):
+                self.findings.append(Finding((*self.path, key, i), "expected a string"))
+        return tuple(v for v in value if isinstance(v, str))
+
+
+def _spec_notes(
+    obj: Mapping[str, Any], path: JsonPath, kernel_type: str, extensions: tuple[str, ...]
+) -> list[Finding]:
+    """Errors kept beside the config: upstream's controller refuses an unknown kernelType (the pool
+    degrades, the config is never rendered) and the daemon fails on an unknown extension; kept
+    so that `plan` can still say what the rest would do."""
+    notes = _unknown_fields(obj, path)
+    if kernel_type not in VALID_KERNEL_TYPES:
+        valid = ", ".join(repr(t) for t in VALID_KERNEL_TYPES)
+        notes.append(
+            Finding((*path, "spec", "kernelType"), f"kernelType={kernel_type} is invalid (want {valid})")
+        )
+    known = ostables.SUPPORTED_EXTENSIONS
+    notes += [
+        Finding(
+            (*path, "spec", "extensions", i),
+            f"invalid extension {ext!r}: supported are {', '.join(sorted(known))}",
+        )
+        for i, ext in enumerate(extensions)
+        if ext not in known
+    ]
+    return notes
 
 
 def _ignition_doc(mc: MachineConfig) -> object:

@@ -7,24 +7,34 @@ Ignition decodes configs into Go structs: a key it does not know is a warning ("
 spec 3, "Config has unrecognized key: X" in spec 2), never an error, and an integer field takes
 only an integer literal (``420.0`` does not decode). Both rules are kept here.
 
-Speed: a rendered config carries thousands of files and hundreds of units that mostly share one
-shape. Items of the large lists are grouped by shape (keys and JSON types, recursively) and one
-item per shape is validated; since validity depends on nothing but the shape, the result holds
-for the whole group. Shapes with problems are re-validated item by item for exact messages.
+Speed: jsonschema is the validator, and every finding is its own; but importing it costs a
+short command about 100 ms, several times the rest of its start-up. So a config is first walked
+against the same schema files by `mcd.config.schemawalk`, which answers one question only: is
+there nothing to report? Only when it cannot prove that (a finding, or a keyword it does not
+know) is jsonschema imported and run (tests/unit/test_schema_walk.py holds the two to the same
+verdict on every case table, fixture and random mutations).
+
+On that path, a rendered config carries thousands of files and hundreds of units that mostly
+share one shape. Items of the large lists are grouped by shape (keys and JSON types,
+recursively) and one item per shape is validated; since validity depends on nothing but the
+shape, the result holds for the whole group. Shapes with problems are re-validated item by item
+for exact messages.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Collection, Iterator, Mapping
 from functools import cache
-from importlib import resources
-from typing import Any
-
-from jsonschema import Draft7Validator, ValidationError, validators
-from jsonschema.protocols import Validator
+from typing import TYPE_CHECKING, Any
 
 from mcd.config.findings import Finding, JsonPath
+from mcd.config.schemawalk import Walker
+
+if TYPE_CHECKING:  # jsonschema itself is imported only when a config is not known clean
+    from jsonschema import ValidationError
+    from jsonschema.protocols import Validator
 
 SUPPORTED_VERSIONS: tuple[str, ...] = ("3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0", "3.5.0", "2.2.0")
 
@@ -44,7 +54,14 @@ def validate_ignition_schema(
     sorted by path, then message. `known`: indices of list items known to be valid (declared
     alike in a config validated before, `mcd.config.reuse`), by (section, key): not checked.
     """
-    spec = _spec(version)
+    if version not in SUPPORTED_VERSIONS:
+        raise ValueError(
+            f"unsupported Ignition spec version {version!r}: expected one of {SUPPORTED_VERSIONS}"
+        )
+    walker = _walker(version)
+    if walker is not None and walker.clean_document(doc, known):
+        return []
+    spec = _compile(version)
     if not isinstance(doc, dict):
         return _sorted(_findings(spec, spec.root, doc, ()))
     out: list[Finding] = []
@@ -83,20 +100,27 @@ class _Spec:
         self.unknown = unknown
 
 
-def _spec(version: str) -> _Spec:
-    if version not in SUPPORTED_VERSIONS:
-        raise ValueError(
-            f"unsupported Ignition spec version {version!r}: expected one of {SUPPORTED_VERSIONS}"
-        )
-    return _compile(version)
+def _schema(version: str) -> dict[str, Any]:
+    """The schema file of spec `version`: package data, read by the package's own loader (what
+    pkgutil.get_data does; importlib.resources would cost a short command the import of
+    zipfile, tempfile and threading)."""
+    name = "ignition-" + version.rsplit(".", 1)[0] + ".json"
+    loader: Any = __spec__.loader
+    data: bytes = loader.get_data(os.path.join(os.path.dirname(__file__), "schemas", name))
+    schema: dict[str, Any] = json.loads(data)
+    return schema
+
+
+@cache
+def _walker(version: str) -> Walker | None:
+    """The schema of spec `version` compiled for the walker, once per version (as `_compile`)."""
+    return Walker.of(_schema(version), _UNKNOWN_KEYS)
 
 
 @cache
 def _compile(version: str) -> _Spec:
-    name = "ignition-" + version.rsplit(".", 1)[0] + ".json"
-    text = resources.files("mcd.config").joinpath("schemas").joinpath(name).read_text(encoding="utf-8")
-    schema: dict[str, Any] = json.loads(text)
-    root = _VALIDATOR_CLASS(schema)
+    schema = _schema(version)
+    root = _validator_class(schema)
     definitions: dict[str, Any] = schema["definitions"]
 
     def resolve(node: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -122,6 +146,8 @@ def _is_integer(_checker: object, instance: object) -> bool:
 def _type(
     validator: Validator, types: str | list[str], instance: Any, _schema: object
 ) -> Iterator[ValidationError]:
+    from jsonschema import ValidationError  # noqa: PLC0415 (only for a config not known clean)
+
     wanted = [types] if isinstance(types, str) else types
     if not any(validator.is_type(instance, t) for t in wanted):
         yield ValidationError(f"expected {' or '.join(wanted)}, got {_describe(instance)}")
@@ -130,6 +156,8 @@ def _type(
 def _required(
     validator: Validator, required: list[str], instance: Any, _schema: object
 ) -> Iterator[ValidationError]:
+    from jsonschema import ValidationError  # noqa: PLC0415 (only for a config not known clean)
+
     if validator.is_type(instance, "object"):
         for name in required:
             if name not in instance:
@@ -139,6 +167,8 @@ def _required(
 def _unknown_keys(
     validator: Validator, _mode: object, instance: Any, schema: Mapping[str, Any]
 ) -> Iterator[ValidationError]:
+    from jsonschema import ValidationError  # noqa: PLC0415 (only for a config not known clean)
+
     if validator.is_type(instance, "object"):
         known = schema.get("properties", {})
         for key in instance:
@@ -147,11 +177,17 @@ def _unknown_keys(
                 yield ValidationError(str(key), path=(key,))
 
 
-_VALIDATOR_CLASS: Any = validators.extend(  # type: ignore[no-untyped-call]
-    Draft7Validator,
-    validators={"type": _type, "required": _required, _UNKNOWN_KEYS: _unknown_keys},
-    type_checker=Draft7Validator.TYPE_CHECKER.redefine("integer", _is_integer),
-)
+def _validator_class(schema: Mapping[str, Any]) -> Validator:
+    """A Draft 7 validator of `schema` with mcd's type, required and unknown-key rules."""
+    from jsonschema import Draft7Validator, validators  # noqa: PLC0415 (as above)
+
+    cls: Any = validators.extend(  # type: ignore[no-untyped-call]
+        Draft7Validator,
+        validators={"type": _type, "required": _required, _UNKNOWN_KEYS: _unknown_keys},
+        type_checker=Draft7Validator.TYPE_CHECKER.redefine("integer", _is_integer),
+    )
+    validator: Validator = cls(schema)
+    return validator
 
 
 # --- findings ---------------------------------------------------------------------------------------

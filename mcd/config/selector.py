@@ -84,7 +84,17 @@ def selector_text(selector: Mapping[str, Any]) -> str:
     for expr in selector.get("matchExpressions") or []:
         key, op = str(expr.get("key", "")), expr.get("operator", "")
         values = ",".join(sorted(str(v) for v in expr.get("values") or []))
-        text = {"In": f"{key} in ({values})", "NotIn": f"{key} notin ({values})", "Exists": key,
-                "DoesNotExist": f"!{key}"}.get(op, f"{key} {op}")  # fmt: skip
-        parts.append((key, text))
+        parts.append((key, _expression_text(key, op, values)))
     return ",".join(t for _, t in sorted(parts))
+
+
+def _expression_text(key: str, op: object, values: str) -> str:
+    if op == "In":
+        return f"{key} in ({values})"
+    if op == "NotIn":
+        return f"{key} notin ({values})"
+    if op == "Exists":
+        return key
+    if op == "DoesNotExist":
+        return f"!{key}"
+    return f"{key} {op}"

@@ -23,8 +23,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from mcd.planner.managed_paths import CLOUD_CA, IMAGE_CA_DIR, INTERNAL_REGISTRY_PULL_SECRET, KUBELET_CA
 
 CONTROLLER_CONFIG = "machine-config-controller"
@@ -315,6 +313,9 @@ def merge_server_ca(bundle: bytes, kubeconfig: bytes) -> CaMerge:
     is not in it; it then names every readable certificate of the bundle. The kubelet restarts
     when one of the new certificates is not of QUIET_SIGNERS.
     """
+    # PyYAML only for a CA rotation: a plan without one does not pay its import (~15 ms)
+    import yaml  # noqa: PLC0415
+
     try:
         doc = yaml.safe_load(kubeconfig)
         cluster = doc["clusters"][0]["cluster"]
@@ -365,6 +366,8 @@ def merge_server_ca(bundle: bytes, kubeconfig: bytes) -> CaMerge:
 def with_cluster_ca(kubeconfig: bytes, ca: bytes) -> bytes:
     """`kubeconfig` with its first cluster's CA set to `ca`, the rest kept (the kubelet's own,
     at a restart for a rotation)."""
+    import yaml  # noqa: PLC0415 (as merge_server_ca)
+
     try:
         doc = yaml.safe_load(kubeconfig)
         doc["clusters"][0]["cluster"][CA_DATA] = base64.b64encode(ca).decode()

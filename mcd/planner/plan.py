@@ -162,20 +162,11 @@ def plan(
         )
     old_ign = old.config or old.ignition.partial or EMPTY_IGNITION
     new_ign = new.config or EMPTY_IGNITION
-    registries_safe = _registries_check(old_ign, new_ign)
     if legacy:
         changes, actions, action_rule = _legacy_actions(d, facts)
     else:
         changes, actions, action_rule = _policy_actions(d, facts, policies)
-    drain = policy.drain_required(
-        actions,
-        legacy=legacy,
-        registries_changed=REGISTRIES_CONF in d.changed_paths,
-        registries_change_safe=registries_safe,
-    )
-    drain_rule = _drain_rule(drain, actions, d)
-    if facts.topology == SINGLE_REPLICA:
-        drain, drain_rule = False, "single-node topology (SingleReplica): drain skipped"
+    drain, drain_rule = _drain(d, facts, actions, legacy, _registries_check(old_ign, new_ign))
     os_step = _os_step(old, new, d, facts)
     steps: list[Step] = []
     notes: list[str] = _os_skipped_note(d, facts)
@@ -216,6 +207,25 @@ def plan(
         tuple(notes),
         tuple(repairs),
     )
+
+
+def _drain(
+    d: ConfigDiff,
+    facts: Facts,
+    actions: Sequence[PostConfigAction],
+    legacy: bool,
+    registries_safe: Callable[[], bool],
+) -> tuple[bool, str]:
+    """Whether the update drains the node first, and the rule that decided it."""
+    drain = policy.drain_required(
+        actions,
+        legacy=legacy,
+        registries_changed=REGISTRIES_CONF in d.changed_paths,
+        registries_change_safe=registries_safe,
+    )
+    if facts.topology == SINGLE_REPLICA:
+        return False, "single-node topology (SingleReplica): drain skipped"
+    return drain, _drain_rule(drain, actions, d)
 
 
 def _registries_check(old: IgnitionConfig, new: IgnitionConfig) -> Callable[[], bool]:

@@ -22,7 +22,6 @@ failure parses first.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -151,6 +150,8 @@ def parse_registries_conf(text: str | None) -> RegistriesConf:
 
     Raises RegistriesError for invalid TOML or a known key holding a value of the wrong type.
     """
+    import tomllib  # noqa: PLC0415 (only when registries.conf changes: ~3 ms of start-up)
+
     try:
         doc = tomllib.loads(text or "")
         f = _fields(doc, _TOP_KEYS)

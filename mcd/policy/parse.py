@@ -148,6 +148,29 @@ def _parse_document(
     allowed = STATUS_ACTION_TYPES if status else SPEC_ACTION_TYPES
     limit = MAX_STATUS_ENTRIES if status else MAX_SPEC_ENTRIES
 
+    files, findings = _file_policies(obj, path, limit, allowed, origin)
+    units, found = _unit_policies(obj, path, limit, allowed, origin)
+    findings += found
+    sshkey: tuple[Action, ...] = ()
+    ssh_obj = obj.get("sshkey")
+    if ssh_obj is not None:
+        if not isinstance(ssh_obj, Mapping):
+            findings.append(_type_finding((*path, "sshkey"), ssh_obj, "object"))
+        elif ssh_obj.get("actions") is not None:
+            # Go clients always serialise `sshkey: {actions: null}`; treat null like absent
+            sshkey, found = _parse_actions(ssh_obj["actions"], (*path, "sshkey", "actions"), allowed)
+            findings += found
+
+    errors = [f for f in findings if f.severity == "error"]
+    if errors:
+        return None, findings
+    return ClusterPolicies(tuple(files), tuple(units), sshkey, origin), findings
+
+
+def _file_policies(
+    obj: Mapping[str, object], path: JsonPath, limit: int, allowed: Sequence[str], origin: str
+) -> tuple[list[FilePolicy], list[Finding]]:
+    """The `files` entries of a policy document, and what is wrong with them."""
     files: list[FilePolicy] = []
     items, findings = _entries(obj, "files", path, limit)
     seen: set[str] = set()
@@ -177,13 +200,18 @@ def _parse_document(
         findings += found
         if isinstance(file_path, str):
             files.append(FilePolicy(file_path, actions, origin))
+    return files, findings
 
+
+def _unit_policies(
+    obj: Mapping[str, object], path: JsonPath, limit: int, allowed: Sequence[str], origin: str
+) -> tuple[list[UnitPolicy], list[Finding]]:
+    """The `units` entries of a policy document, and what is wrong with them."""
     units: list[UnitPolicy] = []
-    items, found = _entries(obj, "units", path, limit)
-    findings += found
-    seen = set()
+    items, findings = _entries(obj, "units", path, limit)
+    seen: set[str] = set()
     for i, item in enumerate(items):
-        at = (*path, "units", i)
+        at: JsonPath = (*path, "units", i)
         if not isinstance(item, Mapping):
             findings.append(_type_finding(at, item, "object"))
             continue
@@ -203,21 +231,7 @@ def _parse_document(
         findings += found
         if isinstance(name, str):
             units.append(UnitPolicy(name, actions, origin))
-
-    sshkey: tuple[Action, ...] = ()
-    ssh_obj = obj.get("sshkey")
-    if ssh_obj is not None:
-        if not isinstance(ssh_obj, Mapping):
-            findings.append(_type_finding((*path, "sshkey"), ssh_obj, "object"))
-        elif ssh_obj.get("actions") is not None:
-            # Go clients always serialise `sshkey: {actions: null}`; treat null like absent
-            sshkey, found = _parse_actions(ssh_obj["actions"], (*path, "sshkey", "actions"), allowed)
-            findings += found
-
-    errors = [f for f in findings if f.severity == "error"]
-    if errors:
-        return None, findings
-    return ClusterPolicies(tuple(files), tuple(units), sshkey, origin), findings
+    return units, findings
 
 
 def merge_policies(defaults: ClusterPolicies, user: Mapping[str, object], path: JsonPath) -> ClusterPolicies:

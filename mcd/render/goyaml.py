@@ -112,10 +112,8 @@ def _requested_style(text: str) -> str:
 
 
 _BREAKS = "\n\r\x85\u2028\u2029"
-_ESCAPES = {
-    "\0": "0", "\a": "a", "\b": "b", "\t": "t", "\n": "n", "\v": "v", "\f": "f", "\r": "r",
-    "\x1b": "e", '"': '"', "\\": "\\", "\x85": "N", "\xa0": "_", "\u2028": "L", "\u2029": "P",
-}  # fmt: skip
+# each character yaml.v2 writes as a backslash escape, and the letter after the backslash
+_ESCAPES = dict(zip('\0\a\b\t\n\v\f\r\x1b"\\\x85\xa0\u2028\u2029', '0abtnvfre"\\N_LP', strict=True))
 # characters yaml.v2 refuses to read raw (its reader's rule), which Go's JSON encoder does not
 # escape: upstream's hashing fails on them, and so does ours
 _UNREADABLE = re.compile("[\x7f-\x84\x86-\x9f\ufffe\uffff]")
@@ -128,11 +126,22 @@ def unreadable_character(text: str) -> str | None:
 
 
 # characters yaml.v2 does not print (it escapes them in double quotes)
-_NOT_PRINTABLE = re.compile(r"[^\n\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd]")
+_NOT_PRINTABLE = r"[^\n\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd]"
 # what each scalar writer treats one character at a time; it copies the runs between them whole
 _PLAIN_SPECIAL = re.compile(r"[ \n\r\x85\u2028\u2029]")
 _BREAK = re.compile(r"[\n\r\x85\u2028\u2029]")
-_QUOTED_SPECIAL = re.compile(r"[^\x21\x23-\x5b\x5d-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd]")
+_QUOTED_SPECIAL = r"[^\x21\x23-\x5b\x5d-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd]"
+# The two classes above take sre ~8 ms each to compile (a table for their wide ranges): a short
+# command compiles them only for a scalar that is not ASCII (`re` keeps them compiled after).
+# On ASCII text these narrower classes match exactly the same characters.
+_NOT_PRINTABLE_ASCII = re.compile(r"[^\n\x20-\x7e]")
+_QUOTED_SPECIAL_ASCII = re.compile(r"[^\x21\x23-\x5b\x5d-\x7e]")
+
+
+def _class_for(text: str, ascii_class: re.Pattern[str], full_class: str) -> re.Pattern[str]:
+    return ascii_class if text.isascii() else re.compile(full_class)
+
+
 # a word of printable ASCII: plain, quoted and block styles all allowed (most of a config's text:
 # data URLs, paths, names), unless it starts with an indicator
 _WORD = re.compile(r"[\x21-\x7e]+")
@@ -177,7 +186,7 @@ class _GoEmitter(Emitter):
                 allow_block=True,
             )
         analysis = super().analyze_scalar(scalar)
-        if _NOT_PRINTABLE.search(scalar):
+        if _class_for(scalar, _NOT_PRINTABLE_ASCII, _NOT_PRINTABLE).search(scalar):
             # only double quotes can hold a character yaml.v2 does not print
             analysis.allow_flow_plain = analysis.allow_block_plain = False
             analysis.allow_single_quoted = analysis.allow_block = False
@@ -280,7 +289,8 @@ class _GoEmitter(Emitter):
             return
         spaces = False
         last = len(text) - 1
-        for i, piece in _pieces(text, _QUOTED_SPECIAL):
+        special = _class_for(text, _QUOTED_SPECIAL_ASCII, _QUOTED_SPECIAL)
+        for i, piece in _pieces(text, special):
             if piece == " ":
                 if split and not spaces and self.column > self.best_width and 0 < i < last:
                     self._indent()
@@ -289,7 +299,7 @@ class _GoEmitter(Emitter):
                 else:
                     self._put(piece)
                 spaces = True
-            elif len(piece) == 1 and _QUOTED_SPECIAL.fullmatch(piece):
+            elif len(piece) == 1 and special.fullmatch(piece):
                 self._escape(piece)
                 spaces = False
             else:

@@ -23,8 +23,20 @@ EX = REPO / "examples"
 pytestmark = pytest.mark.allow_commands
 
 FORBIDDEN = (
-    "kubernetes", "urllib3", "dbus", "jeepney", "systemd", "prometheus_client", "pyinotify", "mcd_sim",
-    "mcd.host", "mcd.kube", "mcd.agent", "mcd.controller", "mcd.update", "mcd.runtime",
+    "kubernetes",
+    "urllib3",
+    "dbus",
+    "jeepney",
+    "systemd",
+    "prometheus_client",
+    "pyinotify",
+    "mcd_sim",
+    "mcd.host",
+    "mcd.kube",
+    "mcd.agent",
+    "mcd.controller",
+    "mcd.update",
+    "mcd.runtime",
 )
 PURE = {
     "help": ["--help"],
@@ -62,6 +74,21 @@ def test_a_pure_command_loads_nothing_of_a_cluster_or_a_node(name: str, tmp_path
     code, modules = loaded_by(PURE[name], tmp_path)
     assert code in (0, None)
     assert forbidden(modules) == []
+
+
+@pytest.mark.parametrize("name", ["validate", "plan", "render"])
+def test_a_clean_input_is_validated_without_importing_jsonschema(name: str, tmp_path: Path) -> None:
+    """About 100 ms of start-up: the schema walker (mcd.config.schemawalk) proves these clean."""
+    _, modules = loaded_by(PURE[name], tmp_path)
+    assert "jsonschema" not in modules
+
+
+def test_jsonschema_reports_what_is_wrong(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"ignition": {"version": "3.4.0"}, "storage": {"files": [{"mode": 420}]}}))
+    code, modules = loaded_by(["validate", str(bad)], tmp_path)
+    assert code == 1
+    assert "jsonschema" in modules
 
 
 def test_the_probe_sees_a_command_that_does_load_the_host(tmp_path: Path) -> None:

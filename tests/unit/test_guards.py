@@ -18,9 +18,9 @@ REPO = Path(__file__).resolve().parents[2]
 PURE_PACKAGES = ("config", "node", "planner", "policy", "render")
 PURE_MODULES: tuple[str, ...] = ()
 BANNED_IMPORTS = (
-    "subprocess", "socket", "kubernetes", "dbus", "pyinotify", "shutil", "tempfile",
-    "mcd.host", "mcd.kube.client",
-)  # fmt: skip
+    *("subprocess", "socket", "kubernetes", "dbus", "pyinotify", "shutil", "tempfile"),
+    *("mcd.host", "mcd.kube.client"),
+)
 # Modules whose `open` attribute opens a file (os.open, io.open …), as opposed to e.g. `tar.open`.
 OPENERS = ("os", "io", "builtins", "codecs")
 

@@ -18,8 +18,9 @@ PURE = ("config", "planner", "policy", "render")
 ROOT = Path(__file__).resolve().parents[2] / "mcd"
 CACHE_DECORATORS = {"cache", "lru_cache", "cached_property"}
 # module-level names allowed to hold a memo: the JSON Schemas shipped with the package, compiled
-# once per spec version: constants of the program, not anything a caller gave
-ALLOWED = {("mcd/config/schema.py", "_compile")}
+# once per spec version (for jsonschema, and for the walker that spares it a clean config):
+# constants of the program, not anything a caller gave
+ALLOWED = {("mcd/config/schema.py", "_compile"), ("mcd/config/schema.py", "_walker")}
 
 
 def _modules() -> list[Path]:

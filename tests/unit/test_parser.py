@@ -19,6 +19,7 @@ from mcd.config.findings import InputError
 from mcd.config.machineconfig import MachineConfig, machineconfig_from_object
 from mcd.config.parser import Parser
 from tests.casefiles import CASES_DIR
+from tests.unit.test_schema_walk import assert_walker_agrees
 
 REPO = Path(__file__).resolve().parents[2]
 Doc = dict[str, Any]
@@ -81,7 +82,9 @@ def _parse(obj: Doc, parser: Parser | None) -> MachineConfig | InputError:
 
 
 def assert_same_verdict(obj: Doc, *primers: Doc) -> None:
-    """`obj` parsed from nothing, and by a Parser that has parsed `primers` (and `obj`) before."""
+    """`obj` parsed from nothing, and by a Parser that has parsed `primers` (and `obj`) before;
+    and the schema walker's verdict on its Ignition config is jsonschema's."""
+    assert_walker_agrees(obj["spec"]["config"])
     fresh = _verdict(_parse(obj, None))
     parser = Parser()
     for primer in primers:
@@ -120,6 +123,11 @@ def _table_docs() -> list[Any]:
 
 
 TABLE_DOCS = _table_docs()
+
+
+@pytest.mark.parametrize("ign", TABLE_DOCS)
+def test_the_schema_walker_agrees_with_jsonschema_on_every_table_config(ign: Doc) -> None:
+    assert_walker_agrees(ign)
 
 
 def test_the_tables_hold_configs_to_compare() -> None:

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from mcd.render import RenderError, render_pool, rendered_name
+from mcd.render import RenderError, goyaml, render_pool, rendered_name
 from mcd.render.goyaml import go_yaml
 
 TABLES = Path(__file__).resolve().parents[1] / "fixtures" / "render"
@@ -76,3 +79,20 @@ def test_text_upstream_cannot_hash_is_refused_where_it_is(character: str) -> Non
     assert (caught.value.index, caught.value.name) == (0, "10-unit")
     assert caught.value.path == ("spec", "config", "systemd", "units", 0, "contents")
     assert f"U+{ord(character):04X}" in caught.value.message
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=0x7F)))
+def test_the_narrow_ascii_classes_match_as_the_full_ones_on_ascii_text(text: str) -> None:
+    """goyaml compiles its two wide character classes only for text that is not ASCII."""
+    for narrow, full in (
+        (goyaml._NOT_PRINTABLE_ASCII, goyaml._NOT_PRINTABLE),
+        (goyaml._QUOTED_SPECIAL_ASCII, goyaml._QUOTED_SPECIAL),
+    ):
+        assert goyaml._class_for(text, narrow, full) is narrow
+        assert narrow.findall(text) == re.findall(full, text)
+
+
+def test_text_that_is_not_ascii_gets_the_full_class() -> None:
+    pattern = goyaml._class_for("é\u2028", goyaml._QUOTED_SPECIAL_ASCII, goyaml._QUOTED_SPECIAL)
+    assert pattern.pattern == goyaml._QUOTED_SPECIAL
+    assert pattern.findall("é\u2028\x01 a") == ["\u2028", "\x01", " "]

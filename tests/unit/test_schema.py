@@ -387,11 +387,13 @@ def configs(draw: st.DrawFn) -> tuple[str, Any]:
 def test_memoised_validation_equals_plain_validation(case: tuple[str, Any]) -> None:
     version, doc = case
     assert validate_ignition_schema(doc, version) == plain_validation(doc, version)
+    walker = schema._walker(version)
+    assert walker is not None and walker.clean(doc) == (plain_validation(doc, version) == [])
 
 
 def plain_validation(doc: object, version: str) -> list[Any]:
     """The findings without memoisation: the whole document through the compiled schema at once."""
-    spec = schema._spec(version)
+    spec = schema._compile(version)
     return schema._sorted(schema._findings(spec, spec.root, doc, ()))
 
 
