@@ -29,6 +29,7 @@ from mcd.host.facts import node_is_el
 from mcd.host.reboot import RebootError
 from mcd.host.root import HostRoot
 from mcd.host.rootlock import DEFAULT_TIMEOUT as DEFAULT_LOCK_TIMEOUT
+from mcd.host.rpmdb import RpmQueryError
 from mcd.host.rpmostree import RpmOstreeError, unsupported_packages
 from mcd.host.runner import Runner
 from mcd.host.systemd import OfflineSystemctl
@@ -243,6 +244,12 @@ class NodeApplier:
         host = self.host()
         if not mc.extensions or host.rpmostree is None or not node_is_el(host):
             return None
+        if host.rpmdb is not None and (mc.ocl_image or self.disk_image()):
+            # image mode: the image carries the packages, rpm-ostree layers none; rpm is asked
+            try:
+                return host.rpmdb.extensions_verdict(mc.extensions)
+            except RpmQueryError as exc:
+                raise HostCommandError(str(exc)) from None
         try:
             booted = host.rpmostree.status().booted
         except RpmOstreeError as exc:

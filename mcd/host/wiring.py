@@ -14,6 +14,7 @@ from mcd.host.files import FileWriter
 from mcd.host.reboot import Rebooter, Reboots
 from mcd.host.root import HostRoot
 from mcd.host.rootlock import DEFAULT_TIMEOUT
+from mcd.host.rpmdb import RpmDb
 from mcd.host.rpmostree import RpmOstree
 from mcd.host.runner import ChrootRunner, Runner
 from mcd.host.ssh import SshKeyWriter
@@ -41,6 +42,8 @@ class Host:
     live: bool = False
     # how long an update or a reader waits for another process's lock on the root
     lock_timeout: float = DEFAULT_TIMEOUT
+    # the booted deployment's package database (CoreOS): what an image-mode node's image carries
+    rpmdb: RpmDb | None = None
 
     @classmethod
     def for_root(
@@ -77,6 +80,7 @@ class Host:
             rpmostree=RpmOstree(host_runner, binary=rpmostree_binary, root=root) if coreos else None,
             rebooter=Rebooter(host_runner, coreos=coreos),
             live=live,
+            rpmdb=RpmDb(host_runner, root, chrooted=host_runner is not runner) if coreos else None,
         )
 
 
