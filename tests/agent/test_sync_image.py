@@ -15,8 +15,8 @@ from mcd_sim.sandbox import make_sandbox_root
 
 from mcd.agent.sync import Result
 from mcd.host.runner import SubprocessRunner
-from mcd.node.errors import McdError
 from mcd.node import annotations as ann
+from mcd.node.errors import McdError
 
 pytestmark = pytest.mark.allow_commands
 
