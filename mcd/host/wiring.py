@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mcd.host.accounts import Accounts
+from mcd.host.bootloader import Bootloader
 from mcd.host.dirsync import DirSync
 from mcd.host.files import FileWriter
 from mcd.host.reboot import Rebooter, Reboots
@@ -44,6 +45,9 @@ class Host:
     lock_timeout: float = DEFAULT_TIMEOUT
     # the booted deployment's package database (CoreOS): what an image-mode node's image carries
     rpmdb: RpmDb | None = None
+    # a running CoreOS node's bootloader, updated before a rebase on Secure Boot hosts (None:
+    # not CoreOS, or a root that is not a running system, which has no bootloader of its own)
+    bootloader: Bootloader | None = None
 
     @classmethod
     def for_root(
@@ -81,6 +85,7 @@ class Host:
             rebooter=Rebooter(host_runner, coreos=coreos),
             live=live,
             rpmdb=RpmDb(host_runner, root, chrooted=host_runner is not runner) if coreos else None,
+            bootloader=Bootloader(host_runner, root) if coreos and live else None,
         )
 
 

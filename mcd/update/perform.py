@@ -164,6 +164,9 @@ class StepRunner:
                         case st.LinkPullSecret():
                             rpm.link_pull_secret()
                         case st.Rebase(image=image):
+                            if host.bootloader is not None:
+                                # a Secure Boot host must trust the new image's signing keys first
+                                host.bootloader.update_before_rebase(image)
                             rpm.rebase(image)
                         case st.OsCommand(argv=argv):
                             rpm.run_planned(argv)

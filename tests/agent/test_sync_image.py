@@ -83,8 +83,14 @@ def _booted_into_image(
     root = make_sandbox_root(tmp_path / "root", coreos=True)
     runner = SubprocessRunner()
     lay_down(root, WITH_USBGUARD, runner)
-    api = MemoryApi({ann.CURRENT_CONFIG: "rendered-a", ann.DESIRED_CONFIG: "rendered-a", ann.STATE: "Done",
-                     ann.DESIRED_IMAGE: IMAGE})  # fmt: skip
+    api = MemoryApi(
+        {
+            ann.CURRENT_CONFIG: "rendered-a",
+            ann.DESIRED_CONFIG: "rendered-a",
+            ann.STATE: "Done",
+            ann.DESIRED_IMAGE: IMAGE,
+        }
+    )
     api.mcs["rendered-a"] = WITH_USBGUARD
     assert syncer(root, api, runner).sync(boot=True) is Result.SIMULATED_REBOOT
     runner.run(["rpm-ostree", "standin-reboot"])
