@@ -23,7 +23,7 @@ from mcd.agent.applied import Applied, ApplyError, action_event, service_action
 from mcd.agent.errors import HostCommandError
 from mcd.config.ignition import IgnitionConfig
 from mcd.config.machineconfig import MachineConfig
-from mcd.host import atomicfs, bootfiles, ondisk, rootlock, state, unitdirs
+from mcd.host import atomicfs, bootfiles, nicnames, ondisk, rootlock, state, unitdirs
 from mcd.host.errors import HostError
 from mcd.host.facts import node_is_el
 from mcd.host.reboot import RebootError
@@ -224,6 +224,13 @@ class NodeApplier:
         try:
             return bootfiles.remove_ignition_preset(self.root)
         except bootfiles.BootFileError as exc:
+            raise McdError(str(exc)) from None
+
+    def persist_nic_names(self) -> None:
+        """Upstream's PersistNetworkInterfaces at the first sync (`mcd.host.nicnames`)."""
+        try:
+            nicnames.for_host(self.host())
+        except nicnames.NicNamesError as exc:
             raise McdError(str(exc)) from None
 
     def finalize_failure(self) -> str | None:

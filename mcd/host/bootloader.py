@@ -15,7 +15,7 @@ import logging
 import os
 import uuid
 
-from mcd.host import atomicfs
+from mcd.host.osrelease import os_version, read_os_release
 from mcd.host.root import HostRoot, PathEscapeError
 from mcd.host.runner import CommandError, Runner
 from mcd.planner.managed_paths import INTERNAL_REGISTRY_PULL_SECRET
@@ -24,7 +24,6 @@ from mcd.planner.rpmostree_args import node_arch
 LOG = logging.getLogger(__name__)
 
 KUBELET_AUTH = "/var/lib/kubelet/config.json"
-OS_RELEASE_PATHS = ("/etc/os-release", "/usr/lib/os-release")
 UPDATE_SERVICE = "bootloader-update.service"
 SECURE_BOOT_ON = "SecureBoot enabled"
 # the machines whose Secure Boot chain the update is for (upstream's GOARCH check)
@@ -36,26 +35,6 @@ _SYSTEMD_RUN = ("systemd-run", "-p", "EnvironmentFile=-/etc/mco/proxy.env", "--c
 
 class BootloaderError(RuntimeError):
     """A step of the bootloader update failed (logged as a warning by `update_before_rebase`)."""
-
-
-def os_version(os_release: str) -> tuple[int, int]:
-    """The base OS (major, minor) of an os-release text as upstream reads it: RHEL_VERSION, else
-    VERSION without the OpenShift release prefix, else VERSION_ID; -1 for a part not a number."""
-    fields: dict[str, str] = {}
-    for line in os_release.splitlines():
-        key, sep, value = line.partition("=")
-        if sep:
-            fields[key.strip()] = value.strip().strip("\"'")
-    version = fields.get("VERSION_ID", "")
-    prefix = fields.get("OPENSHIFT_VERSION", "").replace(".", "") + "."
-    if "RHEL_VERSION" in fields:
-        version = fields["RHEL_VERSION"]
-    elif "OPENSHIFT_VERSION" in fields and fields.get("VERSION", "").startswith(prefix):
-        version = fields["VERSION"].replace(prefix, "")
-    parts = version.split(".", 2)
-    major = int(parts[0]) if parts[0].isdigit() else -1
-    minor = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else -1
-    return major, minor
 
 
 class Bootloader:
@@ -135,16 +114,7 @@ class Bootloader:
         LOG.info("bootloader updated from %s", image)
 
     def _os_release(self) -> str:
-        if self._os_release_text is not None:
-            return self._os_release_text
-        for path in OS_RELEASE_PATHS:
-            try:
-                data = atomicfs.read_bytes_nofollow(self._root.join(path, follow_final=True))
-            except (OSError, PathEscapeError):
-                continue
-            if data is not None:
-                return data.decode("utf-8", errors="replace")
-        return ""
+        return self._os_release_text if self._os_release_text is not None else read_os_release(self._root)
 
     def _image_present(self, image: str) -> bool:
         argv = ["podman", "images", "--format=json", "--filter", f"reference={image}"]

@@ -48,6 +48,8 @@ class Host:
     # a running CoreOS node's bootloader, updated before a rebase on Secure Boot hosts (None:
     # not CoreOS, or a root that is not a running system, which has no bootloader of its own)
     bootloader: Bootloader | None = None
+    # the runner inside a mounted running node (chroot into it); None: `runner` already is
+    node_runner: Runner | None = None
 
     @classmethod
     def for_root(
@@ -86,6 +88,7 @@ class Host:
             live=live,
             rpmdb=RpmDb(host_runner, root, chrooted=host_runner is not runner) if coreos else None,
             bootloader=Bootloader(host_runner, root) if coreos and live else None,
+            node_runner=host_runner if host_runner is not runner else None,
         )
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from recording import RecordingRunner
 
-from mcd.host.bootloader import UPDATE_SERVICE, Bootloader, os_version
+from mcd.host.bootloader import UPDATE_SERVICE, Bootloader
+from mcd.host.osrelease import os_version
 from mcd.host.root import HostRoot
 from mcd.host.runner import CommandError, CommandResult
 
