@@ -55,6 +55,7 @@ class BootChecks:
             LOG.warning("Failed to complete machine-config-daemon-firstboot before joining cluster!")
         if self.applier.remove_ignition_preset():
             LOG.info("removed %s: the units of later configs keep their own enablement", IGNITION_PRESET)
+        self.applier.persist_nic_names()  # EL 9 pins NIC names, EL 10 unpins them (upstream's order)
 
     def load_annotations(self, node: NodeView) -> NodeView:
         """Upstream's loadNodeAnnotations: a node without currentConfig gets the bootstrap ones."""

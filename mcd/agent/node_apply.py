@@ -23,12 +23,13 @@ from mcd.agent.applied import Applied, ApplyError, action_event, service_action
 from mcd.agent.errors import HostCommandError
 from mcd.config.ignition import IgnitionConfig
 from mcd.config.machineconfig import MachineConfig
-from mcd.host import atomicfs, bootfiles, ondisk, rootlock, state, unitdirs
+from mcd.host import atomicfs, bootfiles, nicnames, ondisk, rootlock, state, unitdirs
 from mcd.host.errors import HostError
 from mcd.host.facts import node_is_el
 from mcd.host.reboot import RebootError
 from mcd.host.root import HostRoot
 from mcd.host.rootlock import DEFAULT_TIMEOUT as DEFAULT_LOCK_TIMEOUT
+from mcd.host.rpmdb import RpmQueryError
 from mcd.host.rpmostree import RpmOstreeError, unsupported_packages
 from mcd.host.runner import Runner
 from mcd.host.systemd import OfflineSystemctl
@@ -225,6 +226,13 @@ class NodeApplier:
         except bootfiles.BootFileError as exc:
             raise McdError(str(exc)) from None
 
+    def persist_nic_names(self) -> None:
+        """Upstream's PersistNetworkInterfaces at the first sync (`mcd.host.nicnames`)."""
+        try:
+            nicnames.for_host(self.host())
+        except nicnames.NicNamesError as exc:
+            raise McdError(str(exc)) from None
+
     def finalize_failure(self) -> str | None:
         """What ostree-finalize-staged.service failed with in the previous boot ("" when it did
         not); None off CoreOS, where there is nothing to finalize. HostCommandError when the
@@ -243,6 +251,12 @@ class NodeApplier:
         host = self.host()
         if not mc.extensions or host.rpmostree is None or not node_is_el(host):
             return None
+        if host.rpmdb is not None and (mc.ocl_image or self.disk_image()):
+            # image mode: the image carries the packages, rpm-ostree layers none; rpm is asked
+            try:
+                return host.rpmdb.extensions_verdict(mc.extensions)
+            except RpmQueryError as exc:
+                raise HostCommandError(str(exc)) from None
         try:
             booted = host.rpmostree.status().booted
         except RpmOstreeError as exc:

@@ -141,7 +141,10 @@ def cmd_firstboot(args: argparse.Namespace) -> int:
 
     setup_logging(args.verbose, args.log_format)
     if args.persist_nics:
-        sys.stderr.write("mcd firstboot-complete-machineconfig: --persist-nics is not supported; ignored\n")
+        # only the NIC names are pinned, before the OS update the run without the flag makes
+        from mcd.host import nicnames
+
+        nicnames.for_host(host_at(args.root_mount, args.lock_timeout))
         return EXIT_OK
     outcome = firstboot(
         host_at(args.root_mount, args.lock_timeout),

@@ -370,7 +370,7 @@ def _add_firstboot(sub: SubParsers[UsageParser]) -> None:
         metavar="PATH",
         help="MachineConfig to apply, a path inside the root",
     )
-    f.add_argument("--persist-nics", action="store_true", help="upstream compatibility; not supported")
+    f.add_argument("--persist-nics", action="store_true", help="only pin the NIC names and exit")
     f.add_argument("--skip-reboot", action="store_true", help="do not reboot at the end")
     _lock_timeout_flag(f, "the whole update")
     f.add_argument("-v", "--verbose", action="count", default=0)

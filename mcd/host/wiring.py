@@ -9,11 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mcd.host.accounts import Accounts
+from mcd.host.bootloader import Bootloader
 from mcd.host.dirsync import DirSync
 from mcd.host.files import FileWriter
 from mcd.host.reboot import Rebooter, Reboots
 from mcd.host.root import HostRoot
 from mcd.host.rootlock import DEFAULT_TIMEOUT
+from mcd.host.rpmdb import RpmDb
 from mcd.host.rpmostree import RpmOstree
 from mcd.host.runner import ChrootRunner, Runner
 from mcd.host.ssh import SshKeyWriter
@@ -41,6 +43,13 @@ class Host:
     live: bool = False
     # how long an update or a reader waits for another process's lock on the root
     lock_timeout: float = DEFAULT_TIMEOUT
+    # the booted deployment's package database (CoreOS): what an image-mode node's image carries
+    rpmdb: RpmDb | None = None
+    # a running CoreOS node's bootloader, updated before a rebase on Secure Boot hosts (None:
+    # not CoreOS, or a root that is not a running system, which has no bootloader of its own)
+    bootloader: Bootloader | None = None
+    # the runner inside a mounted running node (chroot into it); None: `runner` already is
+    node_runner: Runner | None = None
 
     @classmethod
     def for_root(
@@ -77,6 +86,9 @@ class Host:
             rpmostree=RpmOstree(host_runner, binary=rpmostree_binary, root=root) if coreos else None,
             rebooter=Rebooter(host_runner, coreos=coreos),
             live=live,
+            rpmdb=RpmDb(host_runner, root, chrooted=host_runner is not runner) if coreos else None,
+            bootloader=Bootloader(host_runner, root) if coreos and live else None,
+            node_runner=host_runner if host_runner is not runner else None,
         )
 
 

@@ -25,7 +25,7 @@ from mcd.host.ssh import KEYS_DIR, KEYS_PATH, SSH_DIR
 from mcd.host.systemd import SystemdError
 from mcd.host.wiring import Host
 from mcd.planner import steps as st
-from mcd.planner.managed_paths import UNIT_FILE_MODE, dropin_path, unit_path
+from mcd.planner.managed_paths import UNIT_DIR, UNIT_FILE_MODE, dropin_path, unit_path
 from mcd.planner.steps import Step
 
 LOG = logging.getLogger(__name__)
@@ -164,6 +164,9 @@ class StepRunner:
                         case st.LinkPullSecret():
                             rpm.link_pull_secret()
                         case st.Rebase(image=image):
+                            if host.bootloader is not None:
+                                # a Secure Boot host must trust the new image's signing keys first
+                                host.bootloader.update_before_rebase(image)
                             rpm.rebase(image)
                         case st.OsCommand(argv=argv):
                             rpm.run_planned(argv)
@@ -443,3 +446,33 @@ def _restart(host: Host, service: str) -> None:
         # the unit may be missing on older images: run what it runs (upstream's fallback)
         LOG.warning("restarting %s failed; running update-ca-trust directly", service)
         update_ca_trust(host)
+
+
+def sweep_temp_files(host: Host, old_ign: IgnitionConfig, new_ign: IgnitionConfig) -> None:
+    """Remove what writers killed mid-write left behind, in every directory an update writes to.
+
+    Only the daemon's own directory unless an update was interrupted (its record is there):
+    every other write happens inside a transaction.
+    """
+    for leftover in atomicfs.sweep_temp_files(host.root.join(state.STATE_DIR, follow_final=True)):
+        LOG.warning("removed %s, left by an interrupted write", leftover)
+    if atomicfs.lstat_or_none(host.root.join(state.TRANSACTION)) is None:
+        return
+    paths = {f"{KEYS_DIR}/x"}
+    for ign in (old_ign, new_ign):
+        paths.update(f.path for f in ign.files)
+        for u in ign.units:
+            paths.add(unit_path(u.name))
+            paths.update(dropin_path(u.name, d.name) for d in u.dropins)
+    dirs = set()
+    for path in paths:
+        for p in (path, orig_path(path), noorig_path(path)):
+            dirs.add(posixpath.dirname(p))
+    dirs.add(f"{UNIT_DIR}/multi-user.target.wants")
+    for d in sorted(dirs):
+        try:
+            host_dir = host.root.join(d, follow_final=True)
+        except PathEscapeError:
+            continue
+        for leftover in atomicfs.sweep_temp_files(host_dir):
+            LOG.warning("removed %s, left by an interrupted write", leftover)

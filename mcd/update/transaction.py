@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import posixpath
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -27,23 +26,20 @@ from mcd import policy
 from mcd.config.ignition import DEFAULT_PARSE, EMPTY_IGNITION, IgnitionConfig, ParseOptions
 from mcd.config.machineconfig import MachineConfig, empty_machineconfig, machineconfig_from_object
 from mcd.config.text import shown
-from mcd.host import atomicfs, failpoints, ondisk, rootlock, state, unitdirs
+from mcd.host import failpoints, ondisk, rootlock, state, unitdirs
 from mcd.host.errors import HostError
 from mcd.host.facts import probe
-from mcd.host.originals import noorig_path, orig_path
-from mcd.host.root import PathEscapeError
 from mcd.host.wiring import OSTREE_BOOTED, Host
 from mcd.planner import steps as st
-from mcd.planner.managed_paths import KUBECONFIG, KUBELET_CA, UNIT_DIR, dropin_path, unit_path
+from mcd.planner.managed_paths import KUBECONFIG, KUBELET_CA, dropin_path, unit_path
 from mcd.planner.nodefacts import Facts
 from mcd.planner.plan import Plan, plan
-from mcd.update.perform import DrainHook, Ran, StepRunner, created_paths
+from mcd.planner.steps import Step
+from mcd.update.perform import DrainHook, Ran, StepRunner, created_paths, sweep_temp_files
 
 __all__ = ["Host", "Outcome", "Ran", "Unreconcilable", "UpdateError", "recover", "request_reboot", "update"]
 
 LOG = logging.getLogger(__name__)
-
-SSH_DIR = "/home/core/.ssh/authorized_keys.d"
 
 
 class UpdateError(RuntimeError):
@@ -200,64 +196,108 @@ def _apply(
 ) -> Outcome:
     old_ign = old.config or EMPTY_IGNITION
     new_ign = new.config or EMPTY_IGNITION
-    _sweep_temp_files(host, old_ign, new_ign)
+    sweep_temp_files(host, old_ign, new_ign)
     if not p.reconcilable:
         raise Unreconcilable(p)
-    if p.diff.is_empty and not facts.forcefile and state.pending(host.root) is None:
-        drift = ondisk.first_error(host.root, new_ign, host.systemd.is_enabled)
-        if drift is None and not p.repairs and state.read_current_config(host.root) == mc_json(new):
-            # already there: no transaction record, no write, no action (re-runs are no-ops);
-            # only backups of restored originals left by an interrupted commit are collected
-            host.files.originals.collect_restored(None, new_ign)
-            owed = state.pending_reboot(host.root)
-            if owed is None:
-                return Outcome(p, reboot=False, rebooted=False, notes=("already in the desired config",))
-            # applied, but the reboot it needs failed, was skipped or was cut short: ask again
-            return _reboot(host, p, owed.reason, skip_reboot=skip_reboot, notes=("reboot still pending",))
+    there = _already_there(host, new, new_ign, p, facts, skip_reboot=skip_reboot)
+    if there is not None:
+        return there
     _check(host, old_ign, new_ign, p, facts)
     # found before anything is written, recorded with the update (see perform.created_paths)
     created = created_paths(host, p.steps, earlier)
     run = StepRunner(host, old_ign, new_ign, drain, legacy=p.legacy, created=created)
-    # The forcefile's removal and the drain lead the plan and change nothing a rollback could
-    # undo: they run before the write-ahead record. A process killed while draining then
-    # starts the whole sync again (drain included) instead of replaying the update without it,
-    # and a drain that fails (blocked by a budget, timed out) reaches the caller as it was raised.
+    lead = _run_lead(run, p)
+    _record(host, old, new, p, created=created, staged=staged)
+    for note in p.notes:
+        LOG.info("%s", note)
+    reboot = next((s for s in p.steps if isinstance(s, st.Reboot)), None)
+    _run_and_commit(host, run, p.steps[lead:], new, reboot, drop_record=drop_record)
+    # committed: no re-run can follow, so the backups of restored originals can go
+    host.files.originals.collect_restored(None, new_ign)
+    return _outcome(host, p, run, reboot, skip_reboot=skip_reboot)
+
+
+def _already_there(
+    host: Host, new: MachineConfig, new_ign: IgnitionConfig, p: Plan, facts: Facts, *, skip_reboot: bool
+) -> Outcome | None:
+    """The outcome when the node already holds `new` exactly (nothing to record or write), else None."""
+    if not p.diff.is_empty or facts.forcefile or state.pending(host.root) is not None:
+        return None
+    drift = ondisk.first_error(host.root, new_ign, host.systemd.is_enabled)
+    if drift is not None or p.repairs or state.read_current_config(host.root) != mc_json(new):
+        return None
+    # re-runs are no-ops; only backups of restored originals left by an interrupted commit are collected
+    host.files.originals.collect_restored(None, new_ign)
+    owed = state.pending_reboot(host.root)
+    if owed is None:
+        return Outcome(p, reboot=False, rebooted=False, notes=("already in the desired config",))
+    # applied, but the reboot it needs failed, was skipped or was cut short: ask again
+    return _reboot(host, p, owed.reason, skip_reboot=skip_reboot, notes=("reboot still pending",))
+
+
+def _run_lead(run: StepRunner, p: Plan) -> int:
+    """Run the forcefile's removal and the drain that lead the plan; how many steps that was.
+
+    They change nothing a rollback could undo, so they run before the write-ahead record: a
+    process killed while draining then starts the whole sync again (drain included) instead of
+    replaying the update without it, and a drain that fails (blocked by a budget, timed out)
+    reaches the caller as it was raised.
+    """
     lead = 0
     while lead < len(p.steps) and isinstance(p.steps[lead], st.ConsumeForcefile | st.Drain):
         run.step(p.steps[lead])
         lead += 1
-    old_json, new_json = mc_json(old), mc_json(new)
+    return lead
+
+
+def _record(
+    host: Host,
+    old: MachineConfig,
+    new: MachineConfig,
+    p: Plan,
+    *,
+    created: Sequence[str],
+    staged: state.Staged | None,
+) -> None:
+    """Write the update's write-ahead record; UpdateError (nothing changed) when it cannot be."""
+    record = state.Transaction(
+        mc_json(old),
+        mc_json(new),
+        "apply",
+        "legacy" if p.legacy else "policy",
+        new_text=new.source_text,
+        created=tuple(created),
+        staged=staged,
+    )
     try:
-        state.begin(
-            host.root,
-            state.Transaction(
-                old_json,
-                new_json,
-                "apply",
-                "legacy" if p.legacy else "policy",
-                new_text=new.source_text,
-                created=tuple(created),
-                staged=staged,
-            ),
-        )
+        state.begin(host.root, record)
     except HostError as exc:
         # no record, no change: a half-written record must not make the next run replay this update
         with contextlib.suppress(OSError):
             state.finish(host.root)
         raise UpdateError(f"update to {new.name} failed {exc}; nothing was changed") from exc
     failpoints.hit("transaction recorded")
-    for note in p.notes:
-        LOG.info("%s", note)
-    reboot = next((s for s in p.steps if isinstance(s, st.Reboot)), None)
+
+
+def _run_and_commit(
+    host: Host,
+    run: StepRunner,
+    steps: Sequence[Step],
+    new: MachineConfig,
+    reboot: st.Reboot | None,
+    *,
+    drop_record: bool,
+) -> None:
+    """Run the recorded steps, then the actions, and commit; any failure rolls the node back."""
     try:
         # directory entries are made durable once per directory, before the commit
-        with host.files.dirsync.deferred(), host.files.originals.replacing(old_ign):
-            for step in p.steps[lead:]:
+        with host.files.dirsync.deferred(), host.files.originals.replacing(run.old_ign):
+            for step in steps:
                 if not isinstance(step, st.ACTION_STEPS):
                     run.step(step)
         # reloads and restarts run before the commit: when one fails the update is rolled back
         # (as upstream); a reboot is requested once the new config is committed
-        for step in p.steps:
+        for step in steps:
             if isinstance(step, st.ACTION_STEPS) and not isinstance(step, st.Reboot):
                 run.action(step)
         if reboot is not None and not reboot.owed:
@@ -266,15 +306,17 @@ def _apply(
         failpoints.hit("transaction committed")
     except Exception as exc:
         try:
-            _roll_back(host, old_ign, run.undo, failed=new.name, cause=str(exc))
+            _roll_back(host, run.old_ign, run.undo, failed=new.name, cause=str(exc))
         except UpdateError as rollback_exc:
             # it holds both: why the update failed, and why the node could not be put back
             raise UpdateError(f"update to {new.name} failed: {rollback_exc}") from exc
         if isinstance(exc, UpdateError):
             raise
         raise UpdateError(f"update to {new.name} failed and was rolled back: {exc}") from exc
-    # committed: no re-run can follow, so the backups of restored originals can go
-    host.files.originals.collect_restored(None, new_ign)
+
+
+def _outcome(host: Host, p: Plan, run: StepRunner, reboot: st.Reboot | None, *, skip_reboot: bool) -> Outcome:
+    """What the committed update ran, with the reboot it asks for (requested here unless skipped)."""
     actions_run = tuple(_label(r) for r in run.ran if isinstance(r.step, st.ACTION_STEPS))
     if reboot is None:
         return Outcome(p, reboot=False, rebooted=False, actions_run=actions_run, ran=tuple(run.ran))
@@ -330,36 +372,6 @@ def _check(host: Host, old_ign: IgnitionConfig, new_ign: IgnitionConfig, p: Plan
         problems = unitdirs.escapes(host.root)
         if problems:
             raise UpdateError(f"update to {p.new_name} refused, nothing was changed: {problems[0]}")
-
-
-def _sweep_temp_files(host: Host, old_ign: IgnitionConfig, new_ign: IgnitionConfig) -> None:
-    """Remove what writers killed mid-write left behind, in every directory an update writes to.
-
-    Only the daemon's own directory unless an update was interrupted (its record is there):
-    every other write happens inside a transaction.
-    """
-    for leftover in atomicfs.sweep_temp_files(host.root.join(state.STATE_DIR, follow_final=True)):
-        LOG.warning("removed %s, left by an interrupted write", leftover)
-    if atomicfs.lstat_or_none(host.root.join(state.TRANSACTION)) is None:
-        return
-    paths = {f"{SSH_DIR}/x"}
-    for ign in (old_ign, new_ign):
-        paths.update(f.path for f in ign.files)
-        for u in ign.units:
-            paths.add(unit_path(u.name))
-            paths.update(dropin_path(u.name, d.name) for d in u.dropins)
-    dirs = set()
-    for path in paths:
-        for p in (path, orig_path(path), noorig_path(path)):
-            dirs.add(posixpath.dirname(p))
-    dirs.add(f"{UNIT_DIR}/multi-user.target.wants")
-    for d in sorted(dirs):
-        try:
-            host_dir = host.root.join(d, follow_final=True)
-        except PathEscapeError:
-            continue
-        for leftover in atomicfs.sweep_temp_files(host_dir):
-            LOG.warning("removed %s, left by an interrupted write", leftover)
 
 
 # upstream's name for each phase in "error rolling back <what>: …" (spec §2.5); mcd undoes SSH

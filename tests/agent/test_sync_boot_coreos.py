@@ -5,6 +5,7 @@ reports it."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from pathlib import Path
@@ -26,6 +27,7 @@ from mcd.node.errors import McdError
 pytestmark = pytest.mark.allow_commands
 
 STANDIN = Path(__file__).resolve().parents[1] / "standins" / "rpm-ostree"
+NMSTATECTL = STANDIN.with_name("nmstatectl")
 BOOTED = "quay.io/fedora/fedora-coreos:stable"  # the stand-in's first booted image
 IMAGE = "quay.io/openshift/os@sha256:" + "e" * 64
 POLICY = ign_file("/etc/containers/policy.json", "{}\n")
@@ -50,6 +52,7 @@ class Node:
         bin_dir = tmp_path / "bin"
         bin_dir.mkdir()
         (bin_dir / "rpm-ostree").symlink_to(STANDIN)
+        (bin_dir / "nmstatectl").symlink_to(NMSTATECTL)
         monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
         monkeypatch.setenv("RPMOSTREE_STANDIN_STATE", str(tmp_path / "rpm-ostree.json"))
         for name in (
@@ -159,3 +162,33 @@ def test_no_failure_and_no_annotation_writes_nothing(
         assert node.agent().sync(boot=True) is Result.IDLE
     assert "Previous boot ostree-finalize-staged.service appears successful" in caplog.messages
     assert all(ann.FINALIZE_FAILURE not in a for a in node.api.history)
+
+
+# --- NIC names pinned at the first sync (spec §2.2) -------------------------------------------------
+
+EL9 = 'NAME="Red Hat Enterprise Linux CoreOS"\nID="rhcos"\nVARIANT_ID=coreos\nRHEL_VERSION="9.6"\n'
+NIC_KARGS = "ifname=eth0:52:54:00:12:34:56"
+
+
+def test_the_first_sync_on_el9_pins_the_nic_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    node = Node(tmp_path, monkeypatch, REBASED)
+    node.reboot()
+    (node.root / "etc/os-release").write_text(EL9)
+    monkeypatch.setenv("NMSTATECTL_STANDIN_KARGS", NIC_KARGS)
+    monkeypatch.setenv("NMSTATECTL_STANDIN_LOG", str(tmp_path / "nmstatectl.log"))
+    assert node.agent().sync(boot=True) is Result.IDLE
+    [argv] = [json.loads(line) for line in (tmp_path / "nmstatectl.log").read_text().splitlines()]
+    assert argv[:3] == ["persist-nic-names", "--root", str(node.root)] and argv[3] == "--kargs-out"
+    calls = json.loads((tmp_path / "rpm-ostree.json").read_text())["standin"]["calls"]
+    assert ["kargs", "--append=" + NIC_KARGS] in [c["argv"] for c in calls]
+    assert node.reasons("NodeDone")  # pinned, then Done as before
+
+
+def test_a_failed_pinning_fails_the_first_sync(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    node = Node(tmp_path, monkeypatch, REBASED)
+    node.reboot()
+    (node.root / "etc/os-release").write_text(EL9)
+    monkeypatch.setenv("NMSTATECTL_STANDIN_FAIL", "cannot read /sys/class/net")
+    with pytest.raises(McdError, match=r"^failed to run nmstatectl: "):
+        node.agent().sync(boot=True)
+    assert node.reasons("NodeDone") == []
