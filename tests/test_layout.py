@@ -19,24 +19,18 @@ SOURCES = sorted([*(REPO / "mcd").rglob("*.py"), *(REPO / "sim" / "mcd_sim").rgl
 # markers and these functions are still longer. Take an entry out with the change that fixes it;
 # nothing may be added.
 SQUEEZED_PENDING = {
-    "mcd/config/selector.py",
     "mcd/controller/drain.py",
     "mcd/controller/drainreport.py",
     "mcd/controller/events.py",
     "mcd/controller/mcns.py",
     "mcd/controller/pools.py",
     "mcd/controller/run.py",
-    "mcd/render/goyaml.py",
     "sim/mcd_sim/controller.py",
     "sim/mcd_sim/fleet.py",
     "sim/mcd_sim/poolcontrollers.py",
     "sim/mcd_sim/simulate.py",
 }
 LONG_FUNCTIONS_PENDING = {
-    "mcd/config/machineconfig.py:machineconfig_from_object",
-    "mcd/planner/plan.py:plan",
-    "mcd/policy/parse.py:_parse_document",
-    "mcd/update/transaction.py:_apply",
 }
 
 
