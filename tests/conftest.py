@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import sys
+import tempfile
+from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
@@ -35,6 +39,37 @@ def _no_external_commands(request: pytest.FixtureRequest, monkeypatch: pytest.Mo
         monkeypatch.setattr(subprocess, "Popen", _refuse("subprocess.Popen"))
         for name in ("system", "posix_spawn", "posix_spawnp"):
             monkeypatch.setattr(os, name, _refuse(f"os.{name}"))
+
+
+_PYTHON_ENV: list[Path] = []  # the environment this process made (the controller's, under xdist)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """`python3` on PATH is a bare environment of this interpreter.
+
+    The stand-ins (tests/standins/rpm-ostree, run hundreds of times a suite) start with
+    `#!/usr/bin/env python3`. Through a version manager's shim (pyenv's is a shell script) and
+    the site-packages' .pth files, each start took about three times what the stand-in needs:
+    its standard library alone. Workers and every process the tests start inherit the directory
+    through PATH, so it is made once.
+    """
+    if os.environ.get("MCD_TESTS_PYTHON3"):
+        return
+    env = Path(tempfile.mkdtemp(prefix="mcd-tests-python-"))
+    real = Path(os.path.realpath(sys.executable))
+    # a venv of no packages: no site-packages to scan at each start
+    (env / "pyvenv.cfg").write_text(f"home = {real.parent}\ninclude-system-site-packages = false\n")
+    (env / "bin").mkdir()
+    (env / "bin" / "python3").symlink_to(real)
+    os.environ["PATH"] = f"{env / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
+    os.environ["MCD_TESTS_PYTHON3"] = str(env)
+    _PYTHON_ENV.append(env)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for env in _PYTHON_ENV:
+        shutil.rmtree(env, ignore_errors=True)
+        del os.environ["MCD_TESTS_PYTHON3"]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
