@@ -29,7 +29,9 @@ $BIN/python -m compileall -q -j 0 mcd sim/mcd_sim tests >/dev/null
 static_checks > "$logs/static.log" 2>&1 &
 checks=$!
 failed=""
-echo "== pytest -q -n auto"; $BIN/python -m pytest -q -n auto || failed=" pytest"
+echo "== pytest -q -n auto --dist worksteal"
+# worksteal: a worker left with the longest tests hands some to one that finished early
+$BIN/python -m pytest -q -n auto --dist worksteal || failed=" pytest"
 wait "$checks"
 cat "$logs/static.log"
 failed="$(cat "$logs/failed" 2>/dev/null || echo " static checks")$failed"
