@@ -1,7 +1,7 @@
 # Every target that runs project code depends on `setup`, so a fresh checkout needs nothing else.
 BIN := .venv/bin
 
-.PHONY: setup test lint demo bench bench-compare clean mutate image vagrant-check node-test soak fleet-test kube-test kube-demo
+.PHONY: setup test lint demo bench bench-compare clean mutate image vagrant-check node-test soak fleet-test scenario-test kube-test kube-demo
 
 setup:
 	@bash scripts/setup.sh
@@ -35,6 +35,12 @@ kube-test: setup
 kube-demo: setup
 	bash scripts/kube/build-apiserver.sh
 	$(BIN)/python scripts/kube/demo.py $(ARGS)
+
+# The scenario tier (tests/conftest.py SCENARIO_TESTS, skipped by `make test`): tests whose length
+# is their scenario's own clock (leases, rollouts with drains and reboots, upstream's retry
+# backoff), not the test's; .ci/run runs it after make test.
+scenario-test: setup
+	MCD_SCENARIO_TEST=1 $(BIN)/python -m pytest -q -p no:cacheprovider -n auto -m scenario
 
 # The fleet gate (tests/sim/test_fleet_twenty.py): 20 real agents rolled 2 at a time under a
 # PodDisruptionBudget, about 1.5 minutes; .ci/run runs it after make test.

@@ -22,6 +22,7 @@ import threading
 from dataclasses import dataclass, field
 
 _HEAD_LIMIT = 1 << 16
+_WATCH = re.compile(r"[?&]watch=(true|1)\b", re.IGNORECASE)
 
 
 @dataclass
@@ -92,7 +93,7 @@ class FaultProxy:
         self.seen: list[Seen] = []
         self.refusing = False  # an outage: every connection is reset at once
         self._lock = threading.Lock()
-        self._streams: set[socket.socket] = set()
+        self._streams: dict[socket.socket, str] = {}  # open forwarded connections: their targets
         self._listener = socket.socket()
         self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._listener.bind(("127.0.0.1", 0))
@@ -137,10 +138,15 @@ class FaultProxy:
     def cut_streams(self) -> int:
         """Reset every forwarded connection still open (watches); how many there were."""
         with self._lock:
-            streams, self._streams = set(self._streams), set()
+            streams, self._streams = set(self._streams), {}
         for sock in streams:
             _reset(sock)
         return len(streams)
+
+    def open_watches(self) -> int:
+        """How many forwarded watches are open now."""
+        with self._lock:
+            return sum(1 for target in self._streams.values() if _WATCH.search(target))
 
     def faulted(self) -> list[Seen]:
         with self._lock:
@@ -166,7 +172,7 @@ class FaultProxy:
             pass
         finally:
             with self._lock:
-                self._streams.discard(conn)
+                self._streams.pop(conn, None)
             with contextlib.suppress(OSError):
                 conn.close()
 
@@ -211,7 +217,7 @@ class FaultProxy:
         self, conn: socket.socket, method: str, target: str, headers: list[tuple[str, str]], body: bytes
     ) -> None:
         with self._lock:
-            self._streams.add(conn)
+            self._streams[conn] = target
         up = socket.create_connection(self.upstream, timeout=30)
         try:
             up.settimeout(None)

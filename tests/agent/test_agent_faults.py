@@ -52,13 +52,17 @@ def test_an_outage_and_cut_watches_during_a_drift_report(wire: Wire) -> None:
     agent.wait_log("cannot reach the API server")
     wire.proxy.outage(False)
     wire.cluster.wait_node(NODE, in_state("Degraded"))
-    wire.proxy.cut_streams()
     (root / A.lstrip("/")).write_text("a=1\n")
-    wire.proxy.cut_streams()
+    # the repair outlives its watches being cut: once they are open again, cut them
+    eventually(lambda: wire.proxy.open_watches() > 0, "the watches open again", agent=agent)
+    assert wire.proxy.cut_streams() > 0
+    cut_at = len(wire.proxy.seen)
     # the syncs that failed in the outage left the node's key backing off (up to 60 s, as
     # upstream's queue): the repair converges, on a loaded machine not within the usual 30 s
     ends_done(wire, agent, "rendered-worker-a", timeout=120.0)
     agent.wait_log("answers again")
+    eventually(lambda: wire.proxy.open_watches() > 0, "the cut watches opened again", agent=agent)
+    assert any("watch=" in s.target.lower() for s in wire.proxy.seen[cut_at:])
     assert agent.stop() == 0
 
 

@@ -15,29 +15,55 @@ from mcd.planner.plan import Facts, plan
 # ---------------------------------------------------------------- reconcilable.json
 
 
-@pytest.mark.parametrize("case", case_params(load_cases("reconcilable.json")))
-def test_reconcilable_and_diff(case: dict[str, Any]) -> None:
-    inp, want = case["input"], case["expected"]
+RECONCILABLE = load_cases("reconcilable.json")
+# what a case may expect; a key the tests below do not check fails test_every_expectation_is_checked
+_CHECKED = {"reconcilable", "errorContains", "diff"}
+
+
+def _plan_of(case: dict[str, Any]) -> Any:
+    inp = case["input"]
     old = reconcile_side_mc("old", inp["old"])
     new = reconcile_side_mc("new", inp["new"])
     node_fips = inp["old"].get("node_proc_sys_crypto_fips_enabled")
     facts = Facts(node_fips=None if node_fips is None else node_fips.strip() == "1")
     overrides = (inp.get("irreconcilableValidationOverrides") or {}).get("storage", [])
-    result = plan(old, new, facts, storage_overrides=overrides)
-    if "reconcilable" in want:
-        assert result.reconcilable is want["reconcilable"], result.errors
-    if "errorContains" in want:
-        assert any(want["errorContains"] in e for e in result.errors), result.errors
-        assert want["errorContains"] in result.reason or result.errors[0] != result.reason
-    for flag, value in want.get("diff", {}).items():
-        if flag == "isEmpty":
-            assert result.diff.is_empty is value
-        elif flag == "oclEnabled":
-            assert result.diff.ocl_enabled is value
-        elif flag == "revertFromOCL":
-            assert result.diff.revert_from_ocl is value
-        else:
-            assert result.diff.flags()[flag] is value, flag
+    return plan(old, new, facts, storage_overrides=overrides)
+
+
+def test_every_expectation_is_checked() -> None:
+    for case in RECONCILABLE:
+        want = case["expected"]
+        assert want.keys() <= _CHECKED, (case["name"], sorted(want))
+        assert "reconcilable" in want or "diff" in want, case["name"]
+        assert "errorContains" not in want or want.get("reconcilable") is False, case["name"]
+
+
+@pytest.mark.parametrize("case", case_params([c for c in RECONCILABLE if "reconcilable" in c["expected"]]))
+def test_reconcilable(case: dict[str, Any]) -> None:
+    want = case["expected"]
+    result = _plan_of(case)
+    assert result.reconcilable is want["reconcilable"], result.errors
+    if want["reconcilable"]:
+        assert (tuple(result.errors), result.reason) == ((), "")
+    else:
+        # an unreconcilable case without errorContains still needs an error to report
+        assert any(want.get("errorContains", "") in e for e in result.errors), result.errors
+        assert result.errors[0] in result.reason, result.reason
+
+
+_DIFF_FLAGS = {
+    "isEmpty": lambda d: d.is_empty,
+    "oclEnabled": lambda d: d.ocl_enabled,
+    "revertFromOCL": lambda d: d.revert_from_ocl,
+}
+
+
+@pytest.mark.parametrize("case", case_params([c for c in RECONCILABLE if "diff" in c["expected"]]))
+def test_diff(case: dict[str, Any]) -> None:
+    want = case["expected"]["diff"]
+    diff = _plan_of(case).diff
+    got = {flag: _DIFF_FLAGS[flag](diff) if flag in _DIFF_FLAGS else diff.flags()[flag] for flag in want}
+    assert want and got == want
 
 
 # ---------------------------------------------------------------- post_config_action_legacy.json
