@@ -96,6 +96,8 @@ SCENARIO_TESTS = {
     "tests/agent/test_agent_drain.py::test_a_blocking_budget_is_named_and_the_drain_completes_once_it_allows[controller-handshake]",
     # two failed watches in a row: the watch's own backoff (1 s, then 2 s)
     "tests/agent/test_agent_mccache.py::test_a_config_held_when_the_watch_broke_off_is_read_and_the_watch_goes_on[fail]",
+    # an 8 s API outage probed throughout, against a 2 s unreachable limit
+    "tests/agent/test_agent_outage_liveness.py::test_liveness_holds_through_an_outage_and_readiness_follows_the_api",
 }
 
 
