@@ -116,7 +116,7 @@ class ProcessController:
 
     description = "mcd pool-controller (a process, over HTTPS)"
     over_http = True
-    INTERVAL = "1"  # seconds between its passes (its default is 2): a shorter simulated rollout
+    INTERVAL = "1"  # seconds between its resyncs from its caches (its default is 2)
     # a killed leader's Lease expires after this (its default is 15): a shorter takeover
     LEASE_DURATION = "6"
     EVICTION_RETRY = "1"  # an eviction a budget refused is tried again after this (its default is 5)
