@@ -216,13 +216,17 @@ def main() -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[50])
     parser.add_argument("--max-unavailable", default="10%")
     parser.add_argument("--idle", type=float, default=30.0)
+    parser.add_argument("--keep", action="store_true", help="keep each size's directory (audit log, logs)")
     args = parser.parse_args()
     out: dict[str, Any] = {"cpus": len(os.sched_getaffinity(0)), "sizes": []}
     for nodes in args.sizes:
         tmp = Path(tempfile.mkdtemp(prefix="mcd-bench-fleet-"))
         try:
             out["sizes"].append(measure(nodes, tmp, args.max_unavailable, args.idle))
-            shutil.rmtree(tmp, ignore_errors=True)
+            if args.keep:
+                out["sizes"][-1]["kept"] = str(tmp)
+            else:
+                shutil.rmtree(tmp, ignore_errors=True)
         except SimulateError as exc:  # the agents' logs stay for a look
             out["sizes"].append({"nodes": nodes, "error": f"{exc} (logs in {tmp})"})
         print(json.dumps(out["sizes"][-1]), file=sys.stderr, flush=True)  # progress: a size at a time
