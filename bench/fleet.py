@@ -17,9 +17,10 @@ Per size:
   controller_requests_per_minute  idle and during the rollout
   max_unavailable_seen, pdb_violations
   rss_mib                         agents (max, mean), the controller, this process (API server)
-  phases                          from the Node PATCHes: the drain (desiredDrain to lastAppliedDrain),
-                                  the rest of each node's update, how long a freed slot waited
-                                  for the controller to target the next node
+  phases                          from the Node PATCHes: target to the agent's drain request, the
+                                  drain (desiredDrain to lastAppliedDrain), the rest of each
+                                  node's update, how long a freed slot waited for the controller
+                                  to target the next node
   load, uptime                    the machine's load averages before and after
 """
 
@@ -105,9 +106,10 @@ def _seconds(stamp: str) -> float:
 
 def _phases(events: list[dict[str, Any]], limit: int) -> dict[str, Any]:
     """Where the rollout's time goes, from the Node PATCHes: per node, the controller's target
-    (desiredConfig) to the agent's Done, split into the drain (the agent's desiredDrain drain-…
-    to the controller's lastAppliedDrain) and the rest (the agent's own work and its reboot);
-    and how long a freed slot waits for the controller to target the next node."""
+    (desiredConfig) to the agent's Done, split into the wait for the agent's drain request
+    (desiredDrain drain-…), the drain (to the controller's lastAppliedDrain) and the rest (the
+    agent's update, its reboot and uncordon); and how long a freed slot waits for the controller
+    to target the next node."""
     target: dict[str, float] = {}
     asked: dict[str, float] = {}
     drained: dict[str, float] = {}
@@ -122,8 +124,11 @@ def _phases(events: list[dict[str, Any]], limit: int) -> dict[str, Any]:
             drained.setdefault(node, t)
         elif who == "agent" and a.get(ANN + "state") == "Done" and node in target and node not in done:
             done[node] = t
+    # the target to the agent's drain request: its own checks first (a budget allowing no
+    # disruption now makes it wait, with its backoff, before it asks)
+    until_asked = [asked[n] - target[n] for n in asked]
     drains = [drained[n] - asked[n] for n in asked if n in drained]
-    rest = [done[n] - target[n] - (drained[n] - asked[n]) for n in done if n in asked and n in drained]
+    rest = [done[n] - drained[n] for n in done if n in drained]
     targets = sorted(target.values())
     # each Done frees a slot: the wait until the next node is targeted (while some are left)
     refill = [
@@ -136,8 +141,9 @@ def _phases(events: list[dict[str, Any]], limit: int) -> dict[str, Any]:
         return {"median": round(statistics.median(values), 1), "max": round(max(values), 1)}
 
     return {
+        "until_drain_asked_seconds": stats(until_asked),
         "drain_seconds": stats(drains),
-        "rest_of_update_seconds": stats(rest),
+        "after_drain_seconds": stats(rest),
         "slot_refill_seconds": stats(refill),
         "nodes_seen": len(done),
         "limit": limit,
