@@ -17,12 +17,17 @@ Per size:
   controller_requests_per_minute  idle and during the rollout
   max_unavailable_seen, pdb_violations
   rss_mib                         agents (max, mean), the controller, this process (API server)
-  load                            the machine's 1-minute load average before and after
+  phases                          from the Node PATCHes: target to the agent's drain request, the
+                                  drain (desiredDrain to lastAppliedDrain), the rest of each
+                                  node's update, how long a freed slot waited for the controller
+                                  to target the next node
+  load, uptime                    the machine's load averages before and after
 """
 
 from __future__ import annotations
 
 import argparse
+import calendar
 import io
 import json
 import math
@@ -77,9 +82,83 @@ def _agent_writes(events: list[dict[str, Any]], nodes: int) -> dict[str, float]:
     }
 
 
+ANN = "machineconfiguration.openshift.io/"
+
+
+def _node_writes(events: list[dict[str, Any]]) -> list[tuple[str, str, str, dict[str, Any]]]:
+    """(time, node, who, annotations written) of every Node PATCH in `events`, in order."""
+    out = []
+    for e in events:
+        if e["verb"] != "patch" or _resource(e) != "nodes":
+            continue
+        body = e.get("requestObject") or {}
+        annotations = (body.get("metadata") or {}).get("annotations") or {}
+        who = "controller" if e.get("userAgent", "").startswith(CONTROLLER_UA) else "agent"
+        out.append(
+            (e["requestReceivedTimestamp"], str((e.get("objectRef") or {}).get("name", "")), who, annotations)
+        )
+    return out
+
+
+def _seconds(stamp: str) -> float:
+    return calendar.timegm(time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S")) + float("0." + stamp[20:-1] or "0")
+
+
+def _phases(events: list[dict[str, Any]], limit: int) -> dict[str, Any]:
+    """Where the rollout's time goes, from the Node PATCHes: per node, the controller's target
+    (desiredConfig) to the agent's Done, split into the wait for the agent's drain request
+    (desiredDrain drain-…), the drain (to the controller's lastAppliedDrain) and the rest (the
+    agent's update, its reboot and uncordon); and how long a freed slot waits for the controller
+    to target the next node."""
+    target: dict[str, float] = {}
+    asked: dict[str, float] = {}
+    drained: dict[str, float] = {}
+    done: dict[str, float] = {}
+    for stamp, node, who, a in _node_writes(events):
+        t = _seconds(stamp)
+        if who == "controller" and a.get(ANN + "desiredConfig") and node not in target:
+            target[node] = t
+        elif who == "agent" and str(a.get(ANN + "desiredDrain", "")).startswith("drain-") and node in target:
+            asked.setdefault(node, t)
+        elif who == "controller" and str(a.get(ANN + "lastAppliedDrain", "")).startswith("drain-"):
+            drained.setdefault(node, t)
+        elif who == "agent" and a.get(ANN + "state") == "Done" and node in target and node not in done:
+            done[node] = t
+    # the target to the agent's drain request: its own checks first (a budget allowing no
+    # disruption now makes it wait, with its backoff, before it asks)
+    until_asked = [asked[n] - target[n] for n in asked]
+    drains = [drained[n] - asked[n] for n in asked if n in drained]
+    rest = [done[n] - drained[n] for n in done if n in drained]
+    targets = sorted(target.values())
+    # each Done frees a slot: the wait until the next node is targeted (while some are left)
+    refill = [
+        min(t for t in targets if t >= d) - d for d in sorted(done.values()) if any(t >= d for t in targets)
+    ]
+
+    def stats(values: list[float]) -> dict[str, float] | None:
+        if not values:
+            return None
+        return {"median": round(statistics.median(values), 1), "max": round(max(values), 1)}
+
+    return {
+        "until_drain_asked_seconds": stats(until_asked),
+        "drain_seconds": stats(drains),
+        "after_drain_seconds": stats(rest),
+        "slot_refill_seconds": stats(refill),
+        "nodes_seen": len(done),
+        "limit": limit,
+    }
+
+
 def _controller_rate(events: list[dict[str, Any]], seconds: float) -> float:
     count = sum(1 for e in events if e.get("userAgent", "").startswith(CONTROLLER_UA))
     return round(count / seconds * 60, 1)
+
+
+def _uptime() -> str:
+    """`uptime`'s words: the load averages over 1, 5 and 15 minutes (the machine is shared)."""
+    one, five, fifteen = os.getloadavg()
+    return f"load average: {one:.2f}, {five:.2f}, {fifteen:.2f}"
 
 
 def _limit(value: str, nodes: int) -> int:
@@ -95,6 +174,7 @@ def measure(nodes: int, workdir: Path, max_unavailable: str, idle: float) -> dic
     fleet = Fleet(options, io.StringIO())
     deadline = time.monotonic() + options.timeout
     load_before = os.getloadavg()[0]
+    uptime_before = _uptime()
     try:
         fleet.setup(deadline)
         audit = workdir / "audit.log"
@@ -124,6 +204,7 @@ def measure(nodes: int, workdir: Path, max_unavailable: str, idle: float) -> dic
         "max_unavailable_seen": result["maxConcurrentlyUnavailable"],
         "pdb_violations": result["pdbViolations"],
         "per_node_per_update": _agent_writes(events, nodes),
+        "phases": _phases(events, limit),
         "controller_requests_per_minute": {"idle": idle_rate, "rollout": _controller_rate(events, t1 - t0)},
         "rss_mib": {
             "agents_max": round(max(rss) / 1024, 1) if rss else None,
@@ -132,6 +213,7 @@ def measure(nodes: int, workdir: Path, max_unavailable: str, idle: float) -> dic
             "simulator": round(result["peakRssKiB"]["simulator"] / 1024, 1),
         },
         "load": {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)},
+        "uptime": {"before": uptime_before, "after": _uptime()},
     }
 
 
@@ -140,13 +222,17 @@ def main() -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[50])
     parser.add_argument("--max-unavailable", default="10%")
     parser.add_argument("--idle", type=float, default=30.0)
+    parser.add_argument("--keep", action="store_true", help="keep each size's directory (audit log, logs)")
     args = parser.parse_args()
     out: dict[str, Any] = {"cpus": len(os.sched_getaffinity(0)), "sizes": []}
     for nodes in args.sizes:
         tmp = Path(tempfile.mkdtemp(prefix="mcd-bench-fleet-"))
         try:
             out["sizes"].append(measure(nodes, tmp, args.max_unavailable, args.idle))
-            shutil.rmtree(tmp, ignore_errors=True)
+            if args.keep:
+                out["sizes"][-1]["kept"] = str(tmp)
+            else:
+                shutil.rmtree(tmp, ignore_errors=True)
         except SimulateError as exc:  # the agents' logs stay for a look
             out["sizes"].append({"nodes": nodes, "error": f"{exc} (logs in {tmp})"})
         print(json.dumps(out["sizes"][-1]), file=sys.stderr, flush=True)  # progress: a size at a time

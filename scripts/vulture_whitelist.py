@@ -76,3 +76,8 @@ _.allow_flow_plain
 _.allow_block_plain
 _.allow_single_quoted
 _.allow_block
+
+# the pool controller's figures the tests read: keys its worker handled (tests/controller/
+# test_watches.py), when a refused eviction may be retried (tests/controller/test_drain_health.py)
+_.handled
+_.next_retry

@@ -427,7 +427,7 @@ def _add_pool_controller(sub: SubParsers[UsageParser]) -> None:
     pc.add_argument("--lease-duration", type=float, default=15.0, metavar="S",
                     help="seconds a leader that stops renewing keeps the Lease (default 15)")
     pc.add_argument("--interval", type=float, default=2.0, metavar="S",
-                    help="seconds between passes (default 2)")
+                    help="seconds between two looks at every pool from the caches (default 2)")
     pc.add_argument("--eviction-retry", type=float, default=5.0, metavar="S",
                     help="seconds before an eviction a PodDisruptionBudget refused is tried again "
                     "(default 5, as upstream's drain)")

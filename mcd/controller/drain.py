@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from mcd.controller.caches import Live, Reads
 from mcd.controller.drainreport import MachineConfigNodeReports, budgets_sentence
 from mcd.controller.events import PoolEvents
 from mcd.controller.metrics import ControllerMetrics
@@ -69,12 +70,21 @@ class DrainSync:
     budgets found holding its drain (once it has been refused for `blocked_notice`)."""
 
     def __init__(
-        self, api: KubeClient, *, retry_seconds: float | None = None, timing: DrainTiming = DrainTiming(),
-        clock: Callable[[], float] = time.monotonic, fence: Callable[[], None] = lambda: None,
-        events: PoolEvents | None = None, metrics: ControllerMetrics | None = None,
-    ) -> None:  # fmt: skip
-        """`fence` is called before every write (the leader's check, `LeaderElector.fence`)."""
+        self,
+        api: KubeClient,
+        *,
+        retry_seconds: float | None = None,
+        timing: DrainTiming = DrainTiming(),
+        clock: Callable[[], float] = time.monotonic,
+        fence: Callable[[], None] = lambda: None,
+        events: PoolEvents | None = None,
+        metrics: ControllerMetrics | None = None,
+        reads: Reads | None = None,
+    ) -> None:
+        """`fence` is called before every write (the leader's check, `LeaderElector.fence`);
+        `reads`: where the nodes and pods are read (the informers' caches; by default a list)."""
         self.api = api
+        self.reads = reads or Live(api)
         self.timing = timing if retry_seconds is None else replace(timing, retry=retry_seconds)
         self.clock = clock
         self.fence = fence
@@ -82,6 +92,7 @@ class DrainSync:
         self.metrics = metrics or ControllerMetrics()
         self.mcns = MachineConfigNodeReports(api, fence=fence)
         self._retry_at: dict[tuple[str, str], float] = {}
+        self._node_retry: dict[str, float] = {}  # node → when its refused evictions may be tried again
         self._started: dict[str, tuple[str, float]] = {}  # node → (request, when first seen)
         self._told: dict[str, set[str]] = {}  # node → what was said of its current request
         self.blocked: list[str] = []  # the pods whose eviction was refused in the last pass
@@ -102,37 +113,62 @@ class DrainSync:
             return None
         return max(0.0, min(self._retry_at.values()) - self.clock())
 
+    def tracks(self, name: str) -> bool:
+        """Whether a request of node `name` was being answered (its end is to be noticed)."""
+        return name in self._started
+
+    def next_retry_for(self, name: str) -> float | None:
+        """Seconds until node `name`'s refused evictions may be tried again (None: none waits)."""
+        at = self._node_retry.get(name)
+        return None if at is None else max(0.0, at - self.clock())
+
     def sync(self, nodes: Sequence[Obj] | None = None) -> None:
-        nodes = self.api.list_all("nodes") if nodes is None else nodes
-        self.errors = []
-        self.blocked = []
+        """Every node's pending request."""
+        nodes = self.reads.list_all("nodes") if nodes is None else nodes
+        self._begin()
         pending = [(n, r) for n in nodes if (r := pending_request(n))]
-        now = self.clock()
-        self._retry_at = {k: at for k, at in self._retry_at.items() if at > now}
         self._forget({str(n["metadata"]["name"]): r for n, r in pending})
         for node, request in pending:
-            name = str(node["metadata"]["name"])
-            verb = request.split("-", 1)[0]
-            try:
-                if verb == "uncordon":
-                    self._uncordon(node, request)
-                elif verb == "drain":
-                    # only the draining node's pods (a field selector), not every pod of the cluster
-                    self._drain(node, request, self.api.list_pods_on_node(name))
-                else:
-                    LOG.error(
-                        "node %s: unknown drain request %r (expected drain-… or uncordon-…)", name, request
-                    )
-            except ApiError as exc:
-                # one node's failure (a pod two budgets select: 500) holds neither the others nor the pools
-                LOG.warning("node %s: %s failed: %s (retrying)", name, verb, exc)
-                self.errors.append(f"node {name}: {exc}")
+            self._step(node, request)
+
+    def sync_node(self, name: str, node: Obj | None) -> None:
+        """Node `name`'s pending request (`node`: as last seen; None: it is gone)."""
+        self._begin()
+        request = pending_request(node) if node is not None else ""
+        started = self._started.get(name)
+        if started is not None and started[0] != request:
+            self._forget_node(name)
+        if node is not None and request:
+            self._step(node, request)
+
+    def _begin(self) -> None:
+        self.errors = []
+        self.blocked = []
+        now = self.clock()
+        self._retry_at = {k: at for k, at in self._retry_at.items() if at > now}
+        self._node_retry = {k: at for k, at in self._node_retry.items() if at > now}
+
+    def _step(self, node: Obj, request: str) -> None:
+        name = str(node["metadata"]["name"])
+        verb = request.split("-", 1)[0]
+        try:
+            if verb == "uncordon":
+                self._uncordon(node, request)
+            elif verb == "drain":
+                # only the draining node's pods (a field selector), not every pod of the cluster
+                self._drain(node, request, self.reads.list_pods_on_node(name))
+            else:
+                LOG.error("node %s: unknown drain request %r (expected drain-… or uncordon-…)", name, request)
+        except ApiError as exc:
+            # one node's failure (a pod two budgets select: 500) holds neither the others nor the pools
+            LOG.warning("node %s: %s failed: %s (retrying)", name, verb, exc)
+            self.errors.append(f"node {name}: {exc}")
 
     def _uncordon(self, node: Obj, request: str) -> None:
         name = str(node["metadata"]["name"])
         if (node.get("spec") or {}).get("unschedulable"):
             self.fence()
-            node = self.api.patch_node(name, {"spec": {"unschedulable": None}})
+            node = self._patch_node(name, {"spec": {"unschedulable": None}})
             LOG.info("uncordoned node %s", name)
         self._complete(name, request)
         self.mcns.report(node, mcn.uncordoned(bool((node.get("spec") or {}).get("unschedulable"))))
@@ -141,10 +177,14 @@ class DrainSync:
         """Drop what is kept about drains no longer asked for (done, changed, node gone)."""
         for name, (request, _) in list(self._started.items()):
             if pending.get(name) != request:
-                del self._started[name]
-                self._told.pop(name, None)
-                self.stuck.pop(name, None)
-                self.metrics.drain_cleared(name)
+                self._forget_node(name)
+
+    def _forget_node(self, name: str) -> None:
+        del self._started[name]
+        self._told.pop(name, None)
+        self.stuck.pop(name, None)
+        self._node_retry.pop(name, None)
+        self.metrics.drain_cleared(name)
 
     def _drain(self, node: Obj, request: str, pods: Sequence[Obj]) -> None:
         name = str(node["metadata"]["name"])
@@ -154,7 +194,7 @@ class DrainSync:
             self._told[name] = set()
         if not (node.get("spec") or {}).get("unschedulable"):
             self.fence()
-            node = self.api.patch_node(name, {"spec": {"unschedulable": True}})
+            node = self._patch_node(name, {"spec": {"unschedulable": True}})
             LOG.info("cordoned node %s", name)
         if self._once(name, "started"):
             self.mcns.report(node, mcn.cordoned(True))
@@ -190,6 +230,7 @@ class DrainSync:
         for pod, _ in refused:
             meta = pod.get("metadata") or {}
             self._retry_at[(str(meta.get("namespace", "")), str(meta.get("name", "")))] = now + delay
+        self._node_retry[name] = now + delay
         first = refused[0][1]
         if failing_for > t.timeout:
             message = f"node {name}: drain exceeded timeout: {_duration(t.timeout)}. Will continue to retry."
@@ -231,7 +272,13 @@ class DrainSync:
 
     def _complete(self, name: str, request: str) -> None:
         self.fence()
-        self.api.patch_node(name, {"metadata": {"annotations": {LAST_APPLIED_DRAIN: request}}})
+        self._patch_node(name, {"metadata": {"annotations": {LAST_APPLIED_DRAIN: request}}})
+
+    def _patch_node(self, name: str, patch: Mapping[str, Any]) -> Obj:
+        """The caller fenced; the answer goes into the cache at once."""
+        node = self.api.patch_node(name, patch)
+        self.reads.wrote("nodes", node)
+        return node
 
 
 def _key(obj: Mapping[str, Any]) -> str:

@@ -74,8 +74,14 @@ class MachineConfigNodeReports:
             self.fence()
             obj = self.api.create_machineconfignode(mcn.new_object(name, mcn.pool_of(desired), desired))
         spec_desired = str(((obj.get("spec") or {}).get("configVersion") or {}).get("desired", ""))
-        status = mcn.merge(obj.get("status"), report, spec_desired=spec_desired, current_config=current,
-                           desired_config=desired, now=self.clock())  # fmt: skip
+        status = mcn.merge(
+            obj.get("status"),
+            report,
+            spec_desired=spec_desired,
+            current_config=current,
+            desired_config=desired,
+            now=self.clock(),
+        )
         if status is None:
             return
         self.fence()

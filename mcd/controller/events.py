@@ -28,9 +28,15 @@ DEFAULT_NAMESPACE = "openshift-machine-config-operator"
 
 
 def pool_event(
-    pool: Mapping[str, Any], reason: str, message: str, component: str, namespace: str,
-    *, kind: str = "Normal", involved: tuple[str, str] = POOL,
-) -> dict[str, Any]:  # fmt: skip
+    pool: Mapping[str, Any],
+    reason: str,
+    message: str,
+    component: str,
+    namespace: str,
+    *,
+    kind: str = "Normal",
+    involved: tuple[str, str] = POOL,
+) -> dict[str, Any]:
     """The core/v1 Event upstream's recorder posts about `pool` (or, with `involved` (kind,
     apiVersion), another cluster-scoped object: a Node). Pure but for the clock."""
     meta = pool.get("metadata") or {}
@@ -82,9 +88,15 @@ class PoolEvents:
         self._post(node, reason, message, DRAIN_CONTROLLER, "Warning", involved=("Node", "v1"))
 
     def _post(
-        self, obj: Mapping[str, Any], reason: str, message: str, component: str, kind: str,
-        *, involved: tuple[str, str] = POOL,
-    ) -> None:  # fmt: skip
+        self,
+        obj: Mapping[str, Any],
+        reason: str,
+        message: str,
+        component: str,
+        kind: str,
+        *,
+        involved: tuple[str, str] = POOL,
+    ) -> None:
         self.fence()  # not best effort: a replica that no longer leads says nothing either
         try:
             event = pool_event(obj, reason, message, component, self.namespace, kind=kind, involved=involved)

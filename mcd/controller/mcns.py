@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from mcd.controller.caches import Live, Reads
 from mcd.kube.client import KubeClient
 from mcd.kube.errors import ApiError, ConflictError, NotFoundError
 
@@ -45,37 +46,45 @@ class MachineConfigNodeSync:
     """`errors`: what the last pass could not do (each retried on the next)."""
 
     def __init__(
-        self, api: KubeClient, *, fence: Callable[[], None] = lambda: None, every: float = RESYNC_SECONDS,
+        self,
+        api: KubeClient,
+        *,
+        fence: Callable[[], None] = lambda: None,
+        every: float = RESYNC_SECONDS,
         clock: Callable[[], float] = time.monotonic,
-    ) -> None:  # fmt: skip
-        """`every`: seconds between two looks (the list of every MachineConfigNode is not worth
-        making every pass: a node is deleted, or its agent creates one, rarely)."""
+        reads: Reads | None = None,
+    ) -> None:
+        """`every`: seconds between two looks when passing (the list of every MachineConfigNode
+        is not worth making every pass: a node is deleted, or its agent creates one, rarely);
+        `reads`: the informers' caches (by default a list each)."""
         self.api = api
+        self.reads = reads or Live(api)
         self.fence = fence
         self.every, self.clock = every, clock
         self._next = 0.0
         self.errors: list[str] = []
 
-    def sync(self) -> None:
-        if self.clock() < self._next:
+    def sync(self, *, now: bool = False) -> None:
+        """A look, unless the last was less than `every` ago (`now`: whenever asked)."""
+        if not now and self.clock() < self._next:
             return
         self._next = self.clock() + self.every
         self.errors = []
         # the MachineConfigNodes first, then the nodes: an agent creates its object after its node
         # exists, so a node missing from the later list is really gone (listed the other way
         # round, a node and its object both new in between would lose the object)
-        mcns = self.api.list_all("machineconfignodes")
-        by_name = {str((n.get("metadata") or {}).get("name", "")): n for n in self.api.list_all("nodes")}
+        mcns = self.reads.list_all("machineconfignodes")
+        by_name = {str((n.get("metadata") or {}).get("name", "")): n for n in self.reads.list_all("nodes")}
         for mcn in mcns:
             meta = mcn.get("metadata") or {}
             name = str(meta.get("name", ""))
             node = by_name.get(name)
             try:
-                if node is None:
+                if node is None and self._gone(name):
                     self.fence()
                     self.api.delete_machineconfignode(name)
                     LOG.info("node %s has been removed: deleted its machineconfignode", name)
-                elif not owned_by(mcn, node):
+                elif node is not None and not owned_by(mcn, node):
                     refs = [r for r in meta.get("ownerReferences") or [] if r.get("kind") != "Node"]
                     self.fence()
                     self.api.update_machineconfignode(
@@ -89,3 +98,13 @@ class MachineConfigNodeSync:
             except ApiError as exc:
                 LOG.warning("machineconfignode %s: %s (retrying)", name, exc)
                 self.errors.append(f"machineconfignode {name}: {exc}")
+
+    def _gone(self, name: str) -> bool:
+        """Whether node `name` is really gone, asked of the API server: the caches' watches of
+        the nodes and of the MachineConfigNodes are apart, so a new node's object may be seen
+        before the node (a deletion is rare: one read each)."""
+        try:
+            self.api.get_node(name)
+        except NotFoundError:
+            return True
+        return False

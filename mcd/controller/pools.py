@@ -23,6 +23,7 @@ from typing import Any
 from mcd.config.selector import selector_text
 from mcd.config.selector import selects as matches
 from mcd.controller import rollout
+from mcd.controller.caches import Live, Reads
 from mcd.controller.events import RENDER_CONTROLLER, PoolEvents
 from mcd.controller.reconcilable import unreconcilable
 from mcd.controller.status import pool_status, render_degraded, spec_invalid
@@ -43,8 +44,14 @@ CONTROLLER_CONFIG = "machine-config-controller"
 RESYNC_SECONDS = 30.0
 # a node on its way to a config whose agent writes none of these for this long is said stalled
 STALL_SECONDS = 900.0
-PROGRESS_KEYS = (ann.STATE, ann.CURRENT_CONFIG, ann.DESIRED_CONFIG, ann.DESIRED_DRAIN, ann.LAST_APPLIED_DRAIN,
-                 ann.REASON)  # fmt: skip
+PROGRESS_KEYS = (
+    ann.STATE,
+    ann.CURRENT_CONFIG,
+    ann.DESIRED_CONFIG,
+    ann.DESIRED_DRAIN,
+    ann.LAST_APPLIED_DRAIN,
+    ann.REASON,
+)
 CONTROL_PLANE_LABELS = ("node-role.kubernetes.io/master", "node-role.kubernetes.io/control-plane")
 
 
@@ -62,12 +69,21 @@ class PoolSync:
     """The render and node-controller part of a pass; `errors` holds what the last pass could not do."""
 
     def __init__(
-        self, api: KubeClient, *, events: PoolEvents | None = None, clock: Callable[[], float] = time.time,
-        fence: Callable[[], None] = lambda: None, stuck: Callable[[], Mapping[str, str]] = dict,
-    ) -> None:  # fmt: skip
+        self,
+        api: KubeClient,
+        *,
+        events: PoolEvents | None = None,
+        clock: Callable[[], float] = time.time,
+        fence: Callable[[], None] = lambda: None,
+        stuck: Callable[[], Mapping[str, str]] = dict,
+        reads: Reads | None = None,
+    ) -> None:
         """`fence` is called before every write (the leader's check, `LeaderElector.fence`);
-        `stuck`: the drains found blocked, by node (`DrainSync.stuck`), told on their pool."""
+        `stuck`: the drains found blocked, by node (`DrainSync.stuck`), told on their pool;
+        `reads`: where the pools, configs and nodes are read (the informers' caches; by default
+        a list each)."""
         self.api = api
+        self.reads = reads or Live(api)
         self.fence = fence
         self.stuck = stuck
         self._told_stuck: dict[str, str] = {}  # node → the sentence told on its pool
@@ -85,13 +101,16 @@ class PoolSync:
         self._selecting_all: dict[str, str] = {}  # the pools warned of SelectingAll: name → uid
         self._invalid: dict[str, str] = {}  # the pools whose spec stops them, and why (said once)
 
-    def sync(self) -> None:
+    def sync(self, only: str | None = None) -> None:
+        """Every pool, or the pool `only` (its nodes are still judged against every pool's)."""
         self.errors = []
-        pools = self.api.list_all("machineconfigpools")
-        configs = self.api.list_all("machineconfigs")
-        nodes = self.api.list_all("nodes")
+        pools = self.reads.list_all("machineconfigpools")
+        configs = self.reads.list_all("machineconfigs")
+        nodes = self.reads.list_all("nodes")
         self.cluster = self._cluster(nodes)
         for pool in sorted(pools, key=rollout.name_of):
+            if only is not None and rollout.name_of(pool) != only:
+                continue
             try:
                 self.sync_pool(pool, pools, configs, nodes)
             except (ApiError, rollout.PoolError) as exc:
@@ -107,7 +126,7 @@ class PoolSync:
         nowhere to drain to), any other HighlyAvailable."""
         if self._controller_config is None or time.monotonic() >= self._controller_config[0]:
             try:
-                configs = self.api.list_all("controllerconfigs")
+                configs = self.reads.list_all("controllerconfigs")
             except NotFoundError:
                 configs = []
             # read again every half minute: it changes with an upgrade, not between passes
@@ -134,7 +153,7 @@ class PoolSync:
             self.fence()
             patch = {"metadata": {"annotations": {ann.CONTROL_PLANE_TOPOLOGY: topology}}}
             LOG.info("node %s: controlPlaneTopology %s", rollout.name_of(node), topology)
-            out.append(self.api.patch_node(rollout.name_of(node), patch))
+            out.append(self._patch_node(rollout.name_of(node), patch))
         return out
 
     def sync_pool(self, pool: Obj, pools: Sequence[Obj], configs: list[Obj], nodes: Sequence[Obj]) -> None:
@@ -160,8 +179,10 @@ class PoolSync:
         self._tell_stuck(pool, members)
         self._tell_stalled(pool, members)
         invalid = self._invalid_spec(pool, members)
-        if invalid is None and not spec.get("paused") and not (pool.get("metadata") or {}).get(
-            "deletionTimestamp"
+        if (
+            invalid is None
+            and not spec.get("paused")
+            and not (pool.get("metadata") or {}).get("deletionTimestamp")
         ):
             members = self._move_nodes(pool, members)
         elif spec.get("paused"):
@@ -262,10 +283,12 @@ class PoolSync:
         wanted = {"name": rollout.name_of(rendered), "source": source_refs(chosen)}
         current = (pool.get("spec") or {}).get("configuration") or {}
         if {"name": current.get("name"), "source": current.get("source")} != wanted:
-            patch = {"metadata": {"resourceVersion": pool["metadata"]["resourceVersion"]},
-                     "spec": {"configuration": wanted}}  # fmt: skip
+            meta = {"resourceVersion": pool["metadata"]["resourceVersion"]}
             self.fence()
-            updated = self.api.patch_machineconfigpool(name, patch)
+            updated = self.api.patch_machineconfigpool(
+                name, {"metadata": meta, "spec": {"configuration": wanted}}
+            )
+            self.reads.wrote("machineconfigpools", updated)
             pool = {**updated, "status": status}
             if current.get("name") != wanted["name"]:
                 self.events.normal(
@@ -295,16 +318,17 @@ class PoolSync:
         if any(rollout.name_of(c) == name for c in configs):
             return
         meta = dict(rendered.get("metadata") or {})
-        meta["ownerReferences"] = [{
-            "apiVersion": MC_API_VERSION, "kind": "MachineConfigPool", "name": rollout.name_of(pool),
-            "uid": pool["metadata"].get("uid", ""), "controller": True, "blockOwnerDeletion": True,
-        }]  # fmt: skip
+        owner = {"apiVersion": MC_API_VERSION, "kind": "MachineConfigPool", "name": rollout.name_of(pool)}
+        meta["ownerReferences"] = [
+            {**owner, "uid": pool["metadata"].get("uid", ""), "controller": True, "blockOwnerDeletion": True}
+        ]
         try:
             self.fence()
             created = self.api.create_machineconfig({**rendered, "metadata": meta})
         except ConflictError:
             return  # another pass (or replica) created it first: same name, same content
         configs.append(created)
+        self.reads.wrote("machineconfigs", created)
         versions = (created.get("metadata") or {}).get("annotations") or {}
         release = versions.get("machineconfiguration.openshift.io/release-image-version", "")
         controller = versions.get("machineconfiguration.openshift.io/generated-by-controller-version", "")
@@ -338,10 +362,16 @@ class PoolSync:
         patch = {"metadata": {"resourceVersion": meta.get("resourceVersion"), "annotations": annotations}}
         self.fence()
         try:
-            return self.api.patch_node(str(meta.get("name", "")), patch)
+            return self._patch_node(str(meta.get("name", "")), patch)
         except ConflictError:
             LOG.info("node %s changed since it was read: judged again on the next pass", meta.get("name"))
             return node
+
+    def _patch_node(self, name: str, patch: Mapping[str, Any]) -> Obj:
+        """The caller fenced; the answer goes into the cache at once."""
+        node = self.api.patch_node(name, patch)
+        self.reads.wrote("nodes", node)
+        return node
 
     def _move_nodes(self, pool: Obj, members: list[Obj]) -> list[Obj]:
         name, target = rollout.name_of(pool), rollout.pool_target(pool)
@@ -384,7 +414,9 @@ class PoolSync:
             return  # fields written by others (certExpirys …) are left as they are
         patch = {"metadata": {"resourceVersion": pool["metadata"]["resourceVersion"]}, "status": status}
         self.fence()
-        self.api.patch_machineconfigpool(rollout.name_of(pool), patch, status=True)
+        self.reads.wrote(
+            "machineconfigpools", self.api.patch_machineconfigpool(rollout.name_of(pool), patch, status=True)
+        )
         old_name = (old.get("configuration") or {}).get("name")
         new_name = (status.get("configuration") or {}).get("name")
         if new_name and new_name != old_name:

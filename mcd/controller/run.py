@@ -1,9 +1,14 @@
-"""`mcd pool-controller`: lead through the Lease, then pass over the drains and pools until stopped.
+"""`mcd pool-controller`: lead through the Lease, then follow the cluster by watches until stopped.
 
-A pass is level-triggered: it reads the pools, configs, nodes (and, for a drain, the pods)
-afresh and does the next step of everything, so passes every `interval` seconds need no watch,
-and a replica that takes over mid-rollout simply continues. Only the leader passes; a follower
-only tries the Lease every retry period (on the Lease thread, which also renews it).
+Once this replica leads, informers (`mcd.controller.caches`) list the pools, MachineConfigs,
+Nodes, MachineConfigNodes and the ControllerConfig once and then watch them; each change queues
+a key (`mcd.controller.work`) and one worker thread handles the keys one at a time, reading the
+caches: an idle cluster costs the API server the Lease's renewals and nothing else. Every
+`interval` seconds every pool (and every node with a drain request) is looked at again from the
+caches, and every `resync` seconds the MachineConfigNodes: a resync, as an informer's, for what
+time alone changes. A follower only tries the Lease every retry period (on the Lease thread,
+which also renews it). A replica that takes over mid-rollout lists everything afresh and
+continues: nothing a decision needs is kept only in memory.
 """
 
 from __future__ import annotations
@@ -16,14 +21,17 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from mcd.controller.caches import Caches
 from mcd.controller.drain import EVICT_RETRY_SECONDS, DrainSync, DrainTiming
 from mcd.controller.events import PoolEvents
 from mcd.controller.mcns import MachineConfigNodeSync
 from mcd.controller.metrics import ControllerMetrics, MetricsEndpoint
 from mcd.controller.pools import PoolSync
+from mcd.controller.work import Work
 from mcd.kube.client import CONTROLLER_USER_AGENT, KubeClient
 from mcd.kube.errors import ApiError
 from mcd.kube.lease import LeaderElector, LeaseSettings, NotLeading
+from mcd.kube.workqueue import WorkQueue
 from mcd.runtime.guard import SignalFlag, spawn
 
 LOG = logging.getLogger(__name__)
@@ -32,17 +40,17 @@ LOG = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class ControllerOptions:
     lease: LeaseSettings
-    interval: float = 2.0
+    interval: float = 2.0  # seconds between two looks at every pool from the caches
     once: bool = False
     eviction_retry: float = EVICT_RETRY_SECONDS
     drain_timing: DrainTiming = field(default_factory=DrainTiming)
     metrics_url: str = ""  # host:port for /metrics ("" for none)
-    resync: float = 30.0  # seconds between two looks at the MachineConfigNodes and the ControllerConfig
+    resync: float = 30.0  # seconds between two looks at the MachineConfigNodes
 
 
 class PoolController:
-    """The drain and pool passes behind a leader elector: the Lease is renewed by a thread of its
-    own (a pass may take longer than the lease), every write of a pass is fenced by
+    """The drain, pool and MachineConfigNode work behind a leader elector: the Lease is renewed
+    by a thread of its own (a handler may take longer than the lease), every write is fenced by
     `LeaderElector.fence`, and once this replica has led, losing the lease ends the process (as
     upstream's controller exits when leader election stops), so it never acts on what it read
     while it led."""
@@ -55,17 +63,36 @@ class PoolController:
         events = PoolEvents(api, options.lease.namespace, fence=fence)
         self.metrics = ControllerMetrics()
         timing = replace(options.drain_timing, retry=options.eviction_retry)
-        self.drains = DrainSync(api, timing=timing, fence=fence, events=events, metrics=self.metrics)
-        self.pools = PoolSync(api, events=events, fence=fence, stuck=lambda: self.drains.stuck)
-        self.mcns = MachineConfigNodeSync(api, fence=fence, every=options.resync)
+        self.queue = WorkQueue()
+        self.work = Work(*self._syncs(events, timing), self.queue)
+        self.caches = Caches(api, self.work.changed)
+        self.work.caches = self.caches
+        for part in (self.drains, self.pools, self.mcns):
+            part.reads = self.caches
         self.pools.resync = options.resync
         self.lost = threading.Event()  # set by the Lease thread when leadership ended
         self._led = False  # kept across a restart of that thread by the guard
 
+    def _syncs(
+        self, events: PoolEvents, timing: DrainTiming
+    ) -> tuple[PoolSync, DrainSync, MachineConfigNodeSync]:
+        fence = self.elector.fence
+        self.drains = DrainSync(self.api, timing=timing, fence=fence, events=events, metrics=self.metrics)
+        self.pools = PoolSync(self.api, events=events, fence=fence, stuck=lambda: self.drains.stuck)
+        self.mcns = MachineConfigNodeSync(self.api, fence=fence, every=self.options.resync)
+        return self.pools, self.drains, self.mcns
+
     def one_pass(self) -> bool:
-        """Drains first (they unblock nodes), then pools. False when something could not be done
-        (the next pass retries it) or when this replica stopped leading during the pass."""
+        """Everything at once, from one list of each collection (`--once`; without watches):
+        drains first (they unblock nodes), then pools. False when something could not be done
+        or when this replica stopped leading during the pass."""
         ok = True
+        if not self.caches.watching:
+            try:
+                self.caches.prime()
+            except ApiError as exc:
+                LOG.warning("pass: %s", exc)
+                return False
         for part in (self.drains.sync, self.pools.sync, self.mcns.sync):
             try:
                 part()
@@ -92,8 +119,7 @@ class PoolController:
     def run(self, stop: threading.Event, clock: Callable[[], float] = time.monotonic) -> int:
         """Until `stop` (SIGTERM): 0; 1 when the lease was lost after leading (the process exits and
         is started again as a follower). With `once`, one pass as the leader (exit 1 if another
-        leads). A pass is made every `interval`, or sooner when a refused eviction may be tried
-        again."""
+        leads)."""
         if self.options.once:
             try:
                 return self._once()
@@ -103,29 +129,46 @@ class PoolController:
         url = self.options.metrics_url
         endpoint = MetricsEndpoint(self.metrics, url) if url else None
         renewer = spawn("lease", lambda: self._keep_lease(halt), halt)
-        next_pass = 0.0
         try:
-            while not stop.is_set():
-                if self.lost.is_set():
-                    lease = f"{self.options.lease.namespace}/{self.options.lease.name}"
-                    LOG.error("leadership of %s lost: exiting", lease)
-                    return 1
-                wait = self.options.lease.retry_period
-                if self.elector.leading:
-                    retry = self.drains.next_retry()
-                    if clock() >= next_pass or (retry is not None and retry <= 0):
-                        self.one_pass()
-                        next_pass = clock() + self.options.interval
-                    retry = self.drains.next_retry()
-                    wait = min(wait, max(0.0, next_pass - clock()), wait if retry is None else retry)
-                stop.wait(wait)
-            return 0
+            return self._work(stop, clock)
         finally:
             halt.set()
+            self.queue.shut_down()
+            self.caches.stop()
             renewer.join()
             if endpoint is not None:
                 endpoint.close()
             self.elector.release()
+
+    def _work(self, stop: threading.Event, clock: Callable[[], float]) -> int:
+        """The worker: once leading, start the informers, then handle keys as they come, with a
+        resync every `interval` (the MachineConfigNodes every `resync`)."""
+        next_resync = next_mcns = 0.0
+        while not stop.is_set():
+            if self.lost.is_set():
+                lease = f"{self.options.lease.namespace}/{self.options.lease.name}"
+                LOG.error("leadership of %s lost: exiting", lease)
+                return 1
+            if not self.elector.leading:
+                stop.wait(self.options.lease.retry_period)
+                continue
+            if not self.caches.watching:
+                self.caches.start()  # each informer's list queues what it found
+            now = clock()
+            if now >= next_resync and self.caches.synced():
+                self.work.resync(mcns=now >= next_mcns)
+                next_resync = now + self.options.interval
+                next_mcns = next_mcns if now < next_mcns else now + self.options.resync
+            key = self.queue.get(timeout=min(self.options.lease.retry_period, self.options.interval))
+            if key is None:
+                continue
+            try:
+                self.work.handle(key)
+            except NotLeading as exc:
+                LOG.warning("%s abandoned before a write: %s", key, exc)
+            finally:
+                self.queue.done(key)
+        return 0
 
     def _once(self) -> int:
         if self.elector.tick():
@@ -156,10 +199,17 @@ def serve(api: KubeClient, options: ControllerOptions) -> int:
 
 
 def start(
-    kubeconfig: str, namespace: str, lease_name: str, *,
-    identity: str, lease_duration: float, interval: float, once: bool,
-    eviction_retry: float = EVICT_RETRY_SECONDS, metrics_url: str = "",
-) -> int:  # fmt: skip
+    kubeconfig: str,
+    namespace: str,
+    lease_name: str,
+    *,
+    identity: str,
+    lease_duration: float,
+    interval: float,
+    once: bool,
+    eviction_retry: float = EVICT_RETRY_SECONDS,
+    metrics_url: str = "",
+) -> int:
     """`mcd pool-controller`: the client (the pod's account when `kubeconfig` is empty), then `serve`."""
     if lease_duration < 3 or interval <= 0 or eviction_retry <= 0:
         raise ValueError(
@@ -167,8 +217,8 @@ def start(
         )
     identity = identity or f"{socket.gethostname()}_{uuid.uuid4()}"
     # renew well within the duration, as client-go's defaults do (15 s: renew by 10, retry every 2)
-    lease = LeaseSettings(namespace, lease_name, identity, lease_duration, lease_duration * 2 / 3,
-                          min(2.0, lease_duration / 5))  # fmt: skip
+    renew, retry = lease_duration * 2 / 3, min(2.0, lease_duration / 5)
+    lease = LeaseSettings(namespace, lease_name, identity, lease_duration, renew, retry)
     api = KubeClient.from_kubeconfig(kubeconfig, CONTROLLER_USER_AGENT)
     try:
         return serve(api, ControllerOptions(lease, interval, once, eviction_retry, metrics_url=metrics_url))

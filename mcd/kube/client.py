@@ -166,7 +166,10 @@ class KubeClient(Resources):
     @classmethod
     def from_kubeconfig(cls, kubeconfig: str, user_agent: str = USER_AGENT) -> KubeClient:
         """One identity (the pool controller's): `kubeconfig`, else the pod's ServiceAccount."""
-        return cls(_reader_configuration(kubeconfig, None, SERVICE_ACCOUNT_DIR), user_agent=user_agent)
+        configuration = _reader_configuration(kubeconfig, None, SERVICE_ACCOUNT_DIR)
+        # the pool controller holds a watch per collection and per draining node besides its writes
+        configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize, 64)
+        return cls(configuration, user_agent=user_agent)
 
     def _writer_refused(self) -> None:
         """Read the node writer's kubeconfig again (its certificate may have been rotated); the
@@ -281,7 +284,8 @@ class KubeClient(Resources):
         return (items[0] if items else None), str((obj.get("metadata") or {}).get("resourceVersion", ""))
 
     def watch(
-        self, resource: str, resource_version: str, timeout_seconds: int, *, name: str = ""
+        self, resource: str, resource_version: str, timeout_seconds: int, *, name: str = "",
+        field_selector: str = "",
     ) -> Iterator[tuple[str, Obj, bytes | None]]:
         """(type, object, its JSON text when it could be cut out of the event) of `resource` (only
         the object `name`, when given) from `resource_version` on, until the server ends the watch.
@@ -296,8 +300,8 @@ class KubeClient(Resources):
             "allowWatchBookmarks": True,
             "timeoutSeconds": timeout_seconds,
         }
-        if name:
-            query["fieldSelector"] = f"metadata.name={name}"
+        if name or field_selector:
+            query["fieldSelector"] = f"metadata.name={name}" if name else field_selector
         timeout = (REQUEST_TIMEOUT[0], timeout_seconds + WATCH_MARGIN)
         resp = self._send("GET", path, query=query, timeout=timeout)
         key = f"GET {path.rsplit('/', 1)[-1]} (watch)"

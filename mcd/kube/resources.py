@@ -168,6 +168,13 @@ class Resources:
         """Every object of `resource` (a key of COLLECTIONS), cluster-wide."""
         return list(self._request("GET", COLLECTIONS[resource]).get("items") or [])
 
+    def list_collection(self, resource: str, field_selector: str = "") -> tuple[list[Obj], str]:
+        """The objects of `resource` (those `field_selector` picks) and the list's resourceVersion
+        to watch from: an informer's list (`mcd.kube.informer`)."""
+        query = {"fieldSelector": field_selector} if field_selector else None
+        obj = self._request("GET", COLLECTIONS[resource], query=query)
+        return list(obj.get("items") or []), str((obj.get("metadata") or {}).get("resourceVersion", ""))
+
     def create_machineconfig(self, obj: Mapping[str, Any]) -> Obj:
         return self._request("POST", MC_PATH, body=obj)
 

@@ -110,15 +110,18 @@ class ControllerStandIn:
 
     def _ensure_pool(self) -> None:
         if self.cluster.get("MachineConfigPool", self.pool) is None:
-            self.cluster.put({
-                "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
-                "metadata": {"name": self.pool},
-                "spec": {
-                    "machineConfigSelector": {"matchLabels": {PREFIX + "role": self.pool}},
-                    "nodeSelector": {"matchLabels": {f"node-role.kubernetes.io/{self.pool}": ""}},
-                    "paused": False,
-                },
-            })  # fmt: skip
+            self.cluster.put(
+                {
+                    "apiVersion": "machineconfiguration.openshift.io/v1",
+                    "kind": "MachineConfigPool",
+                    "metadata": {"name": self.pool},
+                    "spec": {
+                        "machineConfigSelector": {"matchLabels": {PREFIX + "role": self.pool}},
+                        "nodeSelector": {"matchLabels": {f"node-role.kubernetes.io/{self.pool}": ""}},
+                        "paused": False,
+                    },
+                }
+            )
 
     # --- one pass ------------------------------------------------------------------------
 
@@ -171,9 +174,14 @@ class ControllerStandIn:
 
         def change(obj: Obj) -> Obj:
             spec_desired = str(((obj.get("spec") or {}).get("configVersion") or {}).get("desired", ""))
-            status = mcn.merge(obj.get("status"), report, spec_desired=spec_desired,
-                               current_config=ann.get(CURRENT_CONFIG, ""), desired_config=desired,
-                               now=self.cluster.store.clock())  # fmt: skip
+            status = mcn.merge(
+                obj.get("status"),
+                report,
+                spec_desired=spec_desired,
+                current_config=ann.get(CURRENT_CONFIG, ""),
+                desired_config=desired,
+                now=self.cluster.store.clock(),
+            )
             return obj if status is None else {**obj, "status": status}
 
         self.cluster.store.mutate(rt, "", name, change, subresource="status")
@@ -249,11 +257,18 @@ class ControllerStandIn:
     def reconcile_machineconfiguration(self) -> None:
         obj = self.cluster.get("MachineConfiguration", "cluster")
         if obj is None:
-            obj = self.cluster.put({
-                "apiVersion": "operator.openshift.io/v1", "kind": "MachineConfiguration",
-                "metadata": {"name": "cluster"},
-                "spec": {"logLevel": "Normal", "operatorLogLevel": "Normal", "managementState": "Managed"},
-            })  # fmt: skip
+            obj = self.cluster.put(
+                {
+                    "apiVersion": "operator.openshift.io/v1",
+                    "kind": "MachineConfiguration",
+                    "metadata": {"name": "cluster"},
+                    "spec": {
+                        "logLevel": "Normal",
+                        "operatorLogLevel": "Normal",
+                        "managementState": "Managed",
+                    },
+                }
+            )
         generation = obj["metadata"].get("generation", 1)
         status = dict(obj.get("status") or {})
         if status.get("observedGeneration") == generation and "nodeDisruptionPolicyStatus" in status:
@@ -276,10 +291,12 @@ class ControllerStandIn:
         config = ((pool.get("spec") or {}).get("configuration") or {}).get("name", "")
         nodes = self.nodes()
         updated = [
-            n for n in nodes
-            if _annotations(n).get(CURRENT_CONFIG) == config and _annotations(n).get(STATE, "Done") == "Done"
+            n
+            for n in nodes
+            if _annotations(n).get(CURRENT_CONFIG) == config
+            and _annotations(n).get(STATE, "Done") == "Done"
             and _annotations(n).get(DESIRED_CONFIG) == config
-        ]  # fmt: skip
+        ]
         degraded: list[Obj] = []
         reasons: list[str] = []
         for n in nodes:
@@ -300,8 +317,13 @@ class ControllerStandIn:
             if previous is not None and previous.get("status") == status:
                 return {**previous, "reason": reason, "message": message}
             stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-            return {"type": kind, "status": status, "lastTransitionTime": stamp, "reason": reason,
-                    "message": message}  # fmt: skip
+            return {
+                "type": kind,
+                "status": status,
+                "lastTransitionTime": stamp,
+                "reason": reason,
+                "message": message,
+            }
 
         why = (f"{len(degraded)} node(s) degraded", "; ".join(reasons)) if degraded else ("", "")
 

@@ -22,16 +22,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO, TypeVar
+from typing import Any, TextIO
 
 from mcd.host.atomicfs import atomic_write
 from mcd.host.runner import Spawned, spawn
 from mcd.node import annotations as ann
-from mcd_sim import auditreplay, nodephase, timeline
+from mcd_sim import auditreplay, timeline
 from mcd_sim.apiserver import ApiServer
-from mcd_sim.apiserver.lifecycle import pod_ready
-from mcd_sim.apiserver.store import WatchEvent
 from mcd_sim.controller import ControllerStandIn, max_unavailable
+from mcd_sim.fleetrecord import WORKLOAD, Recorder, budget, in_order, requests_between
 from mcd_sim.picture import svg
 from mcd_sim.poolcontrollers import (
     CONTROLLERS,
@@ -39,7 +38,6 @@ from mcd_sim.poolcontrollers import (
     Change,
     ControllerFactory,
     PoolController,
-    peak_rss_kib,
     set_sources,
 )
 from mcd_sim.reboots import SlowReboots
@@ -50,9 +48,6 @@ from mcd_sim.timeline import unavailability
 from mcd_sim.workload import Workload
 
 Obj = dict[str, Any]
-Sample = TypeVar("Sample", timeline.NodeSample, timeline.PodSample)
-AGENT_UA = "machine-config-daemon/"
-WORKLOAD = "web"
 
 
 @dataclass(frozen=True)
@@ -73,75 +68,6 @@ class FleetOptions:
     controller: str = "pool-controller"  # or "stand-in"
     reboot_seconds: float = 0.0  # how long a node stays down in its reboot (0: as the process restarts)
     kill_controller_after: int = 0  # kill the controller once this many nodes are Done, start another
-
-
-class Recorder:
-    """Store hook: a sample of every Node and workload Pod commit (it runs under the store's
-    lock, so it only copies the few fields the timeline reads)."""
-
-    def __init__(self) -> None:
-        # (resourceVersion, sample): a hook's own write (the server's kubelet making a new pod
-        # Ready) reaches the hooks before the write that caused it, so order is the revision's
-        self.nodes: list[tuple[int, timeline.NodeSample]] = []
-        self.pods: list[tuple[int, timeline.PodSample]] = []
-        self.pids: dict[str, int] = {}  # node -> its agent's process
-        self.on_reboot: Callable[[str], None] | None = None  # called as a node announces its reboot
-        self._rebooting: set[str] = set()
-        self.rss: dict[str, int] = {}  # node -> its agent's peak resident memory, KiB
-
-    def peak(self, node: str, pid: int) -> None:
-        kib = peak_rss_kib(pid)
-        if kib is not None:
-            self.rss[node] = max(kib, self.rss.get(node, 0))
-
-    def hook(self, event: WatchEvent) -> None:
-        obj, t = event.obj, time.time()
-        kind, meta = obj.get("kind"), obj["metadata"]
-        if kind == "Node":
-            annotations = meta.get("annotations") or {}
-            ready = nodephase.ready(
-                (obj.get("status") or {}).get("conditions") or [],
-                bool((obj.get("spec") or {}).get("unschedulable")),
-            )
-            sample = {k: annotations[k] for k in nodephase.KEYS if k in annotations}
-            rebooting = sample.get(ann.POST_CONFIG_ACTION) == ann.REBOOTING
-            if rebooting and meta["name"] in self.pids and meta["name"] not in self._rebooting:
-                self._rebooting.add(meta["name"])
-                # the agent is alive, waiting for this write's answer; its memory goes with the exec
-                self.peak(meta["name"], self.pids[meta["name"]])
-                if self.on_reboot is not None:
-                    self.on_reboot(meta["name"])
-            elif not rebooting:
-                self._rebooting.discard(meta["name"])
-            self.nodes.append((event.rv, timeline.NodeSample(t, meta["name"], sample, ready)))
-        elif kind == "Pod" and (meta.get("labels") or {}).get("app") == WORKLOAD:
-            gone = event.type == "DELETED"
-            pod = timeline.PodSample(t, meta["name"], dict(meta["labels"]), pod_ready(obj), gone)
-            self.pods.append((event.rv, pod))
-
-
-def _budget(pdb: Obj, replicas: int) -> timeline.Budget:
-    def scaled(value: object, round_up: bool) -> int:
-        if isinstance(value, str) and value.endswith("%"):
-            part = int(value[:-1]) * replicas
-            return -(-part // 100) if round_up else part // 100
-        return int(str(value))
-
-    if "minAvailable" in pdb:
-        desired = scaled(pdb["minAvailable"], True)
-    else:
-        desired = max(0, replicas - scaled(pdb.get("maxUnavailable", 0), True))
-    return timeline.Budget(WORKLOAD, {"app": WORKLOAD}, desired)
-
-
-def _in_order(samples: list[tuple[int, Sample]]) -> list[tuple[float, Sample]]:
-    """Samples in commit order, with times that never go back (a nested commit is stamped first)."""
-    out: list[tuple[float, Sample]] = []
-    last = 0.0
-    for _, s in sorted(samples, key=lambda pair: pair[0]):
-        last = max(last, s.t)
-        out.append((last, s))
-    return out
 
 
 def _annotations(sim: ApiServer, node: str) -> dict[str, str]:
@@ -176,21 +102,6 @@ def pool_updated(sim: ApiServer, pool: str, config: str) -> bool:
         c.get("type") == "Updated" and c.get("status") == "True" for c in status.get("conditions") or []
     )
     return updated and (status.get("configuration") or {}).get("name") == config
-
-
-def _stamp(t: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1e6):06d}Z"
-
-
-def _requests(audit: Path, since: float, until: float) -> dict[str, int]:
-    """Requests received between `since` and `until` (wall clock), by client: agents and the rest."""
-    counts = {"agents": 0, "others": 0}
-    first, last = _stamp(since), _stamp(until)
-    for line in audit.read_text().splitlines():
-        event = json.loads(line)
-        if first <= event["requestReceivedTimestamp"] <= last:
-            counts["agents" if event.get("userAgent", "").startswith(AGENT_UA) else "others"] += 1
-    return counts
 
 
 class Fleet:
@@ -293,8 +204,9 @@ class Fleet:
         self.say(f"== {len(self.names)} agents started on {old} (logs in {self.workdir / 'nodes'})")
         self._wait(_joined(self.sim, self.names, old), deadline, f"every node Done on {old}")
         if self.o.pdb is not None or self.o.replicas:
-            self.workload = Workload(self.sim, WORKLOAD, self.o.replicas or len(self.names),
-                                     start_seconds=self.o.pod_start)  # fmt: skip
+            self.workload = Workload(
+                self.sim, WORKLOAD, self.o.replicas or len(self.names), start_seconds=self.o.pod_start
+            )
             self.workload.create(self.o.pdb)
             self.workload.start()
             self.say(
@@ -326,8 +238,11 @@ class Fleet:
         if self.o.kill_controller_after > 0:
             self._kill_controller_after(self.o.kill_controller_after, config, deadline)
         joined = _joined(self.sim, self.names, config)
-        self._wait(lambda: pool_updated(self.sim, self.pool, config) and joined(),
-                   deadline, f"every node Done on {config} and the pool Updated")  # fmt: skip
+        self._wait(
+            lambda: pool_updated(self.sim, self.pool, config) and joined(),
+            deadline,
+            f"every node Done on {config} and the pool Updated",
+        )
         t_end, bytes_sent = time.time(), self.sim.traffic.bytes_sent - bytes0
         for name, agent in self.agents.items():
             self.recorder.peak(name, agent.pid)
@@ -343,7 +258,7 @@ class Fleet:
                 "maxConcurrentlyUnavailable": worst,
                 "maxConcurrentlyUnavailableNodes": list(who),
             }
-        requests = _requests(self.workdir / "audit.log", t0, t_end)
+        requests = requests_between(self.workdir / "audit.log", t0, t_end)
         result["apiRequests"] = {**requests, "agentsPerNode": round(requests["agents"] / len(self.names), 1)}
         result["peakRssKiB"] = {
             # before the simulated reboot (read as it is announced) and after it, the larger
@@ -361,8 +276,10 @@ class Fleet:
 
         def enough() -> bool:
             states = [_annotations(self.sim, n) for n in self.names]
-            return sum(a.get(ann.CURRENT_CONFIG) == config and a.get(ann.STATE) == "Done"
-                       for a in states) >= done  # fmt: skip
+            return (
+                sum(a.get(ann.CURRENT_CONFIG) == config and a.get(ann.STATE) == "Done" for a in states)
+                >= done
+            )
 
         self._wait(enough, deadline, f"{done} nodes Done on {config}")
         self.controller.crash_and_replace()
@@ -372,7 +289,7 @@ class Fleet:
         """How many times each node's desiredConfig became `config` (1 each: no node moved twice)."""
         last: dict[str, str | None] = {}
         moves = dict.fromkeys(self.names, 0)
-        for _, sample in _in_order(self.recorder.nodes):
+        for _, sample in in_order(self.recorder.nodes):
             desired = sample.annotations.get(ann.DESIRED_CONFIG)
             if desired == config and last.get(sample.name) != config:
                 moves[sample.name] = moves.get(sample.name, 0) + 1
@@ -398,12 +315,19 @@ class Fleet:
         spec: Obj = {
             "machineConfigSelector": {"matchLabels": {ROLE_LABEL: self.pool}},
             "nodeSelector": {"matchLabels": {f"node-role.kubernetes.io/{self.pool}": ""}},
-            "maxUnavailable": self.o.max_unavailable, "paused": False,
-        }  # fmt: skip
+            "maxUnavailable": self.o.max_unavailable,
+            "paused": False,
+        }
         if config is not None:
             spec["configuration"] = {"name": config}
-        self.sim.put({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
-                      "metadata": {"name": self.pool}, "spec": spec})  # fmt: skip
+        self.sim.put(
+            {
+                "apiVersion": "machineconfiguration.openshift.io/v1",
+                "kind": "MachineConfigPool",
+                "metadata": {"name": self.pool},
+                "spec": spec,
+            }
+        )
 
     def _wait(self, condition: Callable[[], bool], deadline: float, what: str) -> None:
         def check() -> bool:
@@ -425,22 +349,29 @@ class Fleet:
     ) -> dict[str, Any]:
         samples = [
             timeline.NodeSample(t - t0, s.name, s.annotations, s.ready)
-            for t, s in _in_order(self.recorder.nodes)
+            for t, s in in_order(self.recorder.nodes)
         ]
         pods = [
             timeline.PodSample(t - t0, s.name, s.labels, s.healthy, s.gone)
-            for t, s in _in_order(self.recorder.pods)
+            for t, s in in_order(self.recorder.pods)
         ]
         tracks = timeline.node_timelines(samples, target, t_end - t0)
         budgets = []
         if self.o.pdb is not None:
             budgets.append(
-                timeline.budget_check(_budget(self.o.pdb, self.o.replicas or len(self.names)), pods)
+                timeline.budget_check(budget(self.o.pdb, self.o.replicas or len(self.names)), pods)
             )
         limit = max_unavailable(limit_value, len(self.names))
         updated = pool_updated(self.sim, self.pool, target)
-        result = timeline.summary(tracks, samples, target=target, limit=limit, budgets=budgets,
-                                  total=t_end - t0, pool_updated=updated)  # fmt: skip
+        result = timeline.summary(
+            tracks,
+            samples,
+            target=target,
+            limit=limit,
+            budgets=budgets,
+            total=t_end - t0,
+            pool_updated=updated,
+        )
         if picture is not None:
             title = f"{len(self.names)} nodes to {target}, maxUnavailable {limit_value}"
             drawing = svg(

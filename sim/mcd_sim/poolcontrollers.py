@@ -116,17 +116,29 @@ class ProcessController:
 
     description = "mcd pool-controller (a process, over HTTPS)"
     over_http = True
-    INTERVAL = "1"  # seconds between its passes (its default is 2): a shorter simulated rollout
+    INTERVAL = "1"  # seconds between its resyncs from its caches (its default is 2)
     # a killed leader's Lease expires after this (its default is 15): a shorter takeover
     LEASE_DURATION = "6"
     EVICTION_RETRY = "1"  # an eviction a budget refused is tried again after this (its default is 5)
 
     def __init__(self, sim: ApiServer, pool: str, kubeconfig: Path, workdir: Path) -> None:
         self.sim, self.pool = sim, pool
-        self.argv = [sys.executable, "-m", "mcd", "pool-controller", "--kubeconfig", str(kubeconfig),
-                     "--namespace", LEASE_NAMESPACE, "--interval", self.INTERVAL,
-                     "--lease-duration", self.LEASE_DURATION,
-                     "--eviction-retry", self.EVICTION_RETRY]  # fmt: skip
+        self.argv = [
+            sys.executable,
+            "-m",
+            "mcd",
+            "pool-controller",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--namespace",
+            LEASE_NAMESPACE,
+            "--interval",
+            self.INTERVAL,
+            "--lease-duration",
+            self.LEASE_DURATION,
+            "--eviction-retry",
+            self.EVICTION_RETRY,
+        ]
         self.log = workdir / "pool-controller.log"
         self.process: Spawned | None = None
         self.rss: int | None = None

@@ -108,7 +108,8 @@ class Narrator:
         after = event.obj["metadata"].get("annotations") or {}
         # the reason is free text (often empty when cleared): quoted, so it reads as one value
         changes = [
-            f"{short}={json.dumps(after.get(key, ''))}" if key == ann.REASON
+            f"{short}={json.dumps(after.get(key, ''))}"
+            if key == ann.REASON
             else f"{short}={after.get(key, '-')}"
             for key, short in WATCHED
             if before.get(key) != after.get(key)
@@ -132,9 +133,11 @@ class Narrator:
             f"{kind}={c['status']}" + (f" ({c['message']})" if c["status"] != "False" else "")
             for kind, c in after.items()
             if c.get("reason") != "NotYetOccurred"
-            and (kind not in before or (before[kind]["status"], before[kind]["message"])
-                 != (c["status"], c["message"]))
-        ]  # fmt: skip
+            and (
+                kind not in before
+                or (before[kind]["status"], before[kind]["message"]) != (c["status"], c["message"])
+            )
+        ]
         if changes:
             self._add("mcn " + "; ".join(changes))
 
@@ -240,14 +243,21 @@ def bootstrap_node(root: Path, old_file: Path, old_name: str) -> None:
 def agent_argv(node: str, kubeconfig: Path, root: Path) -> list[str]:
     """The agent as a node runs it (`mcd start --node-name`), on the sandbox root `root`."""
     return [
-        sys.executable, "-m", "mcd", "start",
-        "--node-name", node,
-        "--kubeconfig", str(kubeconfig),
-        "--root-mount", str(root),
-        "--metrics-url", "127.0.0.1:0",  # any free port: several runs may share a machine
+        sys.executable,
+        "-m",
+        "mcd",
+        "start",
+        "--node-name",
+        node,
+        "--kubeconfig",
+        str(kubeconfig),
+        "--root-mount",
+        str(root),
+        "--metrics-url",
+        "127.0.0.1:0",  # any free port: several runs may share a machine
         "--kubelet-healthz-enabled=false",  # no kubelet next to a sandbox
         "-v",
-    ]  # fmt: skip
+    ]
 
 
 def agent_plan(sim: ApiServer, root: Path, new_file: Path) -> str:
@@ -263,9 +273,14 @@ def agent_plan(sim: ApiServer, root: Path, new_file: Path) -> str:
         found, _bad = storage_overrides(obj)
         overrides = tuple(found)
     p = plan_on_host(
-        host, current_config(host.root), new, legacy=False, policies=policies,
-        skip_certificate_write=True, storage_overrides=overrides,
-    )  # fmt: skip
+        host,
+        current_config(host.root),
+        new,
+        legacy=False,
+        policies=policies,
+        skip_certificate_write=True,
+        storage_overrides=overrides,
+    )
     return plan_text(p)
 
 

@@ -52,6 +52,9 @@ def _run_the_repertoire(sim: ApiServer, kubeconfig: Path) -> bool:
     controller.drains.retry_seconds = 0.0
     refused = False
     try:
+        assert controller.elector.tick()
+        controller.caches.start()  # the informers: each collection listed, then watched
+        sim.wait_for(controller.caches.synced, timeout=30)
         for _ in range(100):
             assert controller.elector.tick()
             controller.one_pass()
@@ -68,6 +71,7 @@ def _run_the_repertoire(sim: ApiServer, kubeconfig: Path) -> bool:
         else:
             raise AssertionError("the rollout did not finish")
     finally:
+        controller.caches.stop()
         controller.elector.release()
         api.close()
     return refused
