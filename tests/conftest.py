@@ -89,11 +89,8 @@ SCENARIO_TESTS = {
     "tests/controller/test_fencing.py::test_the_lease_is_renewed_through_a_pass_longer_than_the_lease",
     # a killed leader's lease running out before the other replica finishes the rollout
     "tests/controller/test_process.py::test_killed_mid_rollout_another_replica_takes_over_and_finishes",
-    # a budget refusing the drain until the test relaxes it: kubectl's eviction retry (5 s), the
-    # built-in drainer's (5 s), the handshake's backoff
+    # a budget refusing the drain until the test relaxes it: kubectl's eviction retry (5 s)
     "tests/sim/test_sim_drain.py::test_drain_waits_for_the_pdb_then_completes",
-    "tests/agent/test_agent_drain.py::test_a_blocking_budget_is_named_and_the_drain_completes_once_it_allows[builtin-drainer]",
-    "tests/agent/test_agent_drain.py::test_a_blocking_budget_is_named_and_the_drain_completes_once_it_allows[controller-handshake]",
     # two failed watches in a row: the watch's own backoff (1 s, then 2 s)
     "tests/agent/test_agent_mccache.py::test_a_config_held_when_the_watch_broke_off_is_read_and_the_watch_goes_on[fail]",
     # an 8 s API outage probed throughout, against a 2 s unreachable limit

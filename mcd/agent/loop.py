@@ -26,7 +26,7 @@ import time
 
 from mcd.agent import memory, sdnotify
 from mcd.agent.compose import AFTER_SYNC, NODE, RELEASE, RELEASE_IDLE_SECONDS, SETTLE, compose
-from mcd.agent.errors import StoppingError, classify
+from mcd.agent.errors import StoppingError, WaitingError, classify
 from mcd.agent.health import api_unreached
 from mcd.agent.kubelet import KubeletHealth
 from mcd.agent.node_apply import NodeApplier
@@ -335,7 +335,15 @@ class Daemon:
 
     def _sync_failed(self, exc: Exception) -> None:
         verdict = classify(exc)
-        delay = self.queue.add_rate_limited(NODE, verdict.retry_after)
+        if isinstance(exc, WaitingError):
+            # a budget allowing no disruption now is tried again at the eviction pace (upstream's
+            # controller retries a refused eviction every 5 s), not after a doubling backoff that
+            # reaches a minute: a node that holds a rollout slot would sit idle in it
+            self.queue.forget(NODE)
+            delay = self.settings.eviction_retry_seconds
+            self.queue.add_after(NODE, delay)
+        else:
+            delay = self.queue.add_rate_limited(NODE, verdict.retry_after)
         name = self.settings.node_name
         if verdict.state is None:
             LOG.warning("sync of node %s failed (retry in %.0fs): %s", name, delay, exc)
@@ -350,7 +358,10 @@ class Daemon:
                 exc_info=exc,
             )
         elif verdict.state is NodeState.WORKING:
-            LOG.warning("sync of node %s is waiting (retry in %.0fs): %s", name, delay, exc)
+            # said at WARNING once per reason, not every few seconds for as long as it waits
+            waiting = self.writer.cached is not None and self.writer.cached.reason == verdict.reason
+            level = logging.DEBUG if waiting else logging.WARNING
+            LOG.log(level, "sync of node %s is waiting (retry in %.0fs): %s", name, delay, exc)
             node = self.writer.cached
             if node is not None and ann.transition(node.state, NodeState.WORKING) is not NodeState.WORKING:
                 return  # a Degraded node keeps its state and reason until Done, as upstream's

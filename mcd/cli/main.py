@@ -98,6 +98,7 @@ def _start_agent(args: argparse.Namespace) -> int:
         adopt=args.adopt,
         resync_seconds=args.resync_interval,
         drain_timeout_seconds=args.drain_timeout,
+        eviction_retry_seconds=args.eviction_retry,
         drift_policy=args.drift_policy,
         ssh_login_monitor=args.ssh_login_monitor,
         config_dir=args.config_dir or "",

@@ -333,6 +333,11 @@ def _add_start(sub: SubParsers[UsageParser]) -> None:
     s.add_argument("--drain-timeout", type=float,
                    default=env_default("DRAIN_TIMEOUT", 3600.0, to_seconds, "a number of seconds"),
                    metavar="SECONDS", help="give up a drain after this long (default 3600, as upstream)")
+    s.add_argument("--eviction-retry", type=float,
+                   default=env_default("EVICTION_RETRY", 5.0, to_seconds, "a number of seconds"),
+                   metavar="SECONDS", help="seconds between tries of a drain a PodDisruptionBudget "
+                   "refuses: the built-in drainer's evictions and the re-check before asking the "
+                   "controller (default 5, upstream's eviction retry)")
     s.add_argument("--resync-interval", type=float,
                    default=env_default("RESYNC_INTERVAL", 600.0, to_seconds, "a number of seconds"),
                    metavar="SECONDS", help="sync the node at least this often (default 600)")

@@ -56,7 +56,8 @@ def test_a_blocking_budget_is_named_and_the_drain_completes_once_it_allows(
     cluster.add_pdb("shop", "web-budget", {"matchLabels": {"app": "web"}}, min_available=2)
     if not builtin:
         cluster.answer_drains()
-    agent = start_agent(cluster, root, *(["--builtin-drainer"] if builtin else []))
+    # a blocked drain is tried again at --eviction-retry's pace, not after a doubling backoff
+    agent = start_agent(cluster, root, "--eviction-retry", "0.5", *(["--builtin-drainer"] if builtin else []))
     cluster.wait_node(NODE, done_on("rendered-worker-a"))
     agent.wait_log("is in config rendered-worker-a: Done")
     _update_to_b(cluster)
@@ -67,7 +68,8 @@ def test_a_blocking_budget_is_named_and_the_drain_completes_once_it_allows(
         lambda n: n["metadata"]["annotations"].get(ann.STATE) == "Working"
         and n["metadata"]["annotations"].get(ann.REASON) == blocked,
     )
-    cluster.wait_event("DrainBlockedByPodDisruptionBudget", count=2)  # retried (with backoff)
+    # tried again every 0.5 s: six tries after a doubling backoff from 1 s would take 31 s
+    cluster.wait_event("DrainBlockedByPodDisruptionBudget", count=6, timeout=8)
     assert ("shop", "web-1") in cluster.pods()
     cluster.set_pdb_min_available("shop", "web-budget", 1)
     node = cluster.wait_node(NODE, done_on("rendered-worker-b"), timeout=30)
