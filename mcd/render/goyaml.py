@@ -22,6 +22,8 @@ from typing import Any
 import yaml
 from yaml.emitter import Emitter, ScalarAnalysis
 
+from mcd.render.wordscalar import word_analysis
+
 # yaml.v2 reads these plain words as booleans, nulls or special floats, so a string spelled so
 # is written quoted (YAML 1.1 words: "y", "on", "off" ... included)
 _RESERVED = frozenset(
@@ -142,12 +144,6 @@ def _class_for(text: str, ascii_class: re.Pattern[str], full_class: str) -> re.P
     return ascii_class if text.isascii() else re.compile(full_class)
 
 
-# a word of printable ASCII: plain, quoted and block styles all allowed (most of a config's text:
-# data URLs, paths, names), unless it starts with an indicator
-_WORD = re.compile(r"[\x21-\x7e]+")
-_LEADING_INDICATORS = "#,[]{}&*!|>'\"%@`"
-
-
 def _pieces(text: str, special: re.Pattern[str]) -> Iterator[tuple[int, str]]:
     """(index, piece) over `text`: each `special` character alone, the runs between them whole."""
     pos = 0
@@ -165,26 +161,9 @@ class _GoEmitter(Emitter):
     long lines at other places than PyYAML's)."""
 
     def analyze_scalar(self, scalar: str) -> ScalarAnalysis:
-        if _WORD.fullmatch(scalar):
-            # what PyYAML's character-by-character analysis finds for such a word, at once
-            # (the end of the text counts as white space: a final ":" and a lone "-" are indicators)
-            flow = scalar[0] in _LEADING_INDICATORS or scalar == "-" or any(c in ",?[]{}:" for c in scalar)
-            block_plain = not (
-                scalar[0] in _LEADING_INDICATORS
-                or scalar.startswith(("---", "..."))
-                or scalar.endswith(":")
-                or scalar in ("-", "?")
-            )
-            return ScalarAnalysis(
-                scalar=scalar,
-                empty=False,
-                multiline=False,
-                allow_flow_plain=block_plain and not flow,
-                allow_block_plain=block_plain,
-                allow_single_quoted=True,
-                allow_double_quoted=True,
-                allow_block=True,
-            )
+        word = word_analysis(scalar)
+        if word is not None:
+            return word
         analysis = super().analyze_scalar(scalar)
         if _class_for(scalar, _NOT_PRINTABLE_ASCII, _NOT_PRINTABLE).search(scalar):
             # only double quotes can hold a character yaml.v2 does not print

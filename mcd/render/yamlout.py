@@ -10,17 +10,13 @@ PyYAML's own code. tests/cli/test_yaml_output.py compares the two on random docu
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import yaml
 from yaml.emitter import ScalarAnalysis
 
-# a word of printable ASCII: no space, no line break, nothing that needs escaping
-_WORD = re.compile(r"[\x21-\x7e]+")
-# what PyYAML's analysis treats as an indicator at the start of a scalar
-_LEADING_INDICATORS = "#,[]{}&*!|>'\"%@`"
-_FLOW_INDICATORS = ",?[]{}:"
+from mcd.render.wordscalar import word_analysis
+
 _BREAKS_OR_SPACE = frozenset(" \n\x85\u2028\u2029")
 
 
@@ -28,27 +24,7 @@ class _Dumper(yaml.SafeDumper):
     """yaml.SafeDumper, with the short way for words of printable ASCII."""
 
     def analyze_scalar(self, scalar: str) -> ScalarAnalysis:
-        if not _WORD.fullmatch(scalar):
-            return super().analyze_scalar(scalar)
-        # PyYAML's character loop on such a word: the end of the text counts as white space, so
-        # a final ":" is an indicator, and "-" or "?" alone are; "---" and "..." start a document
-        flow = scalar[0] in _LEADING_INDICATORS or scalar == "-" or any(c in _FLOW_INDICATORS for c in scalar)
-        block_plain = not (
-            scalar[0] in _LEADING_INDICATORS
-            or scalar.startswith(("---", "..."))
-            or scalar.endswith(":")
-            or scalar in ("-", "?")
-        )
-        return ScalarAnalysis(
-            scalar=scalar,
-            empty=False,
-            multiline=False,
-            allow_flow_plain=block_plain and not flow,
-            allow_block_plain=block_plain,
-            allow_single_quoted=True,
-            allow_double_quoted=True,
-            allow_block=True,
-        )
+        return word_analysis(scalar) or super().analyze_scalar(scalar)
 
     def write_plain(self, text: str, split: bool = True) -> None:
         if not text or not _BREAKS_OR_SPACE.isdisjoint(text) or self.encoding:
