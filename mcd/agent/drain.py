@@ -29,7 +29,7 @@ from mcd.agent.report.node import NodeWriter
 from mcd.kube.errors import ApiError, NotFoundError
 from mcd.node import annotations as ann
 from mcd.node import machineconfignode as mcn
-from mcd.node.annotations import NodeView
+from mcd.node.annotations import NodeState, NodeView
 from mcd.node.drainrules import blocking_pdbs, duration_text, pods_to_evict
 from mcd.node.errors import McdError
 
@@ -79,25 +79,31 @@ class _Base:
 
     def check_budgets(self) -> None:
         """McdError naming the PodDisruptionBudgets that make a drain impossible right now."""
+        message = self.blocked()
+        if message:
+            # as upstream, where the controller retries such a drain and the node stays Working:
+            # a budget that allows no disruption now is a wait, not a failure of the node
+            raise WaitingError(message)
+
+    def blocked(self) -> str:
+        """The reason naming the PodDisruptionBudgets that allow no disruption of a pod to evict
+        now (and its Event), or "" when none does."""
         if self.api is None:
-            return
+            return ""
         try:
             pods = pods_to_evict(self.api.list_pods_on_node(self.node), self.own_pod)
             blocked = blocking_pdbs(self.api.list_pdbs(), pods) if pods else []
         except ApiError as exc:
             if exc.status in (401, 403, 404):
                 LOG.info("cannot read pods or budgets (%s): drain without the budget check", exc)
-                return
+                return ""
             raise
-        if blocked:
-            message = (
-                f"drain of node {self.node} blocked: PodDisruptionBudget {', '.join(blocked)} "
-                "allows 0 disruptions"
-            )
-            self.events.warning("DrainBlockedByPodDisruptionBudget", message)
-            # as upstream, where the controller retries such a drain and the node stays Working:
-            # a budget that allows no disruption now is a wait, not a failure of the node
-            raise WaitingError(message)
+        if not blocked:
+            return ""
+        names = ", ".join(blocked)
+        message = f"drain of node {self.node} blocked: PodDisruptionBudget {names} allows 0 disruptions"
+        self.events.warning("DrainBlockedByPodDisruptionBudget", message)
+        return message
 
     def _wait(
         self, predicate: Callable[[NodeView], bool], timeout: float, asked: str | None = None
@@ -148,7 +154,13 @@ class HandshakeDrainer(_Base):
         if self.writer.node().last_applied_drain == value:
             LOG.info("drain is already completed on node %s", self.node)
             return
-        self.check_budgets()
+        # a budget that allows no disruption now is named on the node (Working, as upstream's
+        # while its controller retries the evictions), but the drain is asked for at once: the
+        # controller retries at its eviction pace and the node keeps its place in the rollout
+        # (a Degraded node keeps its state and reason until Done, as upstream's)
+        named = self.writer.node().state is NodeState.WORKING and self.blocked()
+        if named:
+            self.writer.set_state(NodeState.WORKING, named)
         self.events.normal("Cordon", "Cordoned node to apply update")
         self.events.normal("Drain", "Draining node to update config.")
         self.writer.set_annotations({ann.DESIRED_DRAIN: value})
@@ -159,6 +171,8 @@ class HandshakeDrainer(_Base):
             )
             self.events.warning("FailedToDrain", failed)  # upstream's Event says what the error says
             raise McdError(failed)
+        if named:
+            self.writer.set_state(NodeState.WORKING)  # drained: the budget no longer holds it
 
     def uncordon(self, config: str) -> None:
         value = ann.drain_value(ann.UNCORDON, config)
