@@ -13,9 +13,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any, Protocol
 
 from mcd.kube.watch import follow_events
+from mcd.runtime import guard
 
 LOG = logging.getLogger(__name__)
 
@@ -88,9 +90,10 @@ class Informer:
     def start(self) -> None:
         if self._thread is not None:
             return
-        # a daemon: a watch blocks in a read, and the process may end before the server ends it
-        self._thread = threading.Thread(target=self.run, args=(self._stop,), name=self.what, daemon=True)
-        self._thread.start()
+        # guarded (an error restarts it with backoff instead of ending the cache's updates for
+        # good) and a daemon: a watch blocks in a read, and the process may end before the server
+        # ends it
+        self._thread = guard.spawn(self.what, partial(self.run, self._stop), self._stop)
 
     def stop(self, join: float = 0.0) -> None:
         """End the thread (at its watch's next event or end, `WATCH_SECONDS` at most)."""
