@@ -167,7 +167,8 @@ def test_builtin_drain_blocked_by_a_budget_shows_the_cordon_to_kubectl_and_names
     sim.put({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
              "metadata": {"name": "web", "namespace": "default"},
              "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}})  # fmt: skip
-    agent = Agent(root, kubeconfig, tmp_path / "agent.log", "--builtin-drainer").start()
+    flags = ("--builtin-drainer", "--eviction-retry", "0.5")
+    agent = Agent(root, kubeconfig, tmp_path / "agent.log", *flags).start()
     try:
         agent.wait_log("is in config rendered-worker-a: Done")
         sim.patch("Node", NODE, {"metadata": {"annotations": {ann.DESIRED_CONFIG: "rendered-worker-b"}}})
