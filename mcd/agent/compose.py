@@ -29,7 +29,7 @@ from mcd.agent.settings import AgentSettings
 from mcd.agent.state import AgentMachine, AgentState
 from mcd.agent.sync import Syncer
 from mcd.agent.watch.wiring import Watchers, watchers_for
-from mcd.agent.workqueue import WorkQueue
+from mcd.agent.workqueue import RateLimiter, WorkQueue
 from mcd.host.certs import restart_kubelet_with_ca
 from mcd.host.systemd import make_manager
 from mcd.kube.client import KubeClient
@@ -89,7 +89,7 @@ class _ClockedDrainer:
 
 def compose(settings: AgentSettings, client: KubeClient, applier: NodeApplier) -> Parts:
     """The cluster agent of `settings` on `client` and `applier`, every part wired."""
-    stop, queue = threading.Event(), WorkQueue()
+    stop, queue = threading.Event(), WorkQueue(RateLimiter(start=settings.retry_start_seconds))
     machine = AgentMachine(on_change=_log_agent_state)
     metrics = Metrics()
     writer = NodeWriter(client, settings.node_name)

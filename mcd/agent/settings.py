@@ -33,6 +33,8 @@ class AgentSettings:
     uncordon_timeout_seconds: float = 600.0
     # built-in drainer: one attempt's budget and the pause after a refused eviction (upstream's library)
     eviction_retry_seconds: float = 5.0
+    # the first wait before a failed sync is tried again (doubling to 60 s: upstream's node queue)
+    retry_start_seconds: float = 1.0
     rpmostree_binary: str = "rpm-ostree"
     # watchers (mcd/agent/watch): what a config drift does to the node, see docs/watchers.md
     drift_policy: str = "degrade"

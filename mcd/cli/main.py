@@ -82,6 +82,9 @@ def _start_agent(args: argparse.Namespace) -> int:
         return _start_local(args)
     if not args.node_name:
         raise InputError("--node-name", [Finding((), "required (or the NODE_NAME environment variable)")])
+    for flag, value in (("--retry-start", args.retry_start), ("--eviction-retry", args.eviction_retry)):
+        if not value > 0:  # zero would retry in a tight loop
+            raise InputError(flag, [Finding((), f"must be a number of seconds above 0, not {value}")])
     root_dir(args.root_mount)
     _check_kubeconfig(args.kubeconfig)
     settings = AgentSettings(
@@ -99,6 +102,7 @@ def _start_agent(args: argparse.Namespace) -> int:
         resync_seconds=args.resync_interval,
         drain_timeout_seconds=args.drain_timeout,
         eviction_retry_seconds=args.eviction_retry,
+        retry_start_seconds=args.retry_start,
         drift_policy=args.drift_policy,
         ssh_login_monitor=args.ssh_login_monitor,
         config_dir=args.config_dir or "",

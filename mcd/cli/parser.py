@@ -338,6 +338,10 @@ def _add_start(sub: SubParsers[UsageParser]) -> None:
                    metavar="SECONDS", help="seconds between tries of a drain a PodDisruptionBudget "
                    "refuses: the built-in drainer's evictions and the re-check before asking the "
                    "controller (default 5, upstream's eviction retry)")
+    s.add_argument("--retry-start", type=float,
+                   default=env_default("RETRY_START", 1.0, to_seconds, "a number of seconds"),
+                   metavar="SECONDS", help="wait before a failed sync is tried again, doubling up to "
+                   "60 s (default 1, upstream's node queue)")
     s.add_argument("--resync-interval", type=float,
                    default=env_default("RESYNC_INTERVAL", 600.0, to_seconds, "a number of seconds"),
                    metavar="SECONDS", help="sync the node at least this often (default 600)")

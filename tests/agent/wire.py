@@ -31,7 +31,9 @@ class Wire:
         self.agents: list[Agent] = []
 
     def start(self, root: Path, *extra: str, **kw: Any) -> Agent:
-        agent = Agent(root, self.kubeconfig, self.tmp / "agent.log", *extra, **kw).start()
+        # a fault's retry after 0.1 s, doubling, rather than upstream's 1 s: the same sequence, faster
+        flags = ("--retry-start", "0.1", *extra)
+        agent = Agent(root, self.kubeconfig, self.tmp / "agent.log", *flags, **kw).start()
         self.agents.append(agent)
         return agent
 
