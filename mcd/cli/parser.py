@@ -279,6 +279,19 @@ def _add_render(sub: SubParsers[UsageParser]) -> None:
     _output_flag(r)
 
 
+def _add_retry_flags(s: argparse.ArgumentParser) -> None:
+    """How soon the agent tries again: a drain a budget refuses, a failed sync."""
+    s.add_argument("--eviction-retry", type=float,
+                   default=env_default("EVICTION_RETRY", 5.0, to_seconds, "a number of seconds"),
+                   metavar="SECONDS", help="seconds between tries of a drain a PodDisruptionBudget "
+                   "refuses: the built-in drainer's evictions and the re-check before asking the "
+                   "controller (default 5, upstream's eviction retry)")
+    s.add_argument("--retry-start", type=float,
+                   default=env_default("RETRY_START", 1.0, to_seconds, "a number of seconds"),
+                   metavar="SECONDS", help="wait before a failed sync is tried again, doubling up to "
+                   "60 s (default 1, upstream's node queue)")
+
+
 def _add_start(sub: SubParsers[UsageParser]) -> None:
     s = sub.add_parser(
         "start",
@@ -333,15 +346,7 @@ def _add_start(sub: SubParsers[UsageParser]) -> None:
     s.add_argument("--drain-timeout", type=float,
                    default=env_default("DRAIN_TIMEOUT", 3600.0, to_seconds, "a number of seconds"),
                    metavar="SECONDS", help="give up a drain after this long (default 3600, as upstream)")
-    s.add_argument("--eviction-retry", type=float,
-                   default=env_default("EVICTION_RETRY", 5.0, to_seconds, "a number of seconds"),
-                   metavar="SECONDS", help="seconds between tries of a drain a PodDisruptionBudget "
-                   "refuses: the built-in drainer's evictions and the re-check before asking the "
-                   "controller (default 5, upstream's eviction retry)")
-    s.add_argument("--retry-start", type=float,
-                   default=env_default("RETRY_START", 1.0, to_seconds, "a number of seconds"),
-                   metavar="SECONDS", help="wait before a failed sync is tried again, doubling up to "
-                   "60 s (default 1, upstream's node queue)")
+    _add_retry_flags(s)
     s.add_argument("--resync-interval", type=float,
                    default=env_default("RESYNC_INTERVAL", 600.0, to_seconds, "a number of seconds"),
                    metavar="SECONDS", help="sync the node at least this often (default 600)")
