@@ -92,6 +92,8 @@ class PoolSync:
         self._progress: dict[str, tuple[tuple[str, ...], float, bool]] = {}
         self.events = events or PoolEvents(api, fence=fence)
         self.clock = clock
+        # (monotonic) no render before this: set by the work queue on a MachineConfig change
+        self.render_after = 0.0
         self.errors: list[str] = []
         self.cluster = Cluster("", "")
         self.resync = RESYNC_SECONDS  # seconds between two reads of the ControllerConfig
@@ -161,7 +163,8 @@ class PoolSync:
         spec = pool.get("spec") or {}
         now = rfc3339(self.clock())
         served = dict(pool.get("status") or {})
-        if not (pool.get("metadata") or {}).get("deletionTimestamp"):
+        settled = time.monotonic() >= self.render_after  # MachineConfigs still changing: later
+        if settled and not (pool.get("metadata") or {}).get("deletionTimestamp"):
             pool = self._render(pool, configs, now)
         if spec.get("nodeSelector") == {}:
             # upstream's node controller: a Warning Event and nothing else for this pool (its

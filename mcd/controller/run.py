@@ -67,6 +67,8 @@ class PoolController:
         self.work = Work(*self._syncs(events, timing), self.queue)
         self.caches = Caches(api, self.work.changed)
         self.work.caches = self.caches
+        # a burst of MachineConfig changes is rendered once, `interval` after the last of it
+        self.work.render_delay = 0.0 if options.once else options.interval
         for part in (self.drains, self.pools, self.mcns):
             part.reads = self.caches
         self.pools.resync = options.resync
@@ -93,6 +95,7 @@ class PoolController:
             except ApiError as exc:
                 LOG.warning("pass: %s", exc)
                 return False
+        self.pools.render_after = 0.0  # a pass renders what it sees: nothing comes after it
         for part in (self.drains.sync, self.pools.sync, self.mcns.sync):
             try:
                 part()

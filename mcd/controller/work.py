@@ -19,6 +19,7 @@ request again (time alone changes some answers: a stalled node, a drain past its
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from mcd.controller.caches import Caches
@@ -44,13 +45,20 @@ class Work:
         self.pools, self.drains, self.mcns, self.queue = pools, drains, mcns, queue
         self.caches: Caches | None = None  # set by the controller once its caches exist
         self.handled = 0  # keys handled (a figure for tests and benchmarks)
+        self.render_delay = 0.0  # seconds a MachineConfig change waits before it is rendered
 
     # -- from the informers' threads
 
     def changed(self, resource: str, key: str, obj: Obj | None) -> None:
         if resource == "machineconfigpools":
             self.queue.add(POOL + key)
-        elif resource in ("machineconfigs", "controllerconfigs"):
+        elif resource == "machineconfigs":
+            # rendered once the changes stop for `render_delay` (upstream's render controller
+            # waits 5 s): a directory applied at once becomes one rendered config, not one per
+            # MachineConfig with nodes rolled through each
+            self.pools.render_after = time.monotonic() + self.render_delay
+            self.all_pools(after=self.render_delay)
+        elif resource == "controllerconfigs":
             self.all_pools()
         elif resource == "nodes":
             self.all_pools()
@@ -63,10 +71,13 @@ class Work:
         elif resource == "pods":
             self.queue.add(DRAIN + key)  # `key` is the node the pods are bound to
 
-    def all_pools(self) -> None:
+    def all_pools(self, after: float = 0.0) -> None:
         if self.caches is not None:
             for name in self.caches.names("machineconfigpools"):
-                self.queue.add(POOL + name)
+                if after > 0:
+                    self.queue.add_after(POOL + name, after)
+                else:
+                    self.queue.add(POOL + name)
 
     def resync(self, *, mcns: bool) -> None:
         """Every pool, every node with a pending request (and the MachineConfigNodes with `mcns`)."""

@@ -354,6 +354,13 @@ EXPECTED_REFUSALS = {
         409,
     ): "the agent and the pool controller both write a MachineConfigNode's conditions (resourceVersion "
     "preconditions): the loser reads again and retries",
+    (
+        "machine-config-controller",
+        "patch",
+        "/api/v1/nodes/",
+        409,
+    ): "the controller's node patches carry the resourceVersion of its cache (a watch): an agent's "
+    "write in between is seen by the watch and the key handled again",
     **{
         (node, "patch", f"/api/v1/nodes/{node}", 409): "the node writer's patches carry the resourceVersion "
         "it read: a write by the controller in between is read again and retried"
@@ -440,6 +447,7 @@ UNUSED = {
             "list",
         ): "the controller's drain, for agents without --builtin-drainer (the DaemonSet drains itself)",
         ("", "pods/eviction", "create"): "as pods list",
+        ("", "pods", "watch"): "as pods list: the pods of a node the controller drains, by spec.nodeName",
         ("", "nodes", "get"): "the drain controller's re-read of a cordoned node, for the handshake only",
         (
             "machineconfiguration.openshift.io",
