@@ -217,6 +217,24 @@ def measure(nodes: int, workdir: Path, max_unavailable: str, idle: float) -> dic
     }
 
 
+INOTIFY_INSTANCES = Path("/proc/sys/fs/inotify/max_user_instances")
+
+
+def inotify_room(nodes: int) -> str | None:
+    """Why `nodes` agents cannot all start their drift monitors on this machine (each holds an
+    inotify instance, and a user has max_user_instances: 128 by default), or None."""
+    try:
+        limit = int(INOTIFY_INSTANCES.read_text())
+    except (OSError, ValueError):
+        return None
+    if limit >= nodes + 16:  # the tests and tools running beside the bench hold a few
+        return None
+    return (
+        f"{nodes} agents need {nodes} inotify instances and fs.inotify.max_user_instances is {limit}: "
+        f"raise it first (sysctl -w fs.inotify.max_user_instances={max(1024, 2 * nodes)})"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[50])
@@ -224,6 +242,10 @@ def main() -> int:
     parser.add_argument("--idle", type=float, default=30.0)
     parser.add_argument("--keep", action="store_true", help="keep each size's directory (audit log, logs)")
     args = parser.parse_args()
+    short = inotify_room(max(args.sizes))
+    if short:
+        print(f"bench/fleet.py: {short}", file=sys.stderr)
+        return 2
     out: dict[str, Any] = {"cpus": len(os.sched_getaffinity(0)), "sizes": []}
     for nodes in args.sizes:
         tmp = Path(tempfile.mkdtemp(prefix="mcd-bench-fleet-"))
