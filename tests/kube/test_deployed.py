@@ -356,6 +356,12 @@ EXPECTED_REFUSALS = {
     "preconditions): the loser reads again and retries",
     (
         "machine-config-controller",
+        "update",
+        "/machineconfignodes/",
+        409,
+    ): "the same race seen from the controller's side (its drain phases on the MachineConfigNode)",
+    (
+        "machine-config-controller",
         "patch",
         "/api/v1/nodes/",
         409,
