@@ -189,7 +189,12 @@ class Handler(BaseHTTPRequestHandler):
                 self._stream(result)
             else:
                 code = result.code
-                self._send(result)
+                try:
+                    self._send(result)
+                except OSError:  # ssl.SSLError included
+                    # the client went away after its request was done (a killed controller): the
+                    # write stands, and the audit log says so with its code, as kube-apiserver's
+                    self.close_connection = True
         except ConnectionReset:
             code = 0
             self._reset()
