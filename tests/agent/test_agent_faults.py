@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import json
 import re
-import urllib.error
-import urllib.request
 
 import pytest
 from atomicwriter import publish
 from builders import ign_file, mc_object
 from harness import NODE, config_a, done_on, in_state, make_root
 from journals import new_session, write_journal
-from wire import Wire, ends_done, eventually, free_port, node_on, started_on_a
+from wire import Wire, ends_done, eventually, free_port, http_status, node_on, started_on_a
 
 from mcd.node import annotations as ann
 
@@ -133,16 +131,6 @@ def test_faults_in_each_phase_of_an_update(wire: Wire, phase: str) -> None:
     assert agent.stop() == 0
 
 
-def _healthz(port: int, path: str = "/healthz") -> int:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as resp:
-            return int(resp.status)
-    except urllib.error.HTTPError as exc:
-        return exc.code
-    except OSError:
-        return 0
-
-
 def test_a_revoked_token_is_logged_once_at_the_default_level_and_fails_readyz(wire: Wire) -> None:
     """Reported: 401 on every request printed nothing at the default level, /healthz stayed 200.
     Now /readyz says so; /healthz (liveness) stays 200: a restart would not cure it."""
@@ -150,14 +138,14 @@ def test_a_revoked_token_is_logged_once_at_the_default_level_and_fails_readyz(wi
     _, agent = started_on_a(
         wire, "--api-unreachable-limit", "2", verbosity=(), metrics_url=f"127.0.0.1:{port}"
     )
-    eventually(lambda: _healthz(port, "/readyz") == 200, "/readyz 200", agent=agent)
+    eventually(lambda: http_status(port, "/readyz") == 200, "/readyz 200", agent=agent)
     everything = wire.proxy.add("401", times=None)
     wire.proxy.cut_streams()
-    eventually(lambda: _healthz(port, "/readyz") == 503, "/readyz 503 after the limit", agent=agent)
+    eventually(lambda: http_status(port, "/readyz") == 503, "/readyz 503 after the limit", agent=agent)
     eventually(lambda: everything.fired >= 2, "refused requests", agent=agent)
-    assert _healthz(port) == 200  # alive all along
+    assert http_status(port) == 200  # alive all along
     wire.proxy.clear()
-    eventually(lambda: _healthz(port, "/readyz") == 200, "/readyz 200 again", agent=agent)
+    eventually(lambda: http_status(port, "/readyz") == 200, "/readyz 200 again", agent=agent)
     agent.wait_log("accepts the agent's credentials again")
     log = agent.log
     refused = [line for line in log.splitlines() if "rejects the agent's credentials" in line]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import socket
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -86,6 +88,17 @@ def eventually(
             tail = agent.log[-4000:] if agent is not None else ""
             raise AssertionError(f"timed out waiting for {what}\n{tail}")
         time.sleep(0.05)
+
+
+def http_status(port: int, path: str = "/healthz") -> int:
+    """The status of GET `path` on the agent's plain endpoint at `port` (0: no answer at all)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as resp:
+            return int(resp.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+    except OSError:
+        return 0
 
 
 def free_port() -> int:
