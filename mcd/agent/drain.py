@@ -151,14 +151,15 @@ class HandshakeDrainer(_Base):
 
     def drain(self, config: str) -> None:
         value = ann.drain_value(ann.DRAIN, config)
-        if self.writer.node().last_applied_drain == value:
+        node = self.writer.node()
+        if node.last_applied_drain == value:
             LOG.info("drain is already completed on node %s", self.node)
             return
         # a budget that allows no disruption now is named on the node (Working, as upstream's
         # while its controller retries the evictions), but the drain is asked for at once: the
         # controller retries at its eviction pace and the node keeps its place in the rollout
         # (a Degraded node keeps its state and reason until Done, as upstream's)
-        named = self.writer.node().state is NodeState.WORKING and self.blocked()
+        named = node.state is NodeState.WORKING and self.blocked()
         if named:
             self.writer.set_state(NodeState.WORKING, named)
         self.events.normal("Cordon", "Cordoned node to apply update")
