@@ -29,6 +29,7 @@ from mcd.host.runner import Spawned, spawn
 from mcd.node import annotations as ann
 from mcd_sim import auditreplay, timeline
 from mcd_sim.apiserver import ApiServer
+from mcd_sim.apiserver.audit import complete_lines
 from mcd_sim.controller import ControllerStandIn, max_unavailable
 from mcd_sim.fleetrecord import WORKLOAD, Recorder, budget, in_order, requests_between
 from mcd_sim.picture import svg
@@ -252,7 +253,7 @@ class Fleet:
         result["desiredConfigSetPerNode"] = self._moves(config)
         if self.controller.over_http:
             # the same verdict from the audit log alone: what the clients asked the server to do
-            lines = (self.workdir / "audit.log").read_text().splitlines()
+            lines = complete_lines(self.workdir / "audit.log")
             worst, _, who = unavailability(auditreplay.replay(lines, self.seed, t0))
             result["auditLog"] = {
                 "maxConcurrentlyUnavailable": worst,

@@ -5,7 +5,6 @@ requests by client, `budget` is the PodDisruptionBudget the timeline checks."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any, TypeVar
 
 from mcd.node import annotations as ann
 from mcd_sim import nodephase, timeline
+from mcd_sim.apiserver.audit import read_events
 from mcd_sim.apiserver.lifecycle import pod_ready
 from mcd_sim.apiserver.store import WatchEvent
 from mcd_sim.poolcontrollers import peak_rss_kib
@@ -100,8 +100,7 @@ def requests_between(audit: Path, since: float, until: float) -> dict[str, int]:
     """Requests received between `since` and `until` (wall clock), by client: agents and the rest."""
     counts = {"agents": 0, "others": 0}
     first, last = _stamp(since), _stamp(until)
-    for line in audit.read_text().splitlines():
-        event = json.loads(line)
+    for event in read_events(audit):
         if first <= event["requestReceivedTimestamp"] <= last:
             counts["agents" if event.get("userAgent", "").startswith(AGENT_UA) else "others"] += 1
     return counts

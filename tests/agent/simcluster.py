@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 from harness import NODE
 from mcd_sim.apiserver import ApiServer
+from mcd_sim.apiserver.audit import read_events
 from mcd_sim.apiserver.authn import User, node, service_account
 from mcd_sim.apiserver.store import WatchEvent
 from mcd_sim.controller import ControllerStandIn
@@ -230,8 +231,7 @@ class Cluster:
     def requests(self) -> list[Request]:
         """The agent's requests, from the server's audit log."""
         out = []
-        for line in self.audit_path.read_text().splitlines():
-            e = json.loads(line)
+        for e in read_events(self.audit_path):
             if not e["userAgent"].startswith(AGENT_UA):
                 continue
             ref = e.get("objectRef") or {}

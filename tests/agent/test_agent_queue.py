@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import json
 import threading
 from collections.abc import Callable
 from datetime import datetime
@@ -11,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from harness import NODE, Agent, config_a, make_root
+from mcd_sim.apiserver.audit import read_events
 from simcluster import Cluster
 
 from mcd.agent.nodechanges import acted_on
@@ -106,8 +106,7 @@ def test_only_fields_the_agent_acts_on_make_work() -> None:
 
 def _gets(audit: Path, name: str) -> list[float]:
     out = []
-    for line in audit.read_text().splitlines():
-        e = json.loads(line)
+    for e in read_events(audit):
         ref = e.get("objectRef") or {}
         if e["verb"] == "get" and ref.get("resource") == "machineconfigs" and ref.get("name") == name:
             received = e["requestReceivedTimestamp"].replace("Z", "+00:00")

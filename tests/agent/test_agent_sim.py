@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from harness import NODE, Agent, config_a, make_root
 from mcd_sim.apiserver import ApiServer
+from mcd_sim.apiserver.audit import read_events
 from mcd_sim.apiserver.store import WatchEvent
 from mcd_sim.controller import ControllerStandIn
 
@@ -60,7 +61,7 @@ def _kubectl(kubeconfig: Path, *args: str) -> str:
 
 
 def _audit(tmp_path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (tmp_path / "audit.log").read_text().splitlines() if line.strip()]
+    return read_events(tmp_path / "audit.log")
 
 
 def _setup(sim: ApiServer, tmp_path: Path) -> tuple[Path, Path]:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 from harness import NODE, Agent, config_a, done_on, make_root
+from mcd_sim.apiserver.audit import read_events
 from shipped import MANIFESTS, REPO
 from simcluster import KUBELET_PEM, Cluster
 
@@ -71,7 +72,7 @@ def test_the_kubelet_identity_with_the_shipped_host_rbac_is_refused_nothing(tmp_
             agent.stop()
     finally:
         cluster.stop()
-    calls = [json.loads(line) for line in cluster.audit_path.read_text().splitlines()]
+    calls = read_events(cluster.audit_path)
     mine = [c for c in calls if c["userAgent"].startswith("machine-config-daemon/")]
     assert {c["user"]["username"] for c in mine} == {f"system:node:{NODE}"}
     refused = sorted(

@@ -17,7 +17,6 @@ optional grant of manifests/without-kubelet-kubeconfig/.
 
 from __future__ import annotations
 
-import json
 import re
 import ssl
 import urllib.error
@@ -29,6 +28,7 @@ from typing import Any
 
 import pytest
 from harness import NODE, Agent, config_a, done_on, in_state, make_root
+from mcd_sim.apiserver.audit import read_events
 from mcd_sim.apiserver.authn import service_account
 from shipped import NAMESPACE, SERVICE_ACCOUNT, agent_container, expand, objects
 from simcluster import AGENT_UA, SA_USER, Cluster
@@ -129,8 +129,7 @@ def _allows(g: Grant, c: Call) -> bool:
 
 
 def _calls(audit: Path, user_agent: str = AGENT_UA) -> Iterator[Call]:
-    for line in audit.read_text().splitlines():
-        e = json.loads(line)
+    for e in read_events(audit):
         if not e["userAgent"].startswith(user_agent):
             continue
         ref = e.get("objectRef")

@@ -16,6 +16,19 @@ def micro_time(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def complete_lines(path: str | Path) -> list[str]:
+    """The audit log's lines written so far. A reader racing the server may see the last line
+    half written (a write is not atomic for a reader across a page boundary): only lines ended by
+    a newline are complete, so an unterminated tail is left for the next read."""
+    text = Path(path).read_text(encoding="utf-8")
+    return [line for line in text[: text.rfind("\n") + 1].splitlines() if line]
+
+
+def read_events(path: str | Path) -> list[dict[str, Any]]:
+    """The audit events written so far (complete lines only)."""
+    return [json.loads(line) for line in complete_lines(path)]
+
+
 class AuditLog:
     """Appends audit events to a file; one line per request, flushed at once (a reader may tail it)."""
 
