@@ -2,19 +2,21 @@
 
 Upstream's daemon reports each phase of an update on the MachineConfigNode named after the node
 (`pkg/upgrademonitor`); a report it cannot write is logged and the update goes on. Here reports
-are queued and written in order by a background thread, so an update never waits on them and
-never fails for them: a write the API server refuses for now (unreachable, throttled, 5xx) is
-retried with backoff, the reports after it waiting their turn; one it refuses for good (no such
-resource on this cluster, forbidden) is logged and dropped, and the next report tries again.
-Each write is computed from the object last read (`mcd.node.machineconfignode.merge`) and
-carries its resourceVersion, so a concurrent writer (the drain controller) costs a re-read, never
-a lost condition. The status goes through the `status` subresource; the spec (node, pool,
-desired config) is written on creation and when an update is known to be compatible.
+are queued and written in order by a background thread (the reports queued while a write is in
+flight folded into the next write), so an update never waits on them and never fails for them:
+a write the API server refuses for now (unreachable, throttled, 5xx) is retried with backoff, the
+reports after it waiting their turn; one it refuses for good (no such resource on this cluster,
+forbidden) is logged and dropped, and the next report tries again. Each write is computed from
+the object last read (`mcd.node.machineconfignode.merge`) and carries its resourceVersion, so a
+concurrent writer (the drain controller) costs a re-read, never a lost condition. The status goes
+through the `status` subresource; the spec (node, pool, desired config) is written on creation
+and when an update is known to be compatible.
 """
 
 from __future__ import annotations
 
 import collections
+import itertools
 import logging
 import threading
 import time
@@ -52,6 +54,10 @@ class _Item:
     report: mcn.Report
     current_config: str
     desired_config: str
+
+
+def _types(report: mcn.Report) -> set[str]:
+    return {report.parent.type} | ({report.child.type} if report.child is not None else set())
 
 
 class MachineConfigNodeReporter:
@@ -150,9 +156,10 @@ class MachineConfigNodeReporter:
                             "machineconfignode %s: %d reports not written", self.name, len(self._queue)
                         )
                     return
-                item = self._queue[0]
+                batch = self._batch()
+            item = batch[0]
             try:
-                self._write(item)
+                self._write(batch)
             except ApiError as exc:
                 self._obj = None
                 if exc.transient:
@@ -172,9 +179,26 @@ class MachineConfigNodeReporter:
                 )
             backoff.reset()
             with self._cond:
-                if self._queue and self._queue[0] is item:
-                    self._queue.popleft()
+                for written in batch:  # the queue may have dropped some meanwhile (full)
+                    if self._queue and self._queue[0] is written:
+                        self._queue.popleft()
                 self._cond.notify_all()
+
+    def _batch(self) -> list[_Item]:
+        """The reports at the head of the queue that one write carries (called with the lock
+        held). Upstream writes each phase as it is reached; here the reports queued while a write
+        was in flight are folded into the next one, up to the first that names a condition the
+        batch already sets (or changes the spec): every condition still goes through each value
+        it was given, in order, and a burst of phases costs one write, not one each."""
+        batch = [self._queue[0]]
+        seen = _types(batch[0].report)
+        for item in itertools.islice(self._queue, 1, None):
+            types = _types(item.report)
+            if item.report.spec or types & seen:
+                break
+            batch.append(item)
+            seen |= types
+        return batch
 
     def _read(self) -> Obj | None:
         assert self.api is not None
@@ -183,8 +207,9 @@ class MachineConfigNodeReporter:
         except NotFoundError:
             return None
 
-    def _write(self, item: _Item) -> None:
+    def _write(self, batch: list[_Item]) -> None:
         assert self.api is not None
+        item = batch[0]
         pool = mcn.pool_of(item.desired_config)
         for _ in range(CONFLICT_RETRIES):
             obj = self._obj if self._obj is not None else self._read()
@@ -198,14 +223,7 @@ class MachineConfigNodeReporter:
                     changed = mcn.spec_change(obj, pool, item.desired_config)
                     if changed is not None:
                         obj = self.api.update_machineconfignode(self.name, changed)
-                status = mcn.merge(
-                    obj.get("status"),
-                    item.report,
-                    spec_desired=str(((obj.get("spec") or {}).get("configVersion") or {}).get("desired", "")),
-                    current_config=item.current_config,
-                    desired_config=item.desired_config,
-                    now=self.clock(),
-                )
+                status = self._merged(obj, batch)
                 if status is None:
                     self._obj = obj
                     return
@@ -222,3 +240,20 @@ class MachineConfigNodeReporter:
                 LOG.debug("machineconfignode %s changed meanwhile: reading it again", self.name)
                 self._obj = None
         raise ApiError(409, f"machineconfignode {self.name} kept changing while it was being written")
+
+    def _merged(self, obj: Obj, batch: list[_Item]) -> Obj | None:
+        """The status after every report of `batch`, in order; None when none changes it."""
+        spec_desired = str(((obj.get("spec") or {}).get("configVersion") or {}).get("desired", ""))
+        status: Obj | None = None
+        now = self.clock()
+        for item in batch:
+            merged = mcn.merge(
+                status if status is not None else obj.get("status"),
+                item.report,
+                spec_desired=spec_desired,
+                current_config=item.current_config,
+                desired_config=item.desired_config,
+                now=now,
+            )
+            status = merged if merged is not None else status
+        return status
