@@ -80,6 +80,15 @@ CHANGES = {
     ),
     "an unknown key": _set("storage.files.3.colour", "blue"),
     "files reordered": lambda d: d["storage"]["files"].reverse(),
+    # the list as a whole differs, so each item is matched alone: its types still count
+    "a float mode beside a changed file": lambda d: (
+        _set("storage.files.1.mode", 420.0)(d),
+        _set("storage.files.2.contents.source", "data:,changed")(d),
+    ),
+    "one file's keys in another order, another changed": lambda d: (
+        d["storage"]["files"].__setitem__(1, dict(reversed(list(d["storage"]["files"][1].items())))),
+        _set("storage.files.2.contents.source", "data:,changed")(d),
+    ),
     "nothing": lambda d: None,
 }
 
