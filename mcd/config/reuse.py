@@ -145,7 +145,7 @@ def _key(raw: object, name: str) -> object:
     return value if type(value) is str else None
 
 
-def _same_item(a: object, b: object) -> bool:
+def _same_item(a: Any, b: Any) -> bool:
     """`same_json` for one file or unit: equality in C first, then the types as marshal's bytes
     (one call each side, in C: a fraction of walking the item); items equal in another key order
     are left to `same_json`."""
