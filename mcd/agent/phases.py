@@ -98,6 +98,8 @@ class Run:
     images: Images
     prefetched: Future[MachineConfig] | None = None
     checked: MachineConfig | None = None
+    # the cluster's disruption policies, read meanwhile too (a round trip off the update's path)
+    policies_read: Future[tuple[policy.ClusterPolicies, tuple[str, ...]]] | None = None
     old: MachineConfig = field(default_factory=empty_machineconfig)
     new: MachineConfig | None = None
     node: NodeView | None = None
@@ -218,7 +220,8 @@ class UpdateRun:
         # upstream's triggerUpdate: the layered images ride in copies of the configs, so the
         # update rebases to the desired one (and reboots) like any OS change
         run.new = new = with_image(new, run.images.desired)
-        run.policies, run.overrides = self.configs.policies()
+        read = run.policies_read
+        run.policies, run.overrides = read.result() if read is not None else self.configs.policies()
         run.node = node = self.writer.node()
         run.facts = self.applier.facts(old, new, node.topology, checked=run.checked)
         run.plan = self.applier.plan(old, new, run.facts, run.policies, run.overrides)

@@ -131,6 +131,7 @@ class Syncer:
         # the desired config is read and parsed while the disk is checked: both take a while
         # on a large config, and one waits on the API server and the other on the disk
         new = self._pool.submit(self.configs.machineconfig, decision.desired_config, disk, stage=True)
+        policies = self._pool.submit(self.configs.policies)
         try:
             checked = None
             if not self.applier.forcefile_present():
@@ -139,7 +140,7 @@ class Syncer:
                         decision.current_config, images.current, "PreflightConfigDriftCheckFailed"
                     )
             current, desired = decision.current_config, decision.desired_config
-            return self._update(current, desired, images, new, checked=checked)
+            return self.phases.run(Run(current, desired, images, new, checked, policies))
         finally:
             self.applier.settle(after=new)  # the prefetch may still stage: it is waited for
 
