@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,10 @@ class Watchers:
         self.ssh_accesses = Counter(
             "ssh_accesses", "Total number of SSH access occurred.", registry=metrics.registry
         )
+        # the record for `mcd status` is written (durably) off the thread that reported the
+        # state: Working is on an update's path, and its fsyncs need not be; one writer keeps
+        # the records in the order of the states
+        self._records = ThreadPoolExecutor(1, thread_name_prefix="status-record")
 
     def handle(self, keys: set[str]) -> bool:
         """Handle the watcher keys taken from the queue; True when a sync should run now."""
@@ -132,11 +137,18 @@ class Watchers:
         node = self.writer.cached
         desired = node.desired_config if node is not None else ""
         try:
+            self._records.submit(self._record, state, reason, desired)
+        except RuntimeError:  # stopped (a state reported while the daemon shuts down): at once
+            self._record(state, reason, desired)
+
+    def _record(self, state: NodeState, reason: str, desired: str) -> None:
+        try:
             status.record_state(self.applier.root, state.value, reason, desired)
-        except OSError as exc:
+        except Exception as exc:  # a record for `mcd status` never stops the daemon
             LOG.warning("could not record the node state for mcd status: %s", exc)
 
     def stop(self) -> None:
+        self._records.shutdown(wait=True)  # the last state is on disk when the daemon stops
         self.drift.stop()
         if self.source is not None:
             self.source.stop()
