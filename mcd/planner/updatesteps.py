@@ -104,8 +104,9 @@ def _drifted_units(new: IgnitionConfig, changed: set[str], facts: Facts) -> froz
         paths = [dropin_path(u.name, dr.name) for dr in u.dropins]
         if u.mask or u.contents:
             paths.append(unit_path(u.name))
+        # the set lookups first: whether a unit can be enabled at all reads its text
         if any(p not in matching for p in paths) or (
-            _has_enablement(u) and enabled_ok is not None and u.name not in enabled_ok
+            enabled_ok is not None and u.name not in enabled_ok and _has_enablement(u)
         ):
             out.add(u.name)
     return frozenset(out)
