@@ -454,7 +454,11 @@ UNUSED = {
         ): "the controller's drain, for agents without --builtin-drainer (the DaemonSet drains itself)",
         ("", "pods/eviction", "create"): "as pods list",
         ("", "pods", "watch"): "as pods list: the pods of a node the controller drains, by spec.nodeName",
-        ("", "nodes", "get"): "the drain controller's re-read of a cordoned node, for the handshake only",
+        ("", "nodes", "get"): (
+            "the drain controller's re-read of a cordoned node (handshake only), and the check that"
+            " a MachineConfigNode's node is really gone, when the MachineConfigNode was seen before"
+            " its node (the two watches are apart): a race, used in some runs"
+        ),
         (
             "machineconfiguration.openshift.io",
             "machineconfignodes",
@@ -490,4 +494,5 @@ def test_shipped_rbac_is_used_and_nothing_is_refused(cluster: RealCluster, rollo
         assert r["responseStatus"]["code"] != 403 or _in_restart(rollout, r), _short(r)
     granted = _granted(sa)
     assert used - granted == set()
-    assert granted - used == set(UNUSED[sa])
+    # every grant is used, or named as not used here with the reason (some only in some runs)
+    assert granted - used <= set(UNUSED[sa]), sorted(granted - used - set(UNUSED[sa]))
