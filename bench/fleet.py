@@ -16,7 +16,8 @@ Per size:
                                   MachineConfigNode writes (from the audit log)
   controller_requests_per_minute  idle and during the rollout
   max_unavailable_seen, pdb_violations
-  rss_mib                         agents (max, mean), the controller, this process (API server)
+  rss_mib                         agents' peaks (max, mean) and their mean at the end of the idle
+                                  window, the controller's peak, this process (API server)
   phases                          from the Node PATCHes: target to the agent's drain request, the
                                   drain (desiredDrain to lastAppliedDrain), the rest of each
                                   node's update, how long a freed slot waited for the controller
@@ -182,6 +183,15 @@ def _controller_rate(events: list[dict[str, Any]], seconds: float) -> float:
     return round(count / seconds * 60, 1)
 
 
+def _rss_kib(pid: int) -> int | None:
+    """A process's resident memory now (VmRSS), KiB; None once it is gone."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return None
+    return next((int(line.split()[1]) for line in lines if line.startswith("VmRSS:")), None)
+
+
 def _uptime() -> str:
     """`uptime`'s words: the load averages over 1, 5 and 15 minutes (the machine is shared)."""
     one, five, fifteen = os.getloadavg()
@@ -208,6 +218,7 @@ def measure(nodes: int, workdir: Path, max_unavailable: str, idle: float) -> dic
         t_idle = time.time()
         time.sleep(idle)  # a measuring window, not a wait for something
         idle_rate = _controller_rate(_audit(audit, t_idle, time.time()), idle)
+        idle_rss = [kib for a in fleet.agents.values() if (kib := _rss_kib(a.pid)) is not None]
         t0 = time.time()
         result = fleet.roll(fleet.after, limit_value, deadline)
         t1 = time.time()
@@ -238,6 +249,7 @@ def measure(nodes: int, workdir: Path, max_unavailable: str, idle: float) -> dic
         "rss_mib": {
             "agents_max": round(max(rss) / 1024, 1) if rss else None,
             "agents_mean": round(statistics.fmean(rss) / 1024, 1) if rss else None,
+            "agents_idle_mean": round(statistics.fmean(idle_rss) / 1024, 1) if idle_rss else None,
             "controller": None if controller is None else round(controller / 1024, 1),
             "simulator": round(result["peakRssKiB"]["simulator"] / 1024, 1),
         },
