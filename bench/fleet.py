@@ -2,7 +2,7 @@
 """Fleet benchmark: N real agents rolled by `mcd pool-controller` (a process) under a
 PodDisruptionBudget; prints JSON.
 
-For each size N (`--sizes`, default 50), one `mcd-sim simulate` cluster (`mcd_sim.fleet`): N
+For each size N (`--sizes` or `--nodes`, default 50), one `mcd-sim simulate` cluster (`mcd_sim.fleet`): N
 `mcd start` processes on sandbox roots joined on examples/old.yaml, a workload of one pod per
 node under a budget allowing one disruption, then:
   idle      `--idle` seconds (default 30) with nothing to do: the controller's requests per minute
@@ -16,7 +16,8 @@ Per size:
                                   MachineConfigNode writes (from the audit log)
   controller_requests_per_minute  idle and during the rollout
   max_unavailable_seen, pdb_violations
-  rss_mib                         agents (max, mean), the controller, this process (API server)
+  rss_mib                         agents' peaks (max, mean) and their mean at the end of the idle
+                                  window, the controller's peak, this process (API server)
   phases                          from the Node PATCHes: target to the agent's drain request, the
                                   drain (desiredDrain to lastAppliedDrain), the rest of each
                                   node's update, how long a freed slot waited for the controller
@@ -32,6 +33,7 @@ import io
 import json
 import math
 import os
+import resource
 import shutil
 import statistics
 import sys
@@ -80,6 +82,32 @@ def _agent_writes(events: list[dict[str, Any]], nodes: int) -> dict[str, float]:
             )
         ),
     }
+
+
+def _events_by_reason(events: list[dict[str, Any]], names: dict[str, str], nodes: int) -> dict[str, float]:
+    """The agents' Event writes per node by reason (a repeat's PATCH under the reason its create
+    named, from `names`: Event name -> reason), most first."""
+    counts: dict[str, int] = {}
+    for e in events:
+        if not e.get("userAgent", "").startswith(AGENT_UA) or _resource(e) != "events":
+            continue
+        if e["verb"] == "create":
+            reason = str((e.get("requestObject") or {}).get("reason", "?"))
+        elif e["verb"] == "patch":
+            reason = names.get(str((e.get("objectRef") or {}).get("name", "")), "?") + " (repeat)"
+        else:
+            continue
+        counts[reason] = counts.get(reason, 0) + 1
+    return {r: round(n / nodes, 2) for r, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))}
+
+
+def _event_names(events: list[dict[str, Any]]) -> dict[str, str]:
+    out = {}
+    for e in events:
+        body = e.get("requestObject") or {}
+        if e["verb"] == "create" and _resource(e) == "events" and body.get("reason"):
+            out[str((body.get("metadata") or {}).get("name", ""))] = str(body["reason"])
+    return out
 
 
 ANN = "machineconfiguration.openshift.io/"
@@ -155,6 +183,15 @@ def _controller_rate(events: list[dict[str, Any]], seconds: float) -> float:
     return round(count / seconds * 60, 1)
 
 
+def _rss_kib(pid: int) -> int | None:
+    """A process's resident memory now (VmRSS), KiB; None once it is gone."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return None
+    return next((int(line.split()[1]) for line in lines if line.startswith("VmRSS:")), None)
+
+
 def _uptime() -> str:
     """`uptime`'s words: the load averages over 1, 5 and 15 minutes (the machine is shared)."""
     one, five, fifteen = os.getloadavg()
@@ -181,12 +218,14 @@ def measure(nodes: int, workdir: Path, max_unavailable: str, idle: float) -> dic
         t_idle = time.time()
         time.sleep(idle)  # a measuring window, not a wait for something
         idle_rate = _controller_rate(_audit(audit, t_idle, time.time()), idle)
+        idle_rss = [kib for a in fleet.agents.values() if (kib := _rss_kib(a.pid)) is not None]
         t0 = time.time()
         result = fleet.roll(fleet.after, limit_value, deadline)
         t1 = time.time()
     finally:
         fleet.teardown()
     events = _audit(audit, t0, t1)
+    names = _event_names(_audit(audit, 0, t1))  # a repeat's PATCH may be of an Event made before
     limit = _limit(max_unavailable, nodes)
     per_node = [float(n["seconds"]) for n in result["perNode"] if n.get("seconds")]
     median = statistics.median(per_node) if per_node else 0.0
@@ -204,11 +243,13 @@ def measure(nodes: int, workdir: Path, max_unavailable: str, idle: float) -> dic
         "max_unavailable_seen": result["maxConcurrentlyUnavailable"],
         "pdb_violations": result["pdbViolations"],
         "per_node_per_update": _agent_writes(events, nodes),
+        "agent_events_per_node_by_reason": _events_by_reason(events, names, nodes),
         "phases": _phases(events, limit),
         "controller_requests_per_minute": {"idle": idle_rate, "rollout": _controller_rate(events, t1 - t0)},
         "rss_mib": {
             "agents_max": round(max(rss) / 1024, 1) if rss else None,
             "agents_mean": round(statistics.fmean(rss) / 1024, 1) if rss else None,
+            "agents_idle_mean": round(statistics.fmean(idle_rss) / 1024, 1) if idle_rss else None,
             "controller": None if controller is None else round(controller / 1024, 1),
             "simulator": round(result["peakRssKiB"]["simulator"] / 1024, 1),
         },
@@ -235,14 +276,27 @@ def inotify_room(nodes: int) -> str | None:
     )
 
 
+def open_files_room(nodes: int) -> str | None:
+    """Raise this process's open-file limit to its hard limit (the API server here holds each
+    agent's connections and watches: about 8 descriptors an agent); why that is too few, or None."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        soft = hard
+    need = 256 + 16 * nodes
+    if soft == resource.RLIM_INFINITY or soft >= need:
+        return None
+    return f"{nodes} agents need about {need} open files in this process; its hard limit is {hard}: raise it"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[50])
+    parser.add_argument("--sizes", "--nodes", type=int, nargs="+", default=[50])
     parser.add_argument("--max-unavailable", default="10%")
     parser.add_argument("--idle", type=float, default=30.0)
     parser.add_argument("--keep", action="store_true", help="keep each size's directory (audit log, logs)")
     args = parser.parse_args()
-    short = inotify_room(max(args.sizes))
+    short = inotify_room(max(args.sizes)) or open_files_room(max(args.sizes))
     if short:
         print(f"bench/fleet.py: {short}", file=sys.stderr)
         return 2

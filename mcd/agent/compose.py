@@ -187,6 +187,7 @@ def _drainer(
         own_pod=pod,
         drain_timeout=settings.drain_timeout_seconds,
         uncordon_timeout=settings.uncordon_timeout_seconds,
+        name_after=settings.eviction_retry_seconds,
     )
 
 

@@ -7,11 +7,12 @@
 controller: cordon, evict through `pods/eviction` (429s retried), wait for the pods to go,
 uncordon only a node it cordoned.
 
-Both name the PodDisruptionBudgets that allow no disruption of a pod on the node (the built-in
-drainer after cordoning, the handshake before asking): such a drain cannot finish, so the update
-stops there with a reason that names them (no upstream tool says which budget blocks): the node
-stays Working with that reason, as upstream's does while its controller retries the drain, and
-the loop retries with backoff until a budget allows it. Only the drain timeout is Degraded.
+Both name the PodDisruptionBudgets that allow no disruption of a pod on the node (no upstream
+tool says which budget blocks): the node stays Working with a reason naming them, as upstream's
+does while its controller retries the drain. The built-in drainer looks after cordoning and its
+update stops there, retried every `--eviction-retry` seconds until a budget allows it; the
+handshake asks at once and looks only when the controller's drain is still not done after
+`--eviction-retry` seconds. Only the drain timeout is Degraded.
 """
 
 from __future__ import annotations
@@ -143,29 +144,43 @@ class _Base:
 
 
 class HandshakeDrainer(_Base):
-    """Upstream's drain: ask the controller through `desiredDrain`, wait for `lastAppliedDrain`."""
+    """Upstream's drain: ask the controller through `desiredDrain`, wait for `lastAppliedDrain`.
+    A drain still not done after `name_after` seconds has the budgets holding it named."""
 
-    def __init__(self, *args: Any, drain_timeout: float, uncordon_timeout: float, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        drain_timeout: float,
+        uncordon_timeout: float,
+        name_after: float = 5.0,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.drain_timeout, self.uncordon_timeout = drain_timeout, uncordon_timeout
+        self.name_after = name_after
 
     def drain(self, config: str) -> None:
         value = ann.drain_value(ann.DRAIN, config)
-        node = self.writer.node()
-        if node.last_applied_drain == value:
+        if self.writer.node().last_applied_drain == value:
             LOG.info("drain is already completed on node %s", self.node)
             return
-        # a budget that allows no disruption now is named on the node (Working, as upstream's
-        # while its controller retries the evictions), but the drain is asked for at once: the
-        # controller retries at its eviction pace and the node keeps its place in the rollout
-        # (a Degraded node keeps its state and reason until Done, as upstream's)
-        named = node.state is NodeState.WORKING and self.blocked()
-        if named:
-            self.writer.set_state(NodeState.WORKING, named)
         self.events.normal("Cordon", "Cordoned node to apply update")
         self.events.normal("Drain", "Draining node to update config.")
         self.writer.set_annotations({ann.DESIRED_DRAIN: value})
-        if self._wait(lambda n: n.last_applied_drain == value, self.drain_timeout, value) is None:
+        started = time.monotonic()
+
+        def drained(n: NodeView) -> bool:
+            return n.last_applied_drain == value
+
+        done = self._wait(drained, min(self.name_after, self.drain_timeout), value)
+        named = ""
+        if done is None:
+            # the controller retries refused evictions at its own pace: a budget at 0 for a
+            # moment is routine in a rollout (another node's pod is starting) and not worth an
+            # Event and two Node writes; one still holding the drain after a retry is named
+            named = self._name_budgets()
+            done = self._wait(drained, self.drain_timeout - (time.monotonic() - started), value)
+        if done is None:
             failed = (
                 f"failed to drain node: {self.node} after {duration_text(self.drain_timeout)}. "
                 "Please see machine-config-controller logs for more information"
@@ -174,6 +189,14 @@ class HandshakeDrainer(_Base):
             raise McdError(failed)
         if named:
             self.writer.set_state(NodeState.WORKING)  # drained: the budget no longer holds it
+
+    def _name_budgets(self) -> str:
+        """The budgets allowing no disruption now, named on the node (Working, as upstream's
+        while its controller retries the evictions; a Degraded node keeps its state and reason)."""
+        named = self.blocked() if self.writer.node().state is NodeState.WORKING else ""
+        if named:
+            self.writer.set_state(NodeState.WORKING, named)
+        return named
 
     def uncordon(self, config: str) -> None:
         value = ann.drain_value(ann.UNCORDON, config)

@@ -284,8 +284,9 @@ def _add_retry_flags(s: argparse.ArgumentParser) -> None:
     s.add_argument("--eviction-retry", type=float,
                    default=env_default("EVICTION_RETRY", 5.0, to_seconds, "a number of seconds"),
                    metavar="SECONDS", help="seconds between tries of a drain a PodDisruptionBudget "
-                   "refuses: the built-in drainer's evictions and the re-check before asking the "
-                   "controller (default 5, upstream's eviction retry)")
+                   "refuses (the built-in drainer's evictions), and how long the controller's "
+                   "drain may wait before the budgets holding it are named (default 5, "
+                   "upstream's eviction retry)")
     s.add_argument("--retry-start", type=float,
                    default=env_default("RETRY_START", 1.0, to_seconds, "a number of seconds"),
                    metavar="SECONDS", help="wait before a failed sync is tried again, doubling up to "

@@ -15,6 +15,22 @@ from mcd.node import annotations as ann
 pytestmark = pytest.mark.allow_commands
 
 
+FIRST_START_EVENTS = ["ConfigDriftMonitorStarted", "Uncordon", "NodeDone"]
+# upstream's daemon posts the same nine (its drift monitor stops as the update starts, mcd's as
+# the agent restarts after the simulated reboot): docs/fleet.md, "Events per update"
+REBOOTING_UPDATE_EVENTS = [
+    "AddSigtermProtection",
+    "Cordon",
+    "Drain",
+    "RemoveSigtermProtection",
+    "Reboot",
+    "ConfigDriftMonitorStopped",
+    "ConfigDriftMonitorStarted",
+    "Uncordon",
+    "NodeDone",
+]
+
+
 def _setup(cluster: Cluster, tmp_path: Path, **node_annotations: str) -> Path:
     a = config_a()
     b = dict(config_a(), metadata={"name": "rendered-worker-b"})
@@ -101,6 +117,33 @@ def test_a_blocking_budget_is_named_and_the_drain_completes_once_it_allows(
         "/api/v1/namespaces/shop/pods/scratch/eviction",
         "/api/v1/namespaces/shop/pods/web-1/eviction",
     ]
+
+
+def test_a_budget_holding_the_handshake_drain_briefly_is_not_named(
+    cluster: Cluster, start_agent: Callable[..., Agent], tmp_path: Path
+) -> None:
+    # in a rollout a budget is at 0 for moments (another node's pod is starting): the agent asks
+    # for the drain at once and, as upstream's, posts nothing about it while the controller's
+    # eviction retries get through within --eviction-retry
+    root = _setup(cluster, tmp_path)
+    _pods(cluster)
+    cluster.add_pdb("shop", "web-budget", {"matchLabels": {"app": "web"}}, min_available=2)
+    cluster.answer_drains()
+    assert cluster.controller is not None
+    cluster.controller.evict_retry = 0.2
+    agent = start_agent(cluster, root, "--eviction-retry", "60")
+    agent.wait_log("is in config rendered-worker-a: Done")
+    _update_to_b(cluster)
+    asked = "drain-rendered-worker-b"
+    cluster.wait_node(NODE, lambda n: n["metadata"]["annotations"].get(ann.DESIRED_DRAIN) == asked)
+    assert ("shop", "web-1") in cluster.pods()  # refused so far
+    cluster.set_pdb_min_available("shop", "web-budget", 1)
+    cluster.wait_node(NODE, done_on("rendered-worker-b"), timeout=30)
+    cluster.wait(lambda: cluster.event_reasons().count("NodeDone") == 2, "NodeDone on rendered-worker-b")
+    # the first start's three, then the update's nine: each once, upstream's reasons alone
+    assert cluster.event_reasons() == [*FIRST_START_EVENTS, *REBOOTING_UPDATE_EVENTS]
+    assert not any("blocked" in reason for reason in cluster.annotation_values(ann.REASON))
+    assert "Degraded" not in cluster.state_history(NODE)
 
 
 def test_builtin_drainer_leaves_a_node_cordoned_by_someone_else_cordoned(

@@ -24,6 +24,10 @@ def _known(rt: ResourceType | None) -> ResourceType:
 
 PODS = _known(lookup("", "v1", "pods"))
 PDBS = _known(lookup("policy", "v1", "poddisruptionbudgets"))
+REPLICASETS = _known(lookup("apps", "v1", "replicasets"))
+# kube-apiserver's eviction records the pod in disruptedPods; the disruption controller forgets
+# it once the pod is seen terminating, or after this long (its DeletionTimeout)
+DISRUPTED_POD_TIMEOUT = 120.0
 
 
 def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
@@ -62,8 +66,43 @@ def _scaled(value: Any, total: int, *, round_up: bool) -> int:
     return int(value)
 
 
-def pdb_status(pdb: Obj, pods: list[Obj], now: float) -> Obj:
-    """`status` of a PDB over the pods of its namespace, as the disruption controller computes it."""
+def controller_of(pod: Obj) -> Mapping[str, Any] | None:
+    return next((r for r in pod["metadata"].get("ownerReferences") or [] if r.get("controller")), None)
+
+
+def _expected(spec: Obj, selected: list[Obj], scales: Mapping[str, int]) -> int:
+    """The pods a budget expects: with an integer minAvailable the pods there are, otherwise (as
+    the disruption controller) the replicas their controllers ask for, so that a pod gone and
+    not yet replaced does not lower the floor. A pod whose controller has no known scale (or no
+    controller, which kube-apiserver refuses) counts as one."""
+    min_available = spec.get("minAvailable")
+    if min_available is not None and not (isinstance(min_available, str) and min_available.endswith("%")):
+        return len(selected)
+    expected, owners = 0, set()
+    for pod in selected:
+        owner = controller_of(pod)
+        uid = (owner or {}).get("uid")
+        if uid is None or uid not in scales:
+            expected += 1
+        elif uid not in owners:
+            owners.add(uid)
+            expected += scales[uid]
+    return expected
+
+
+def _disrupted(old: Obj, pods: list[Obj], now: float) -> dict[str, str]:
+    """`disruptedPods` kept: evicted pods not yet seen terminating, for DISRUPTED_POD_TIMEOUT."""
+    live = {p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp")}
+    return {
+        name: stamp
+        for name, stamp in (old.get("disruptedPods") or {}).items()
+        if name in live and (parse_time(stamp) or now) + DISRUPTED_POD_TIMEOUT > now
+    }
+
+
+def pdb_status(pdb: Obj, pods: list[Obj], now: float, scales: Mapping[str, int] | None = None) -> Obj:
+    """`status` of a PDB over the pods of its namespace, as the disruption controller computes it;
+    `scales` maps a controller's uid to its replicas."""
     spec = pdb.get("spec") or {}
     selected = [
         p
@@ -71,8 +110,10 @@ def pdb_status(pdb: Obj, pods: list[Obj], now: float) -> Obj:
         if selector_matches(spec.get("selector"), p["metadata"].get("labels") or {})
         and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
     ]
-    expected = len(selected)
-    healthy = sum(1 for p in selected if pod_ready(p))
+    old = pdb.get("status") or {}
+    disrupted = _disrupted(old, selected, now)
+    expected = _expected(spec, selected, scales or {})
+    healthy = sum(1 for p in selected if pod_ready(p) and p["metadata"]["name"] not in disrupted)
     if spec.get("minAvailable") is not None:
         desired = _scaled(spec["minAvailable"], expected, round_up=True)
     elif spec.get("maxUnavailable") is not None:
@@ -80,7 +121,6 @@ def pdb_status(pdb: Obj, pods: list[Obj], now: float) -> Obj:
     else:
         desired = expected
     allowed = max(0, healthy - desired)
-    old = pdb.get("status") or {}
     generation = pdb["metadata"].get("generation", 1)
     condition = {
         "type": "DisruptionAllowed",
@@ -93,7 +133,7 @@ def pdb_status(pdb: Obj, pods: list[Obj], now: float) -> Obj:
     for c in old.get("conditions") or []:
         if c.get("type") == "DisruptionAllowed" and c.get("status") == condition["status"]:
             condition["lastTransitionTime"] = c.get("lastTransitionTime", condition["lastTransitionTime"])
-    return {
+    status: Obj = {
         "observedGeneration": generation,
         "disruptionsAllowed": allowed,
         "currentHealthy": healthy,
@@ -101,6 +141,9 @@ def pdb_status(pdb: Obj, pods: list[Obj], now: float) -> Obj:
         "expectedPods": expected,
         "conditions": [condition],
     }
+    if disrupted:
+        status["disruptedPods"] = disrupted
+    return status
 
 
 def running_status(pod: Obj, now: float) -> Obj:
@@ -152,7 +195,7 @@ class Lifecycle:
         try:
             if event.key == PODS.key:
                 self._on_pod(event)
-            if event.key in (PODS.key, PDBS.key):
+            if event.key in (PODS.key, PDBS.key, REPLICASETS.key):
                 self.refresh_pdbs(event.obj["metadata"].get("namespace", ""))
         finally:
             self._busy.active = False
@@ -186,9 +229,11 @@ class Lifecycle:
         if not pdbs:
             return
         pods, _ = self.store.select(PODS, namespace)
+        sets, _ = self.store.select(REPLICASETS, namespace)
+        scales = {rs["metadata"]["uid"]: int((rs.get("spec") or {}).get("replicas", 1)) for rs in sets}
         now = self.store.clock()
         for pdb in pdbs:
-            status = pdb_status(pdb, pods, now)
+            status = pdb_status(pdb, pods, now, scales)
             if status != pdb.get("status"):
                 self._set_status(pdb["metadata"]["name"], namespace, status)
 
@@ -218,19 +263,20 @@ class Lifecycle:
                         "This pod has more than one PodDisruptionBudget, which the eviction subresource "
                         "does not support.",
                     )
-                if pdbs:
-                    self._check_budget(pdbs[0], pod)
+                if pdbs and self._check_budget(pdbs[0], pod):
+                    self._take_disruption(pdbs[0], name)
             uid = (options.get("preconditions") or {}).get("uid")
             self.store.delete(PODS, namespace, name, grace_seconds=grace, precondition_uid=uid)
         return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
 
-    def _check_budget(self, pdb: Obj, pod: Obj) -> None:
+    def _check_budget(self, pdb: Obj, pod: Obj) -> bool:
+        """Raise 429 when the budget has no disruption left; True when the eviction spends one."""
         status = pdb.get("status") or {}
         healthy, desired = int(status.get("currentHealthy", 0)), int(status.get("desiredHealthy", 0))
         if not pod_ready(pod) and healthy >= desired:
-            return  # an unhealthy pod may go while the budget holds (IfHealthyBudget)
+            return False  # an unhealthy pod may go while the budget holds (IfHealthyBudget)
         if int(status.get("disruptionsAllowed", 0)) > 0:
-            return
+            return True
         name = pdb["metadata"]["name"]
         cause = f"The disruption budget {name} needs {desired} healthy pods and has {healthy} currently"
         raise errors.ApiError(
@@ -239,6 +285,18 @@ class Lifecycle:
             "Cannot evict pod as it would violate the pod's disruption budget.",
             {"causes": [{"reason": "DisruptionBudget", "message": cause}]},
         )
+
+    def _take_disruption(self, pdb: Obj, pod_name: str) -> None:
+        """As kube-apiserver's eviction: one disruption fewer and the pod in disruptedPods, in the
+        budget's status before the pod is deleted, so that a second eviction in the same instant
+        (or after the pod went and before its replacement is Ready) finds none left."""
+        status = dict(pdb.get("status") or {})
+        status["disruptionsAllowed"] = int(status.get("disruptionsAllowed", 0)) - 1
+        status["disruptedPods"] = {
+            **(status.get("disruptedPods") or {}),
+            pod_name: rfc3339(self.store.clock()),
+        }
+        self._set_status(pdb["metadata"]["name"], pdb["metadata"]["namespace"], status)
 
     # --- the kubelet's termination timer ------------------------------------------------
 
