@@ -27,6 +27,9 @@ with a GET and parses it on the update's path (the cold path, the agent's fallba
                            "kubeconfig" (--kubeconfig, which also loads the kubeconfig
                            machinery of the kubernetes package: requests, oauthlib, pydantic)
   idle_cpu_percent         its CPU use over an idle window (the watch is open, nothing changes)
+  writes_per_update        Node PATCHes, MachineConfigNode writes and Events per update, from one
+                           desiredConfig patch to the next (what goes out after Done counted),
+                           beside upstream's daemon's for the same update (bench/upstream.py)
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "tests" / "agent")]
 from harness import NODE, Agent, make_root  # noqa: E402
 from mcd_sim.apiserver import ApiServer  # noqa: E402
 
+from bench.upstream import UPSTREAM_REBOOTLESS_WRITES  # noqa: E402
 from mcd.host.runner import SubprocessRunner  # noqa: E402
 from mcd.node import annotations as ann  # noqa: E402
 
@@ -193,6 +197,22 @@ def _requests_per_update(audit: Path, marks: list[tuple[float, float]]) -> list[
     return out
 
 
+def _writes(per_update: list[dict[str, int]]) -> dict[str, dict[str, float]]:
+    """The agent's writes per update by kind, beside upstream's daemon's for the same update."""
+
+    def mean(*keys: str) -> float:
+        return round(statistics.mean(sum(c.get(k, 0) for k in keys) for c in per_update), 1)
+
+    mcd = {
+        "node_patches": mean("patch nodes"),
+        "machineconfignode_writes": mean(
+            "update machineconfignodes", "create machineconfignodes", "patch machineconfignodes"
+        ),
+        "events": mean("create events", "patch events"),
+    }
+    return {"mcd": mcd, "upstream": dict(UPSTREAM_REBOOTLESS_WRITES)}
+
+
 def _rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -280,6 +300,11 @@ def main() -> int:
         finally:
             sim.stop()
         per_update = _requests_per_update(tmp_path / "audit.log", marks)
+        # each update's whole share, what went out after Done (Events, the last MachineConfigNode
+        # writes) included: from its desiredConfig patch to the next one's
+        ends = [start for start, _ in marks[1:]] + [marks[-1][1] + 1.0]
+        whole = [(start, end) for (start, _), end in zip(marks, ends, strict=True)]
+        writes = _writes(_requests_per_update(tmp_path / "audit.log", whole))
     keys = sorted({k for c in per_update for k in c})
     result = {
         "updates": args.updates,
@@ -295,6 +320,7 @@ def main() -> int:
         "idle_rss_one_held_mb": round(rss_held, 1),
         "credentials": "in-cluster" if in_cluster else "kubeconfig",
         "idle_cpu_percent": round(100 * (cpu1 - cpu0) / (t1 - t0), 2),
+        "writes_per_update": writes,
     }
     print(json.dumps(result, indent=2))
     return 0

@@ -30,6 +30,12 @@ GOAL_LARGE_PROCESS = 3.0
 GOAL_START_MS = 80.0
 
 
+# issue 30 item 4: upstream's daemon's API writes for one rebootless update (registries.conf,
+# crio reloaded, no drain), counted from its code (machine-config-operator 7ff337a, pkg/daemon
+# and pkg/upgrademonitor; docs/agent.md, "Writes per update, against upstream's daemon")
+UPSTREAM_REBOOTLESS_WRITES = {"node_patches": 3, "machineconfignode_writes": 8, "events": 7}
+
+
 def row(
     figure: str,
     ms: float,
