@@ -75,10 +75,19 @@ class WorkQueue:
     """A rate-limited, delaying, de-duplicating queue of keys (any thread adds, one thread gets)."""
 
     def __init__(
-        self, limiter: RateLimiter | None = None, clock: Callable[[], float] = time.monotonic
+        self,
+        limiter: RateLimiter | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        prefer: Callable[[str], bool] | None = None,
     ) -> None:
+        """`prefer`: the keys taken ahead of the queue's order, every other time (a key the queue
+        holds back would not wait behind a burst of others, and the others still get one turn in
+        two: a preferred key added again while it runs does not starve them)."""
         self.clock = clock
         self.limiter = limiter or RateLimiter(clock=clock)
+        self._prefer = prefer
+        self._preferred_last = False
         self._cond = threading.Condition()
         self._queue: list[str] = []  # ready, in order; each key at most once
         self._dirty: set[str] = set()  # queued, or added again while its handler runs
@@ -152,7 +161,7 @@ class WorkQueue:
                     return None
                 self._promote()
                 if self._queue:
-                    key = self._queue.pop(0)
+                    key = self._queue.pop(self._next_index())
                     self._processing.add(key)
                     self._dirty.discard(key)
                     return key
@@ -164,6 +173,18 @@ class WorkQueue:
                     until_due = max(0.0, self._waiting[0][0] - now)
                     wait = until_due if wait is None else min(wait, until_due)
                 self._cond.wait(wait)
+
+    def _next_index(self) -> int:
+        """Where the next key is in the ready queue: its head, or the first preferred key when
+        the key taken before was not a preferred one."""
+        prefer = self._prefer
+        if prefer is None:
+            return 0
+        index = 0
+        if not self._preferred_last:
+            index = next((i for i, k in enumerate(self._queue) if prefer(k)), 0)
+        self._preferred_last = prefer(self._queue[index])
+        return index
 
     def done(self, key: str) -> None:
         """`key`'s handler is over; queued again when it was added meanwhile."""

@@ -40,6 +40,22 @@ def test_keys_added_twice_are_handled_once_and_a_key_added_while_handled_comes_b
     assert q.get(0) == "node"
 
 
+def test_a_preferred_key_goes_ahead_every_other_turn_and_never_starves_the_rest() -> None:
+    """The pool controller's pool keys go ahead of a burst of drain retries (a freed slot waited
+    behind twenty drains at 200 nodes), but a pool key added again while it runs waits one turn."""
+    q = WorkQueue(prefer=lambda key: key.startswith("pool/"))
+    for n in range(3):
+        q.add(f"drain/node-{n}")
+    q.add("pool/worker")
+    assert q.get(0) == "pool/worker"  # ahead of the three drains queued before it
+    q.add("pool/worker")  # changed again while it runs
+    q.done("pool/worker")
+    assert q.get(0) == "drain/node-0"  # the others get their turn
+    assert q.get(0) == "pool/worker"
+    q.done("pool/worker")
+    assert [q.get(0), q.get(0), q.get(0)] == ["drain/node-1", "drain/node-2", None]
+
+
 def test_rate_limited_keys_back_off_per_key_from_one_second_to_a_minute_and_forget_resets() -> None:
     clock = _Clock()
     q = WorkQueue(RateLimiter(clock=clock), clock=clock)
