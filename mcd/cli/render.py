@@ -15,17 +15,17 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from mcd.cli.inputs import files_of
 from mcd.config.findings import Finding, InputError, JsonPath
 from mcd.config.load import load_objects
+from mcd.config.record import record
 from mcd.config.selector import SelectorError, check_selector, selects
 from mcd.render import ROLE_LABEL, RenderError, is_in_pool, labels_of, render_pool
 
 
-@dataclass(frozen=True)
+@record
 class Located:
     """An object read from a file, and where: the file and the JSON path of the object in it."""
 

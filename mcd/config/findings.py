@@ -15,9 +15,9 @@ McdError, the config directory: a ConfigDirError).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Literal
 
+from mcd.config.record import record
 from mcd.config.text import escape_controls, shown
 
 PathPart = str | int
@@ -37,7 +37,7 @@ def format_path(parts: Iterable[PathPart]) -> str:
     return "".join(out) or "$"
 
 
-@dataclass(frozen=True)
+@record
 class Finding:
     """One problem at one place of a document."""
 

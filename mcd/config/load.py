@@ -6,7 +6,6 @@ Accepted shapes: a MachineConfig object, a `List`/`MachineConfigList` (or an Ope
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import posixpath
@@ -23,6 +22,7 @@ from mcd.config.machineconfig import (
     machineconfig_from_ignition,
     machineconfig_from_object,
 )
+from mcd.config.record import replace
 
 LIST_KINDS = ("List", "MachineConfigList")
 
@@ -279,7 +279,7 @@ def load_machineconfig(
         and mc.raw.get("kind") == "MachineConfig"
         and mc.ignition_path == MachineConfig.ignition_path
     ):
-        return dataclasses.replace(mc, raw_text=(mc.raw, text))
+        return replace(mc, raw_text=(mc.raw, text))
     return mc
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from mcd.config import ostables
@@ -16,6 +15,7 @@ from mcd.config.ignition import (
     ParseOptions,
     parse_ignition,
 )
+from mcd.config.record import field, record
 from mcd.config.text import shown
 
 MC_API_GROUP = "machineconfiguration.openshift.io"
@@ -25,7 +25,7 @@ VALID_KERNEL_TYPES = ("", "default", "realtime", "64k-pages")
 ORIGINAL_OS_IMAGE_ANNOTATION = "machineconfiguration.openshift.io/original-osimageurl"
 
 
-@dataclass(frozen=True)
+@record
 class MachineConfig:
     """A (rendered) MachineConfig: spec fields plus the parsed Ignition config.
 

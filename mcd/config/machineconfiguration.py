@@ -8,16 +8,16 @@ reconcilability check honours; `mcd.policy.settings_of` reads both.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from mcd.config.findings import Finding, InputError, JsonPath
 from mcd.config.load import load_objects
+from mcd.config.record import record
 
 KIND = "MachineConfiguration"
 
 
-@dataclass(frozen=True)
+@record
 class MachineConfiguration:
     """The one MachineConfiguration of a file: the file, where the object sits in it, the object."""
 

@@ -19,6 +19,7 @@ mypy sees the decorator as a dataclass transform (PEP 681), so it checks records
 from __future__ import annotations
 
 import builtins
+from functools import cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -97,15 +98,9 @@ def _fields_of(cls: type) -> tuple[Field, ...]:
     return tuple(out)
 
 
-# one compiled source per shape: many classes share one (a single `unit`, a single `path` …)
-_CODE: dict[str, Any] = {}
-
-
+@cache  # one compile per shape: many classes share one (a single `unit`, a single `path` …)
 def _compiled(source: str) -> Any:
-    code = _CODE.get(source)
-    if code is None:
-        code = _CODE[source] = compile(source, "<record>", "exec")
-    return code
+    return compile(source, "<record>", "exec")
 
 
 def _init_source(fields: tuple[Field, ...], post_init: bool) -> str:

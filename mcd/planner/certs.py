@@ -20,9 +20,9 @@ import binascii
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from mcd.config.record import record
 from mcd.planner.managed_paths import CLOUD_CA, IMAGE_CA_DIR, INTERNAL_REGISTRY_PULL_SECRET, KUBELET_CA
 
 CONTROLLER_CONFIG = "machine-config-controller"
@@ -43,7 +43,7 @@ class BadControllerConfig(ValueError):
         self.problems = problems
 
 
-@dataclass(frozen=True)
+@record
 class Certificates:
     """Everything one ControllerConfig asks the node to hold."""
 
@@ -212,7 +212,7 @@ class BadKubeconfig(ValueError):
     """The kubeconfig whose CA is to be merged cannot be read as one."""
 
 
-@dataclass(frozen=True)
+@record
 class CaMerge:
     """What a rotation does: the kubeconfig to write (None: it holds every CA already), the CA
     bundle it now names, the subjects new to it, and whether the kubelet must restart."""

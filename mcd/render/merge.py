@@ -19,13 +19,14 @@ non-optional strings present. The result of `merge` is in the same form.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from mcd.config.record import record
 
 SPEC_VERSION = "3.5.0"
 
 
-@dataclass(frozen=True)
+@record
 class Field:
     """One field of a spec 3.5 type.
 
