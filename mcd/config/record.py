@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import builtins
 from functools import cache
+from operator import attrgetter
+from types import CodeType, FunctionType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -98,58 +100,112 @@ def _fields_of(cls: type) -> tuple[Field, ...]:
     return tuple(out)
 
 
-@cache  # one compile per shape: many classes share one (a single `unit`, a single `path` …)
-def _compiled(source: str) -> Any:
-    return compile(source, "<record>", "exec")
+# `__init__` is compiled once per number of fields, for fields named _0, _1 …, and each class
+# gets a copy of that code with its own names (CodeType.replace): a dozen compiles for the whole
+# program instead of one per class. The code is the source the dataclass would compile.
+_TEMPLATES = {
+    "init": "def __init__(self, {params}):\n{sets}    pass\n",
+    "init_post": "def __init__(self, {params}):\n{sets}    self.__post_init__()\n",
+}
+_SCOPE: dict[str, Any] = {"__builtins__": builtins, "_set": object.__setattr__}
+# a parameter of that name would hide what the compiled __init__ itself calls
+_RESERVED = frozenset(("self", "_set"))
+
+
+@cache  # constants of the program: one code object per method and number of fields
+def _template(kind: str, count: int) -> CodeType:
+    names = [f"_{i}" for i in range(count)]
+    source = _TEMPLATES[kind].format(
+        params=", ".join(names),
+        sets="".join(f"    _set(self, {n!r}, {n})\n" for n in names),
+    )
+    scope: dict[str, Any] = {}
+    exec(compile(source, "<record>", "exec"), scope)
+    (function,) = (v for k, v in scope.items() if k != "__builtins__")
+    code: CodeType = function.__code__
+    return code
+
+
+def _method(cls: type, kind: str, names: tuple[str, ...]) -> Any:
+    """The template's function with `names` for _0, _1 … (parameters, attributes, constants)."""
+    code = _template(kind, len(names))
+    mine = {f"_{i}": n for i, n in enumerate(names)}
+    code = code.replace(
+        co_varnames=tuple(mine.get(v, v) for v in code.co_varnames),
+        co_names=tuple(mine.get(v, v) for v in code.co_names),
+        co_consts=tuple(mine.get(c, c) if type(c) is str else c for c in code.co_consts),
+        co_qualname=f"{cls.__qualname__}.{code.co_name}",
+    )
+    return FunctionType(code, _SCOPE, code.co_name)
+
+
+def _eq_hash(cls: type, names: tuple[str, ...]) -> tuple[Any, Any]:
+    """`__eq__` and `__hash__` as the dataclass's: the tuples of the compared fields (taken in C)."""
+    key: Callable[[object], tuple[object, ...]]
+    if len(names) > 1:
+        key = attrgetter(*names)
+    elif names:
+        one = attrgetter(names[0])
+
+        def key(obj: object) -> tuple[object, ...]:
+            return (one(obj),)
+    else:
+
+        def key(obj: object) -> tuple[object, ...]:
+            return ()
+
+    def __eq__(self: object, other: object) -> Any:
+        if other.__class__ is self.__class__:
+            return key(self) == key(other)
+        return NotImplemented
+
+    def __hash__(self: object) -> int:
+        return hash(key(self))
+
+    __eq__.__qualname__ = f"{cls.__qualname__}.__eq__"
+    __hash__.__qualname__ = f"{cls.__qualname__}.__hash__"
+    return __eq__, __hash__
 
 
 def _init_source(fields: tuple[Field, ...], post_init: bool) -> str:
-    """`__init__`: the init fields as parameters (defaults bound to the function afterwards),
-    each field set past the frozen `__setattr__`, then `__post_init__`."""
+    """`__init__` of a record with a default's factory (or a field named as the template's own
+    names): compiled for the class alone, with names no field takes."""
     params = []
     body = []
     for f in fields:
         if f.init:
             params.append(f.name)
             if f.default_factory is not MISSING:
-                body.append(f"if {f.name} is _FACTORY: {f.name} = _factory_{f.name}()")
-            body.append(f"_set(self, {f.name!r}, {f.name})")
+                body.append(f"if {f.name} is __record_factory__: {f.name} = __record_factory_{f.name}__()")
+            body.append(f"__record_set__(__record_self__, {f.name!r}, {f.name})")
         elif f.default_factory is not MISSING:
-            body.append(f"_set(self, {f.name!r}, _factory_{f.name}())")
+            body.append(f"__record_set__(__record_self__, {f.name!r}, __record_factory_{f.name}__())")
         # an init=False field with a plain default is read from the class, as the dataclass's
     if post_init:
-        body.append("self.__post_init__()")
-    lines = [f"def __init__(self, {', '.join(params)}):", *(f"    {b}" for b in body or ["pass"])]
-    return "\n".join(lines) + "\n"
+        body.append("__record_self__.__post_init__()")
+    head = f"def __init__(__record_self__, {', '.join(params)}):"
+    return "\n".join([head, *(f"    {b}" for b in body or ["pass"])]) + "\n"
 
 
-def _eq_hash_source(names: tuple[str, ...]) -> str:
-    """`__eq__` and `__hash__` as the dataclass writes them: tuples of the compared fields."""
-    mine = "".join(f"self.{n}," for n in names)
-    theirs = "".join(f"other.{n}," for n in names)
-    return (
-        "def __eq__(self, other):\n"
-        "    if other.__class__ is self.__class__:\n"
-        f"        return ({mine}) == ({theirs})\n"
-        "    return NotImplemented\n"
-        "def __hash__(self):\n"
-        f"    return hash(({mine}))\n"
-    )
-
-
-def _init(cls: type, fields: tuple[Field, ...]) -> Callable[..., None]:
-    scope: dict[str, Any] = {"__builtins__": builtins, "_set": object.__setattr__, "_FACTORY": _FACTORY}
-    for f in fields:
-        if f.default_factory is not MISSING:
-            scope[f"_factory_{f.name}"] = f.default_factory
-    exec(_compiled(_init_source(fields, hasattr(cls, "__post_init__"))), scope)
-    init: Callable[..., None] = scope["__init__"]
+def _init(cls: type, fields: tuple[Field, ...]) -> Any:
+    post_init = hasattr(cls, "__post_init__")
+    names = tuple(f.name for f in fields if f.init)
+    factories = {
+        f"__record_factory_{f.name}__": f.default_factory for f in fields if f.default_factory is not MISSING
+    }
+    if not factories and len(names) == len(fields) and not _RESERVED.intersection(names):
+        init = _method(cls, "init_post" if post_init else "init", names)
+    else:
+        scope: dict[str, Any] = {"__builtins__": builtins, "__record_set__": object.__setattr__, **factories}
+        scope["__record_factory__"] = _FACTORY
+        exec(compile(_init_source(fields, post_init), "<record>", "exec"), scope)
+        init = scope["__init__"]
+        init.__qualname__ = f"{cls.__qualname__}.__init__"
     defaults = tuple(_FACTORY if f.default_factory is not MISSING else f.default for f in fields if f.init)
     first = next((i for i, d in enumerate(defaults) if d is not MISSING), len(defaults))
     if any(d is MISSING for d in defaults[first:]):
         raise TypeError(f"{cls.__qualname__}: a field without a default follows one with a default")
     init.__defaults__ = defaults[first:] or None
-    init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__annotations__ = {**{f.name: f.type for f in fields if f.init}, "return": None}
     return init
 
@@ -224,11 +280,10 @@ def _process(cls: type, init: bool, eq: bool) -> type:
         _set_new(cls, "__init__", _init(cls, fields))
     _set_new(cls, "__repr__", _repr)
     if eq:
-        scope: dict[str, Any] = {"__builtins__": builtins}
-        exec(_compiled(_eq_hash_source(tuple(f.name for f in fields if f.compare))), scope)
-        _set_new(cls, "__eq__", scope["__eq__"])
+        eq_method, hash_method = _eq_hash(cls, tuple(f.name for f in fields if f.compare))
+        _set_new(cls, "__eq__", eq_method)
         if not _explicit_hash(cls):
-            cls.__hash__ = scope["__hash__"]  # type: ignore[method-assign]
+            cls.__hash__ = hash_method  # type: ignore[method-assign]
     for name, method in (("__setattr__", _setattr), ("__delattr__", _delattr)):
         if name in cls.__dict__:
             raise TypeError(f"cannot overwrite attribute {name} in class {cls.__name__}")

@@ -24,7 +24,7 @@ CACHE_DECORATORS = {"cache", "lru_cache", "cached_property"}
 ALLOWED = {
     ("mcd/config/schema.py", "_compile"),
     ("mcd/config/schema.py", "_walker"),
-    ("mcd/config/record.py", "_compiled"),
+    ("mcd/config/record.py", "_template"),
 }
 
 

@@ -67,7 +67,22 @@ def _classes(kind: str) -> dict[str, type]:
     class Identity:
         v: int
 
-    return {c.__name__: c for c in (Point, Other, Empty, Derived, Custom, Identity)}
+    @deco()
+    class Named:  # fields named as the compiled methods' own names
+        self: int
+        hash: str = "h"
+        other: int = 0
+
+    @deco()
+    class Built:
+        items: list[int] = field(default_factory=list)
+        count: int = field(init=False)
+
+        def __post_init__(self) -> None:
+            object.__setattr__(self, "count", len(self.items))
+
+    classes = (Point, Other, Empty, Derived, Custom, Identity, Named, Built)
+    return {c.__name__: c for c in classes}
 
 
 def _each(check: Callable[[dict[str, type]], object]) -> None:
@@ -99,6 +114,11 @@ def test_construction_and_repr() -> None:
             hasattr(p, "tags"),
             p.kind,
             p.__init__.__qualname__.rsplit(".", 2)[-2:],
+            repr(c["Named"](1, "x", 2)),
+            repr(c["Named"](self=1)),
+            repr(c["Built"]()),
+            repr(c["Built"]([1, 2])),
+            c["Built"]().items is not c["Built"]().items,
         ]
 
     _each(check)
@@ -113,6 +133,8 @@ def test_bad_arguments_fail_alike() -> None:
             lambda: p(1, z=2),
             lambda: p(1, x=2),
             lambda: c["Derived"](1, 2),
+            c["Named"],
+            lambda: c["Built"](1, 2),
         ]
         return [_outcome(call) for call in calls]
 
@@ -137,6 +159,9 @@ def test_equality_and_hash() -> None:
             c["Custom"]("A") == c["Custom"]("a"),
             hash(c["Custom"]("A")) == hash("a"),
             c["Identity"](1) == c["Identity"](1),
+            c["Named"](1, "a") == c["Named"](1, "a"),
+            hash(c["Named"](1, "a", 2)) == hash((1, "a", 2)),
+            c["Built"]([1]) == c["Built"]([1]),
             bool(c["Empty"]()),
         ]
 
