@@ -314,7 +314,7 @@ def merge_server_ca(bundle: bytes, kubeconfig: bytes) -> CaMerge:
     when one of the new certificates is not of QUIET_SIGNERS.
     """
     # PyYAML only for a CA rotation: a plan without one does not pay its import (~15 ms)
-    import yaml  # noqa: PLC0415
+    from mcd.config.yamllib import yaml  # noqa: PLC0415
 
     try:
         doc = yaml.safe_load(kubeconfig)
@@ -366,7 +366,7 @@ def merge_server_ca(bundle: bytes, kubeconfig: bytes) -> CaMerge:
 def with_cluster_ca(kubeconfig: bytes, ca: bytes) -> bytes:
     """`kubeconfig` with its first cluster's CA set to `ca`, the rest kept (the kubelet's own,
     at a restart for a rotation)."""
-    import yaml  # noqa: PLC0415 (as merge_server_ca)
+    from mcd.config.yamllib import yaml  # noqa: PLC0415 (as merge_server_ca)
 
     try:
         doc = yaml.safe_load(kubeconfig)

@@ -19,9 +19,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-import yaml
-from yaml.emitter import Emitter, ScalarAnalysis
-
+from mcd.config.yamllib import Emitter, ScalarAnalysis, yaml
 from mcd.render.wordscalar import word_analysis
 
 # yaml.v2 reads these plain words as booleans, nulls or special floats, so a string spelled so

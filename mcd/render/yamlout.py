@@ -12,9 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import yaml
-from yaml.emitter import ScalarAnalysis
-
+from mcd.config.yamllib import ScalarAnalysis, yaml
 from mcd.render.wordscalar import word_analysis
 
 _BREAKS_OR_SPACE = frozenset(" \n\x85\u2028\u2029")
