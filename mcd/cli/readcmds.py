@@ -12,8 +12,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
 if TYPE_CHECKING:  # typing's names cost `mcd --help` an import it does not otherwise need
     from typing import Any, TextIO
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from mcd.config.canon import canon
 from mcd.config.contents import CHUNK, HASH_HEX_LENGTHS, ContentsError, iter_contents
@@ -37,6 +36,10 @@ from mcd.config.reuse import Reused
 from mcd.config.text import clip, shown
 from mcd.config.unitfile import UnitSyntaxError
 from mcd.config.unitfile import sections as unit_sections
+
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
+if TYPE_CHECKING:
+    from typing import Any
 
 _INSTANCE = re.compile(r"^(.+?)@(.+?)\.service$")
 _NO_REF = NodeRef()  # shared: NodeRef is frozen, and most files name no owner or group

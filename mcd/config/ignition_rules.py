@@ -13,10 +13,13 @@ import json
 import re
 import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from mcd.config.findings import Finding, JsonPath
 from mcd.config.paths import clean
+
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
+if TYPE_CHECKING:
+    from typing import Any
 
 ERR_DUPLICATE = "duplicate entry defined"
 SPECIAL_BITS_WARNING = (

@@ -12,7 +12,6 @@ import posixpath
 import re
 from collections.abc import Callable, Iterable, Mapping
 from itertools import compress
-from typing import Any
 
 from mcd.config.findings import Finding, InputError, JsonPath
 from mcd.config.ignition import DEFAULT_PARSE, ParseOptions
@@ -23,6 +22,10 @@ from mcd.config.machineconfig import (
     machineconfig_from_object,
 )
 from mcd.config.record import replace
+
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
+if TYPE_CHECKING:
+    from typing import Any
 
 LIST_KINDS = ("List", "MachineConfigList")
 

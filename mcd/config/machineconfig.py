@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from mcd.config import ostables
 from mcd.config.findings import Finding, InputError, JsonPath
@@ -17,6 +16,10 @@ from mcd.config.ignition import (
 )
 from mcd.config.record import field, record
 from mcd.config.text import shown
+
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
+if TYPE_CHECKING:
+    from typing import Any
 
 MC_API_GROUP = "machineconfiguration.openshift.io"
 EMPTY_MC_NAME = "mco-empty-mc"  # upstream's name for "no previous config"

@@ -8,11 +8,14 @@ reconcilability check honours; `mcd.policy.settings_of` reads both.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from mcd.config.findings import Finding, InputError, JsonPath
 from mcd.config.load import load_objects
 from mcd.config.record import record
+
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
+if TYPE_CHECKING:
+    from typing import Any
 
 KIND = "MachineConfiguration"
 

@@ -22,8 +22,8 @@ import builtins
 from functools import cache
 from operator import attrgetter
 from types import CodeType, FunctionType
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, TypeVar, dataclass_transform

@@ -20,10 +20,13 @@ import binascii
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from mcd.config.record import record
 from mcd.planner.managed_paths import CLOUD_CA, IMAGE_CA_DIR, INTERNAL_REGISTRY_PULL_SECRET, KUBELET_CA
+
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
+if TYPE_CHECKING:
+    from typing import Any
 
 CONTROLLER_CONFIG = "machine-config-controller"
 # the ControllerConfig annotation the operator sets to "true" while the kube-apiserver CA rotates

@@ -11,7 +11,6 @@ arguments, never read.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from mcd import policy
 from mcd.config import ostables
@@ -30,6 +29,10 @@ from mcd.planner.steps import Step, reboot_command
 from mcd.planner.updatesteps import disk_steps
 from mcd.policy import ActionKind, PostConfigAction
 from mcd.policy.model import REGISTRIES_CONF
+
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Facts", "Plan", "PlannedChange", "plan", "reboot_command"]
 

@@ -23,10 +23,13 @@ failure parses first.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from mcd.config.record import record
 from mcd.policy.model import REGISTRIES_CONF
+
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
+if TYPE_CHECKING:
+    from typing import Any
 
 DIGEST_ONLY = "digest-only"  # sysregistriesv2.MirrorByDigestOnly, the pull-from-mirror value
 

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
-from typing import ClassVar
 
 from mcd.config.record import fields, record
+
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
+if TYPE_CHECKING:
+    from typing import ClassVar
 
 
 @record
