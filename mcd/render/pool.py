@@ -17,11 +17,11 @@ The rules (upstream `MergeMachineConfigs` and the render controller, in our word
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from mcd import __version__
 from mcd.config import ostables
+from mcd.config.digest import md5
 from mcd.config.findings import InputError, JsonPath, format_path
 from mcd.config.ignition import SPEC2_VERSIONS, spec3_document
 from mcd.config.machineconfig import MC_API_GROUP, VALID_KERNEL_TYPES, machineconfig_from_object
@@ -195,7 +195,7 @@ def _strings(ordered: Sequence[_Config], key: str) -> list[str]:
 def rendered_name(pool: str, spec: Mapping[str, Any]) -> str:
     """``rendered-<pool>-<hash>``: the MD5 of upstream's salt and the spec as upstream's YAML."""
     text = go_yaml(spec)
-    return f"{RENDERED_PREFIX}{pool}-{hashlib.md5(_SALT + text.encode()).hexdigest()}"
+    return f"{RENDERED_PREFIX}{pool}-{md5(_SALT + text.encode()).hexdigest()}"
 
 
 def _kernel_type(ordered: Sequence[_Config]) -> str:
