@@ -81,3 +81,10 @@ _.allow_block
 # test_watches.py), when a refused eviction may be retried (tests/controller/test_drain_health.py)
 _.handled
 _.next_retry
+
+# mcd.config.record: what Python reads of the methods and classes it makes (defaults,
+# annotations, docstrings of the namedtuples made without typing, the record's own fields)
+_.__defaults__
+_.__annotations__
+_.__doc__
+_.__record_fields__

@@ -7,7 +7,10 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable, Sequence
-from typing import Any
+
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
+if TYPE_CHECKING:
+    from typing import Any
 
 PREFIX = "MCD_"
 TRUE_WORDS = ("1", "true", "yes", "on")

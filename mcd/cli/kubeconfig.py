@@ -8,9 +8,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-import yaml
-
 from mcd.config.findings import Finding, InputError
+from mcd.config.yamllib import yaml
 
 # the sections kubectl reads as lists of named entries
 LIST_SECTIONS = ("clusters", "contexts", "users")

@@ -12,7 +12,6 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 
 from mcd.cli.readcmds import (
     EXIT_INPUT,
@@ -68,6 +67,7 @@ def cmd_start(args: argparse.Namespace) -> int:
 
 def _start_agent(args: argparse.Namespace) -> int:
     """The cluster agent: sync the node until stopped; a simulated reboot restarts this process."""
+    from pathlib import Path
 
     from mcd.agent.loop import Daemon
     from mcd.agent.node_apply import NodeApplier

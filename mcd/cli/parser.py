@@ -9,11 +9,14 @@ import os
 import re
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
 
 from mcd import __version__
 from mcd.cli.envdefaults import env_default, one_of, resolve, to_bool, to_count, to_seconds
 from mcd.cli.watchflags import add_watcher_flags
+
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 EXIT_INPUT = 1
 _POOL_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")

@@ -11,10 +11,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
 if TYPE_CHECKING:  # typing's names cost `mcd --help` an import it does not otherwise need
+    from pathlib import Path
     from typing import Any, TextIO
 
 EXIT_OK, EXIT_INPUT, EXIT_UNRECONCILABLE = 0, 1, 2
@@ -23,10 +23,11 @@ POD_ROOT = "/rootfs"  # --root-mount's default: where the daemon's pod mounts th
 
 def read_input(path: str) -> bytes:
     """Bytes of a file argument; raises InputError naming it when unreadable."""
+    from mcd.cli.inputs import read_file
     from mcd.config.findings import Finding, InputError
 
     try:
-        return sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+        return sys.stdin.buffer.read() if path == "-" else read_file(path)
     except OSError as exc:
         raise InputError(path, [Finding((), f"cannot read: {exc.strerror or exc}")]) from None
 
@@ -241,6 +242,8 @@ def host_at(root_mount: str, lock_timeout: float) -> Any:
 
 def root_dir(root_mount: str) -> Path:
     """The --root-mount directory, or an error that reads as a sentence about the flag."""
+    from pathlib import Path
+
     from mcd.config.findings import Finding, InputError
     from mcd.host.errors import shown_path
 

@@ -15,17 +15,20 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
 
 from mcd.cli.inputs import files_of
 from mcd.config.findings import Finding, InputError, JsonPath
 from mcd.config.load import load_objects
+from mcd.config.record import record
 from mcd.config.selector import SelectorError, check_selector, selects
 from mcd.render import ROLE_LABEL, RenderError, is_in_pool, labels_of, render_pool
 
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
+if TYPE_CHECKING:
+    from typing import Any
 
-@dataclass(frozen=True)
+
+@record
 class Located:
     """An object read from a file, and where: the file and the JSON path of the object in it."""
 

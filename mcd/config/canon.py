@@ -8,9 +8,13 @@ configs that upstream would find equal compare equal here too.
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
+if TYPE_CHECKING:
+    from typing import Any
 
-Canon = Any  # a nested tuple structure made of str/int/float/bool and tuples
+    Canon = Any  # a nested tuple structure made of str/int/float/bool and tuples
+else:
+    Canon = object  # the alias is the type checker's: nothing checks a value against it
 
 
 def canon(value: object) -> Canon:

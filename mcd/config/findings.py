@@ -15,10 +15,13 @@ McdError, the config directory: a ConfigDirError).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Literal
 
+from mcd.config.record import record
 from mcd.config.text import escape_controls, shown
+
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
+if TYPE_CHECKING:
+    from typing import Literal
 
 PathPart = str | int
 JsonPath = tuple[PathPart, ...]
@@ -37,7 +40,7 @@ def format_path(parts: Iterable[PathPart]) -> str:
     return "".join(out) or "$"
 
 
-@dataclass(frozen=True)
+@record
 class Finding:
     """One problem at one place of a document."""
 

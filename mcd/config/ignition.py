@@ -9,7 +9,6 @@ translation of spec 2.2 to 3.x, then the semantic rules Ignition and the MCO app
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from mcd.config.findings import Finding, JsonPath
 from mcd.config.ignition_checks import Checker
@@ -35,6 +34,10 @@ from mcd.config.ignition_model import (
 from mcd.config.reuse import reuse
 from mcd.config.schema import is_unknown_key, validate_ignition_schema
 from mcd.config.translate import translate_2_2
+
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "DEFAULT_FILE_MODE",

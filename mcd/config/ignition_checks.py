@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from mcd.config.canon import canon
 from mcd.config.contents import CHUNK, HASH_HEX_LENGTHS, ContentsError, iter_contents
 from mcd.config.dataurl import SMALL_URL, decode_data_url, decode_data_url_with
+from mcd.config.digest import sha256
 from mcd.config.findings import Finding, JsonPath, format_path
 from mcd.config.ignition_model import (
     ERR_HASH_WITHOUT_SOURCE,
@@ -37,6 +37,10 @@ from mcd.config.reuse import Reused
 from mcd.config.text import clip, shown
 from mcd.config.unitfile import UnitSyntaxError
 from mcd.config.unitfile import sections as unit_sections
+
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
+if TYPE_CHECKING:
+    from typing import Any
 
 _INSTANCE = re.compile(r"^(.+?)@(.+?)\.service$")
 _NO_REF = NodeRef()  # shared: NodeRef is frozen, and most files name no owner or group
@@ -221,10 +225,9 @@ class Checker:
             cap = self.options.max_file_size
             if cap is None or len(data) <= cap:
                 return data, len(data), ""
-        import hashlib  # noqa: PLC0415 (only for large or compressed contents: ~3 ms of start-up)
-
         kept: list[bytes] | None = []
-        digest = hashlib.sha256()
+        # a data URL decodes to at most as many bytes as it has, unless it is compressed
+        digest = sha256(len(res.source) if res.compression != "gzip" else None)
         size = 0
         try:
             for piece in iter_contents(res, max_size=self.options.max_file_size, owner=owner):

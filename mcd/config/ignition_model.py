@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 
 from mcd.config.canon import Canon
 from mcd.config.contents import DEFAULT_MAX_FILE_SIZE, iter_contents
 from mcd.config.findings import Finding
+from mcd.config.record import field, record
 
 DEFAULT_FILE_MODE = 0o644
 MAX_FILE_MODE = 0o777
@@ -34,7 +34,7 @@ ERR_HASH_WITHOUT_SOURCE = "source must be specified if verification is specified
 MAX_ID = 2**32 - 2  # the largest uid or gid; 2**32 - 1 is (uid_t)-1
 
 
-@dataclass(frozen=True)
+@record
 class NodeRef:
     """A file owner or group: by numeric id, by name, or neither (root)."""
 
@@ -42,7 +42,7 @@ class NodeRef:
     name: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Resource:
     """An Ignition resource (file contents or an append fragment)."""
 
@@ -51,7 +51,7 @@ class Resource:
     hash: str | None = None
 
 
-@dataclass(frozen=True, init=False)
+@record(init=False)
 class File:
     """A `storage.files` entry. Equality follows upstream: the declared fields, not the decoded data.
 
@@ -174,13 +174,13 @@ class File:
         return self.size == other.size and self.digest() == other.digest()
 
 
-@dataclass(frozen=True)
+@record
 class Dropin:
     name: str
     contents: str | None = None
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class Unit:
     name: str
     enabled: bool | None = None
@@ -218,7 +218,7 @@ def unit_paths_of(units: Sequence[Unit]) -> dict[str, int]:
     return out
 
 
-@dataclass(frozen=True)
+@record
 class User:
     """A `passwd.users` entry; `extra` holds every other field in canonical form."""
 
@@ -228,7 +228,7 @@ class User:
     extra: Canon = None
 
 
-@dataclass(frozen=True)
+@record
 class IgnitionConfig:
     """A parsed, valid Ignition config at spec 3.x semantics.
 
@@ -259,7 +259,7 @@ class IgnitionConfig:
 EMPTY_IGNITION = IgnitionConfig(version="3.5.0", unique_paths=True)
 
 
-@dataclass(frozen=True)
+@record
 class IgnitionResult:
     """Outcome of parsing: a config when usable, and findings (paths relative to the Ignition root).
 
@@ -286,7 +286,7 @@ class IgnitionResult:
 KEEP_DATA_UP_TO = 16 << 20
 
 
-@dataclass(frozen=True)
+@record
 class ParseOptions:
     """Bounds of a parse. `max_file_size`: decoded size a file may have (None: no cap).
     `keep_data_up_to`: files decoding to more are not kept in memory, only measured (None:

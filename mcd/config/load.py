@@ -6,14 +6,12 @@ Accepted shapes: a MachineConfig object, a `List`/`MachineConfigList` (or an Ope
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import posixpath
 import re
 from collections.abc import Callable, Iterable, Mapping
 from itertools import compress
-from typing import Any
 
 from mcd.config.findings import Finding, InputError, JsonPath
 from mcd.config.ignition import DEFAULT_PARSE, ParseOptions
@@ -23,6 +21,11 @@ from mcd.config.machineconfig import (
     machineconfig_from_ignition,
     machineconfig_from_object,
 )
+from mcd.config.record import replace
+
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
+if TYPE_CHECKING:
+    from typing import Any
 
 LIST_KINDS = ("List", "MachineConfigList")
 
@@ -60,8 +63,8 @@ def parse_documents(data: bytes, source: str) -> list[tuple[JsonPath, object]]:
 def _yaml_documents(text: str, source: str) -> list[object]:
     """The non-empty documents of a YAML stream; InputError for what cannot be one."""
     # PyYAML here, not at the top: a JSON document never needs it, and its import is about
-    # 15 ms of a short command's start
-    import yaml  # noqa: PLC0415
+    # 15 ms of a short command's start (mcd.config.yamllib: 8 ms less)
+    from mcd.config.yamllib import yaml  # noqa: PLC0415
 
     # the C loader is ~10x faster on large rendered configs (absent: PyYAML built without libyaml)
     loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -137,7 +140,7 @@ def _too_deep(value: object) -> bool:
 
 def _yaml_structure_problem(events: Iterable[Any]) -> str | None:
     """Depth and alias expansion of a YAML stream, from its events (no recursion, nothing built)."""
-    import yaml  # noqa: PLC0415 (as _yaml_documents)
+    from mcd.config.yamllib import yaml  # noqa: PLC0415 (as _yaml_documents)
 
     sizes: dict[str, int] = {}
     open_anchors: list[tuple[str | None, int]] = []  # (anchor, node count when it opened)
@@ -279,7 +282,7 @@ def load_machineconfig(
         and mc.raw.get("kind") == "MachineConfig"
         and mc.ignition_path == MachineConfig.ignition_path
     ):
-        return dataclasses.replace(mc, raw_text=(mc.raw, text))
+        return replace(mc, raw_text=(mc.raw, text))
     return mc
 
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
 
 from mcd.config import ostables
 from mcd.config.findings import Finding, InputError, JsonPath
@@ -16,7 +14,12 @@ from mcd.config.ignition import (
     ParseOptions,
     parse_ignition,
 )
+from mcd.config.record import field, record
 from mcd.config.text import shown
+
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
+if TYPE_CHECKING:
+    from typing import Any
 
 MC_API_GROUP = "machineconfiguration.openshift.io"
 EMPTY_MC_NAME = "mco-empty-mc"  # upstream's name for "no previous config"
@@ -25,7 +28,7 @@ VALID_KERNEL_TYPES = ("", "default", "realtime", "64k-pages")
 ORIGINAL_OS_IMAGE_ANNOTATION = "machineconfiguration.openshift.io/original-osimageurl"
 
 
-@dataclass(frozen=True)
+@record
 class MachineConfig:
     """A (rendered) MachineConfig: spec fields plus the parsed Ignition config.
 

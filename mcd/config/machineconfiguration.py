@@ -8,16 +8,19 @@ reconcilability check honours; `mcd.policy.settings_of` reads both.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
 
 from mcd.config.findings import Finding, InputError, JsonPath
 from mcd.config.load import load_objects
+from mcd.config.record import record
+
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
+if TYPE_CHECKING:
+    from typing import Any
 
 KIND = "MachineConfiguration"
 
 
-@dataclass(frozen=True)
+@record
 class MachineConfiguration:
     """The one MachineConfiguration of a file: the file, where the object sits in it, the object."""
 

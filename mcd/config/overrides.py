@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
 
 from mcd.config.findings import Finding
+
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
+if TYPE_CHECKING:
+    from typing import Any
 
 OVERRIDE_DISKS, OVERRIDE_FILESYSTEMS, OVERRIDE_RAID = "Disks", "FileSystems", "Raid"
 STORAGE_OVERRIDES = (OVERRIDE_DISKS, OVERRIDE_FILESYSTEMS, OVERRIDE_RAID)

@@ -15,12 +15,15 @@ the agent: the process), and nothing is kept at module level.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from mcd.config.findings import JsonPath
 from mcd.config.ignition_model import DEFAULT_PARSE, ParseOptions
 from mcd.config.load import load_machineconfig
 from mcd.config.machineconfig import MachineConfig, machineconfig_from_object
+
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_KEEP = 4  # the current and desired config, with room for one rollout's change of mind
 

@@ -17,16 +17,19 @@ from __future__ import annotations
 
 import marshal
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
 
 from mcd.config.ignition_model import SPEC3_VERSIONS, File, IgnitionResult, ParseOptions, Unit
+from mcd.config.record import record
+
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
+if TYPE_CHECKING:
+    from typing import Any
 
 FILES = ("storage", "files")
 UNITS = ("systemd", "units")
 
 
-@dataclass(frozen=True)
+@record
 class Reused:
     """Per item of the new document's `storage.files` and `systemd.units`: the earlier object
     declared alike, or None (validate and build it)."""

@@ -27,12 +27,14 @@ import json
 import os
 from collections.abc import Collection, Iterator, Mapping
 from functools import cache
-from typing import TYPE_CHECKING, Any
 
 from mcd.config.findings import Finding, JsonPath
 from mcd.config.schemawalk import Walker
 
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
 if TYPE_CHECKING:  # jsonschema itself is imported only when a config is not known clean
+    from typing import Any
+
     from jsonschema import ValidationError
     from jsonschema.protocols import Validator
 

@@ -16,7 +16,10 @@ random mutations.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from typing import Any
+
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
+if TYPE_CHECKING:
+    from typing import Any
 
 _ANNOTATIONS = frozenset({"$schema", "$comment", "title", "description", "definitions"})
 _KEYWORDS = frozenset({"type", "properties", "required", "items", "$ref"})

@@ -23,9 +23,12 @@ modes, URLs ...) are the spec 3 validation's business, not repeated here.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from mcd.config.findings import Finding, JsonPath
+
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
+if TYPE_CHECKING:
+    from typing import Any
 
 TARGET_VERSION = "3.5.0"
 

@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import TypeAlias
+
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
+if TYPE_CHECKING:
+    from typing import TypeAlias
 
 LINE_MAX = 2048
 _BUFFER = 4096  # Go's default bufio.Reader size

@@ -15,9 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from mcd.config.ostables import SUPPORTED_EXTENSIONS
+from mcd.config.yamllib import yaml
 from mcd.host.pullsecret import link_pull_secret
 from mcd.host.root import HostRoot
 from mcd.host.runner import CommandError, CommandResult, Runner

@@ -27,9 +27,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import yaml
-
 from mcd.config.findings import Finding, InputError, JsonPath
+from mcd.config.yamllib import yaml
 from mcd.host.root import HostRoot, PathEscapeError
 
 # upstream's fixed paths (pkg/daemon/writer.go, cmd/machine-config-daemon/start.go)

@@ -20,10 +20,13 @@ import binascii
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
 
+from mcd.config.record import record
 from mcd.planner.managed_paths import CLOUD_CA, IMAGE_CA_DIR, INTERNAL_REGISTRY_PULL_SECRET, KUBELET_CA
+
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
+if TYPE_CHECKING:
+    from typing import Any
 
 CONTROLLER_CONFIG = "machine-config-controller"
 # the ControllerConfig annotation the operator sets to "true" while the kube-apiserver CA rotates
@@ -43,7 +46,7 @@ class BadControllerConfig(ValueError):
         self.problems = problems
 
 
-@dataclass(frozen=True)
+@record
 class Certificates:
     """Everything one ControllerConfig asks the node to hold."""
 
@@ -212,7 +215,7 @@ class BadKubeconfig(ValueError):
     """The kubeconfig whose CA is to be merged cannot be read as one."""
 
 
-@dataclass(frozen=True)
+@record
 class CaMerge:
     """What a rotation does: the kubeconfig to write (None: it holds every CA already), the CA
     bundle it now names, the subjects new to it, and whether the kubelet must restart."""
@@ -314,7 +317,7 @@ def merge_server_ca(bundle: bytes, kubeconfig: bytes) -> CaMerge:
     when one of the new certificates is not of QUIET_SIGNERS.
     """
     # PyYAML only for a CA rotation: a plan without one does not pay its import (~15 ms)
-    import yaml  # noqa: PLC0415
+    from mcd.config.yamllib import yaml  # noqa: PLC0415
 
     try:
         doc = yaml.safe_load(kubeconfig)
@@ -366,7 +369,7 @@ def merge_server_ca(bundle: bytes, kubeconfig: bytes) -> CaMerge:
 def with_cluster_ca(kubeconfig: bytes, ca: bytes) -> bytes:
     """`kubeconfig` with its first cluster's CA set to `ca`, the rest kept (the kubelet's own,
     at a restart for a rotation)."""
-    import yaml  # noqa: PLC0415 (as merge_server_ca)
+    from mcd.config.yamllib import yaml  # noqa: PLC0415 (as merge_server_ca)
 
     try:
         doc = yaml.safe_load(kubeconfig)

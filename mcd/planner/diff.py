@@ -7,20 +7,20 @@ the planner explains one by one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from itertools import compress
 from operator import attrgetter, ne
 
 from mcd.config.ignition import EMPTY_IGNITION, File, IgnitionConfig, Unit, User
 from mcd.config.machineconfig import MachineConfig
 from mcd.config.ostables import canonical_kernel_type
+from mcd.config.record import field, record
 
 ADDED, REMOVED, MODIFIED = "added", "removed", "modified"
 # what an added user is compared with: no keys, no password hash, no other field
 _NO_USER = User(name="")
 
 
-@dataclass(frozen=True, init=False)
+@record(init=False)
 class Change:
     """One changed thing. `details` say what changed inside it (fields, dropins)."""
 
@@ -36,7 +36,7 @@ class Change:
         self.__dict__.update(kind=kind, name=name, change=change, details=details)
 
 
-@dataclass(frozen=True)
+@record
 class ConfigDiff:
     """Upstream's machineConfigDiff flags plus the changes behind them."""
 

@@ -6,8 +6,8 @@ so both spell a unit file, a dropin or a never-deleted certificate the same way.
 
 from __future__ import annotations
 
+from collections import namedtuple
 from collections.abc import Sequence
-from typing import NamedTuple
 
 from mcd.config.ignition import File, Unit
 
@@ -50,17 +50,24 @@ def dropin_path(unit: str, dropin: str) -> str:
     return f"{UNIT_DIR}/{unit}.d/{dropin}"
 
 
-class Managed(NamedTuple):
-    """One path a config declares: a file, a unit file (or mask) or a dropin.
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
+# `Managed`: a named tuple, not a record: the drift monitor indexes every path of every config
+# it is armed with (thousands) this way, and a tuple is made several times faster
+if TYPE_CHECKING:
+    from typing import NamedTuple
 
-    A named tuple, not a frozen dataclass: the drift monitor indexes every path of every config
-    it is armed with (thousands) this way, and a tuple is made several times faster."""
+    class Managed(NamedTuple):
+        """One path a config declares: a file, a unit file (or mask) or a dropin."""
 
-    path: str
-    order: int  # position in upstream's validation order: the reason names the first drifted path
-    file: File | None = None
-    unit: Unit | None = None
-    dropin: str | None = None  # dropin contents ("" when the dropin must be absent)
+        path: str
+        order: int  # position in upstream's validation order: the reason names the first drifted path
+        file: File | None = None
+        unit: Unit | None = None
+        dropin: str | None = None  # dropin contents ("" when the dropin must be absent)
+
+else:  # the same named tuple without typing.NamedTuple (typing's import: a short command's few ms)
+    Managed = namedtuple("Managed", ("path", "order", "file", "unit", "dropin"), defaults=(None, None, None))
+    Managed.__doc__ = "One path a config declares: a file, a unit file (or mask) or a dropin."
 
 
 def never_deleted(path: str) -> bool:

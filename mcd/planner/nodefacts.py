@@ -7,7 +7,7 @@ executor fill them from the root (`mcd.host.facts.probe`), so the plan printed i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from mcd.config.record import record
 
 # the control plane topologies a node can report (upstream's controlPlaneTopology values): a
 # single-node cluster skips the drain; any value mcd does not know counts as HighlyAvailable
@@ -16,7 +16,7 @@ HIGHLY_AVAILABLE = "HighlyAvailable"
 TOPOLOGIES = (SINGLE_REPLICA, HIGHLY_AVAILABLE, "HighlyAvailableArbiter", "DualReplica")
 
 
-@dataclass(frozen=True)
+@record
 class Facts:
     """Node facts the planner decides from; gathered by the host probe or given by flags."""
 

@@ -10,16 +10,14 @@ arguments, never read.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 from mcd import policy
 from mcd.config import ostables
 from mcd.config.ignition import EMPTY_IGNITION, IgnitionConfig
 from mcd.config.machineconfig import MachineConfig
 from mcd.config.ostables import canonical_kernel_type
+from mcd.config.record import field, record, replace
 from mcd.planner import kargs as kargs_mod
 from mcd.planner import rpmostree_args
 from mcd.planner import steps as st
@@ -32,10 +30,14 @@ from mcd.planner.updatesteps import disk_steps
 from mcd.policy import ActionKind, PostConfigAction
 from mcd.policy.model import REGISTRIES_CONF
 
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = ["Facts", "Plan", "PlannedChange", "plan", "reboot_command"]
 
 
-@dataclass(frozen=True, init=False)
+@record(init=False)
 class PlannedChange:
     """One changed thing, the actions it calls for and why."""
 
@@ -59,7 +61,7 @@ class PlannedChange:
         self.__dict__.update(kind=kind, name=name, change=change, actions=actions, rule=rule, details=details)
 
 
-@dataclass(frozen=True)
+@record
 class Plan:
     old_name: str
     new_name: str
@@ -144,7 +146,7 @@ def plan(
     """Plan the update from `old` to `new` on a node described by `facts`."""
     if facts.node_fips is not None and facts.node_fips == new.fips:
         # upstream trusts the node over the old config when the node already matches the target
-        old = dataclasses.replace(old, fips=facts.node_fips)
+        old = replace(old, fips=facts.node_fips)
     d = diff(old, new, forcefile=facts.forcefile)
     errors = reconcile(old, new, storage_overrides, facts.node_fips)
     if errors:
@@ -371,7 +373,7 @@ def _drain_rule(drain: bool, actions: Sequence[PostConfigAction], d: ConfigDiff)
     return "no action needs a drain"
 
 
-@dataclass(frozen=True)
+@record
 class _OsStep:
     steps: tuple[Step, ...] = ()
     extension_packages: tuple[str, ...] = ()

@@ -23,10 +23,13 @@ failure parses first.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
 
+from mcd.config.record import record
 from mcd.policy.model import REGISTRIES_CONF
+
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
+if TYPE_CHECKING:
+    from typing import Any
 
 DIGEST_ONLY = "digest-only"  # sysregistriesv2.MirrorByDigestOnly, the pull-from-mirror value
 
@@ -35,7 +38,7 @@ class RegistriesError(ValueError):
     """registries.conf content that upstream's TOML decoder rejects."""
 
 
-@dataclass(frozen=True)
+@record
 class Mirror:
     """One `[[registry.mirror]]` entry (a sysregistriesv2.Endpoint)."""
 
@@ -44,7 +47,7 @@ class Mirror:
     pull_from_mirror: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class Registry:
     """One `[[registry]]` entry."""
 
@@ -62,7 +65,7 @@ class Registry:
         return self.prefix or self.location
 
 
-@dataclass(frozen=True)
+@record
 class RegistriesConf:
     """The parts of a registries.conf that the safety check reads."""
 

@@ -7,28 +7,31 @@ step is one host operation, so "the plan is what runs" can be checked step for s
 
 from __future__ import annotations
 
-import dataclasses
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import ClassVar
+
+from mcd.config.record import fields, record
+
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
+if TYPE_CHECKING:
+    from typing import ClassVar
 
 
-@dataclass(frozen=True)
+@record
 class ConsumeForcefile:
     """Delete /run/machine-config-daemon-force: it forces one update only (as upstream)."""
 
     kind: ClassVar[str] = "consume-forcefile"
 
 
-@dataclass(frozen=True)
+@record
 class Drain:
     """Drain the node before changing it (only a cluster agent can; once-from reports it skipped)."""
 
     kind: ClassVar[str] = "drain"
 
 
-@dataclass(frozen=True)
+@record
 class WriteFiles:
     """Write these Ignition files, originals recorded first, as one atomic batch."""
 
@@ -36,7 +39,7 @@ class WriteFiles:
     paths: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@record
 class RemoveFile:
     """Delete a path the config no longer declares (and its `.mcdnoorig` stamp)."""
 
@@ -44,7 +47,7 @@ class RemoveFile:
     path: str
 
 
-@dataclass(frozen=True)
+@record
 class RestoreOriginal:
     """Put back the original a config replaced (`.mcdorig` backup), path no longer declared."""
 
@@ -52,7 +55,7 @@ class RestoreOriginal:
     path: str
 
 
-@dataclass(frozen=True)
+@record
 class WriteUnitFiles:
     """Write unit files and dropins, originals recorded first, as one atomic batch."""
 
@@ -60,7 +63,7 @@ class WriteUnitFiles:
     paths: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@record
 class Mask:
     """Link the unit's file in /etc/systemd/system to /dev/null (what was there is kept)."""
 
@@ -68,7 +71,7 @@ class Mask:
     unit: str
 
 
-@dataclass(frozen=True)
+@record
 class Unmask:
     """Undo a mask (`mask: false` without contents): the original comes back, or the link goes."""
 
@@ -76,7 +79,7 @@ class Unmask:
     unit: str
 
 
-@dataclass(frozen=True)
+@record
 class Enable:
     """`systemctl enable` these units, in one call."""
 
@@ -84,7 +87,7 @@ class Enable:
     units: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@record
 class Disable:
     """`systemctl disable` these units, in one call; `reason` says why (`config`, `rewrite`, `removed`)."""
 
@@ -93,7 +96,7 @@ class Disable:
     reason: str = "config"
 
 
-@dataclass(frozen=True)
+@record
 class Preset:
     """`systemctl preset` one unit (a failure is only logged, as upstream)."""
 
@@ -101,7 +104,7 @@ class Preset:
     unit: str
 
 
-@dataclass(frozen=True)
+@record
 class Chmod:
     """Set the mode of an existing regular file (the kubelet's kubeconfig is made private)."""
 
@@ -110,7 +113,7 @@ class Chmod:
     mode: int
 
 
-@dataclass(frozen=True)
+@record
 class WriteSshKeys:
     """Write core's `authorized_keys.d/ignition` from every user's keys (`keys`: how many)."""
 
@@ -119,7 +122,7 @@ class WriteSshKeys:
     keys: int
 
 
-@dataclass(frozen=True)
+@record
 class SetPassword:
     """Set a user's password hash (`*` when the config declares none); the hash is never shown."""
 
@@ -127,7 +130,7 @@ class SetPassword:
     user: str
 
 
-@dataclass(frozen=True)
+@record
 class ClearPassword:
     """Empty the hash of a user the config no longer declares (a failure is only logged)."""
 
@@ -135,7 +138,7 @@ class ClearPassword:
     user: str
 
 
-@dataclass(frozen=True)
+@record
 class OsCommand:
     """One rpm-ostree run of the OS step; `role` names it (OS_CLEANUP …)."""
 
@@ -153,7 +156,7 @@ OS_EXTENSIONS = "extensions"
 OS_TUNING = "tuning"  # a kernel argument the legacy /etc/pivot/kernel-args file asks for
 
 
-@dataclass(frozen=True)
+@record
 class CheckRpmOstree:
     """`rpm-ostree --version` must list the `container` feature a rebase onto an image needs.
 
@@ -165,14 +168,14 @@ class CheckRpmOstree:
     feature: str = "container"
 
 
-@dataclass(frozen=True)
+@record
 class LinkPullSecret:
     """Link `/run/ostree/auth.json` to the pull secret before a rebase, as upstream (spec §5.2)."""
 
     kind: ClassVar[str] = "link-pull-secret"
 
 
-@dataclass(frozen=True)
+@record
 class Rebase:
     """Stage the new OS image (`rpm-ostree rebase`, retried: registries fail transiently)."""
 
@@ -181,7 +184,7 @@ class Rebase:
     argv: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@record
 class VerifyExtensions:
     """Check that the staged deployment requests every extension package (spec §5.6)."""
 
@@ -189,7 +192,7 @@ class VerifyExtensions:
     packages: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@record
 class OsFailure:
     """Where the OS step fails on this node (e.g. 64k-pages off aarch64): the update stops here.
 
@@ -201,7 +204,7 @@ class OsFailure:
     message: str
 
 
-@dataclass(frozen=True)
+@record
 class ReloadService:
     """`systemctl reload` a service (a post-config action)."""
 
@@ -209,7 +212,7 @@ class ReloadService:
     unit: str
 
 
-@dataclass(frozen=True)
+@record
 class RestartService:
     """`systemctl restart` a service (a post-config action)."""
 
@@ -217,21 +220,21 @@ class RestartService:
     unit: str
 
 
-@dataclass(frozen=True)
+@record
 class DaemonReload:
     """`systemctl daemon-reload` (a post-config action)."""
 
     kind: ClassVar[str] = "daemon-reload"
 
 
-@dataclass(frozen=True)
+@record
 class UpdateCaTrust:
     """Run `update-ca-trust` before crio restarts (legacy `restart crio`; a failure fails the update)."""
 
     kind: ClassVar[str] = "update-ca-trust"
 
 
-@dataclass(frozen=True)
+@record
 class Reboot:
     """Reboot into the new config once it is committed (`argv`: the transient unit upstream uses)."""
 
@@ -278,7 +281,7 @@ ACTION_STEPS = (ReloadService, RestartService, DaemonReload, UpdateCaTrust, Rebo
 def step_json(step: Step) -> dict[str, object]:
     """`{"kind": …, <field>: …}`: the shape of `steps` in `mcd plan -o json` and the start summary."""
     out: dict[str, object] = {"kind": step.kind}
-    for f in dataclasses.fields(step):
+    for f in fields(step):
         value = getattr(step, f.name)
         if f.name == "mode":
             value = f"{value:04o}"

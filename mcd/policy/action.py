@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 
+from mcd.config.record import record
 from mcd.policy import model  # the submodule itself: its names are the API's spelling
 
 
@@ -57,7 +57,7 @@ _TO_LEGACY = {kind: word for word, kind in _FROM_LEGACY.items()}
 _CRIO_KINDS = frozenset({ActionKind.RELOAD_CRIO, ActionKind.RESTART_CRIO_WITH_CA_TRUST})
 
 
-@dataclass(frozen=True)
+@record
 class PostConfigAction:
     """One post-config action. `service` is set exactly for RELOAD and RESTART.
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 
+from mcd.config.record import record
 from mcd.policy.action import drain_required, from_api
 from mcd.policy.model import NONE, REBOOT, Action, ClusterPolicies, FilePolicy, go_clean
 
@@ -13,7 +13,7 @@ from mcd.policy.model import NONE, REBOOT, Action, ClusterPolicies, FilePolicy, 
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, init=False)
+@record(init=False)
 class Decision:
     """The actions one changed thing (file, unit, SSH keys) contributes, and the rule that gave them."""
 

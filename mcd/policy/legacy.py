@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 
+from mcd.config.record import record
 from mcd.policy.action import (
     LEGACY_NONE,
     LEGACY_REBOOT,
@@ -31,7 +31,7 @@ _LEGACY_RESTART_FILES = ("/etc/pki/ca-trust/source/anchors/openshift-config-user
 _LEGACY_NO_CHANGE_DIRS = ("/etc/nmstate/openshift",)
 
 
-@dataclass(frozen=True)
+@record
 class LegacyDecision:
     """The legacy action for one changed file; `action` None means "leaves the result unchanged"."""
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from mcd.config.findings import Finding, format_path
+from mcd.config.record import field, record
 
 # --------------------------------------------------------------------------------------------
 # Action types and API constraints (openshift/api operator/v1 types_machineconfiguration.go)
@@ -72,7 +72,7 @@ class PolicyError(ValueError):
         super().__init__(f"{subject}: {text}" if subject else text)
 
 
-@dataclass(frozen=True)
+@record
 class Action:
     """One NodeDisruptionPolicy action; `service` is set exactly for Reload and Restart."""
 
@@ -105,7 +105,7 @@ def go_clean(path: str) -> str:
     return "/" + cleaned.lstrip("/") if cleaned.startswith("//") else cleaned
 
 
-@dataclass(frozen=True)
+@record
 class FilePolicy:
     """Actions for changes to `path` or anything below it; `origin` is default, user or cluster."""
 
@@ -120,7 +120,7 @@ class FilePolicy:
         object.__setattr__(self, "prefix", go_clean(self.path) + "/")
 
 
-@dataclass(frozen=True)
+@record
 class UnitPolicy:
     """Actions for changes to the systemd unit `name` (exact match)."""
 
@@ -129,7 +129,7 @@ class UnitPolicy:
     origin: str
 
 
-@dataclass(frozen=True)
+@record
 class ClusterPolicies:
     """The effective policies: the shape of ``status.nodeDisruptionPolicyStatus.clusterPolicies``."""
 

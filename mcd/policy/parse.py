@@ -4,8 +4,8 @@ and what mcd takes from a MachineConfiguration object (`settings_from_machinecon
 from __future__ import annotations
 
 import json
+from collections import namedtuple
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple
 
 from mcd.config.findings import Finding, InputError, JsonPath
 from mcd.config.machineconfiguration import KIND, MachineConfiguration
@@ -334,12 +334,20 @@ def policies_from_machineconfiguration(obj: Mapping[str, object]) -> ClusterPoli
     return merge_policies(DEFAULT_POLICIES, user, user_path)
 
 
-class Settings(NamedTuple):
-    """What mcd takes from a MachineConfiguration object."""
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
+if TYPE_CHECKING:
+    from typing import NamedTuple
 
-    policies: ClusterPolicies
-    # spec.irreconcilableValidationOverrides.storage: storage sections allowed to change in place
-    storage_overrides: tuple[str, ...]
+    class Settings(NamedTuple):
+        """What mcd takes from a MachineConfiguration object."""
+
+        policies: ClusterPolicies
+        # spec.irreconcilableValidationOverrides.storage: storage sections allowed to change in place
+        storage_overrides: tuple[str, ...]
+
+else:  # the same named tuple without typing.NamedTuple (typing's import: a short command's few ms)
+    Settings = namedtuple("Settings", ("policies", "storage_overrides"))
+    Settings.__doc__ = "What mcd takes from a MachineConfiguration object."
 
 
 DEFAULT_SETTINGS = Settings(DEFAULT_POLICIES, ())

@@ -17,12 +17,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
 
-import yaml
-from yaml.emitter import Emitter, ScalarAnalysis
-
+from mcd.config.yamllib import Emitter, ScalarAnalysis, yaml
 from mcd.render.wordscalar import word_analysis
+
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
+if TYPE_CHECKING:
+    from typing import Any
 
 # yaml.v2 reads these plain words as booleans, nulls or special floats, so a string spelled so
 # is written quoted (YAML 1.1 words: "y", "on", "off" ... included)

@@ -19,13 +19,17 @@ non-optional strings present. The result of `merge` is in the same form.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+
+from mcd.config.record import record
+
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
+if TYPE_CHECKING:
+    from typing import Any
 
 SPEC_VERSION = "3.5.0"
 
 
-@dataclass(frozen=True)
+@record
 class Field:
     """One field of a spec 3.5 type.
 

@@ -17,18 +17,22 @@ The rules (upstream `MergeMachineConfigs` and the render controller, in our word
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, NamedTuple
 
 from mcd import __version__
 from mcd.config import ostables
+from mcd.config.digest import md5
 from mcd.config.findings import InputError, JsonPath, format_path
 from mcd.config.ignition import SPEC2_VERSIONS, spec3_document
 from mcd.config.machineconfig import MC_API_GROUP, VALID_KERNEL_TYPES, machineconfig_from_object
+from mcd.config.record import record
 from mcd.render.goyaml import go_yaml, unreadable_character
 from mcd.render.merge import SPEC_VERSION, in_field_order, merge, normalize
 from mcd.render.spec2 import Spec2Error, upstream_cleanup
+
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
+if TYPE_CHECKING:
+    from typing import Any
 
 ROLE_LABEL = f"{MC_API_GROUP}/role"
 GENERATED_BY_ANNOTATION = f"{MC_API_GROUP}/generated-by-controller-version"
@@ -72,7 +76,8 @@ def is_in_pool(obj: Mapping[str, Any], pool: str) -> bool:
     return labels_of(obj).get(ROLE_LABEL) == pool
 
 
-class _Config(NamedTuple):
+@record
+class _Config:
     """One input config, checked: where it was in the input, its name, spec and annotations."""
 
     position: int
@@ -190,7 +195,7 @@ def _strings(ordered: Sequence[_Config], key: str) -> list[str]:
 def rendered_name(pool: str, spec: Mapping[str, Any]) -> str:
     """``rendered-<pool>-<hash>``: the MD5 of upstream's salt and the spec as upstream's YAML."""
     text = go_yaml(spec)
-    return f"{RENDERED_PREFIX}{pool}-{hashlib.md5(_SALT + text.encode()).hexdigest()}"
+    return f"{RENDERED_PREFIX}{pool}-{md5(_SALT + text.encode()).hexdigest()}"
 
 
 def _kernel_type(ordered: Sequence[_Config]) -> str:

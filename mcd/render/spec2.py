@@ -12,9 +12,12 @@ spec 3 refuses are accepted here, as upstream accepts them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from mcd.config.findings import JsonPath
+
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
+if TYPE_CHECKING:
+    from typing import Any
 
 CORE_USER = "core"
 

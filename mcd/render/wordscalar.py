@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from yaml.emitter import ScalarAnalysis
+from mcd.config.yamllib import ScalarAnalysis
 
 _WORD = re.compile(r"[\x21-\x7e]+")
 # what PyYAML's analysis treats as an indicator at the start of a scalar, and inside a flow one

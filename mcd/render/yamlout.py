@@ -10,12 +10,12 @@ PyYAML's own code. tests/cli/test_yaml_output.py compares the two on random docu
 
 from __future__ import annotations
 
-from typing import Any
-
-import yaml
-from yaml.emitter import ScalarAnalysis
-
+from mcd.config.yamllib import ScalarAnalysis, yaml
 from mcd.render.wordscalar import word_analysis
+
+TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
+if TYPE_CHECKING:
+    from typing import Any
 
 _BREAKS_OR_SPACE = frozenset(" \n\x85\u2028\u2029")
 

@@ -7,6 +7,8 @@ the process paid for at start-up, whatever the machine's speed (bench/startup.py
 from __future__ import annotations
 
 import json
+import os
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -58,9 +60,17 @@ with open(sys.argv[1], "w") as out:
 
 
 def loaded_by(argv: list[str], tmp_path: Path) -> tuple[object, list[str]]:
+    """The exit code and the modules of a process that ran `mcd ARGV`. Without `site` (-S), the
+    checkout and the environment's packages on the path: the dev venv's `.pth` hooks (the
+    editable install's finder imports pathlib, re, urllib) would hide what mcd itself loads, and
+    an install of mcd has none of them."""
     report = tmp_path / "modules.json"
-    cmd = [sys.executable, "-c", PROBE, str(report), *argv]
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)
+    cmd = [sys.executable, "-S", "-c", PROBE, str(report), *argv]
+    path = os.pathsep.join([str(REPO), *site.getsitepackages()])
+    env = {**os.environ, "PYTHONPATH": path}
+    subprocess.run(
+        cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path, env=env
+    )
     loaded = json.loads(report.read_text())
     return loaded["code"], loaded["modules"]
 
@@ -108,3 +118,27 @@ def test_the_help_loads_no_layer_of_mcd_below_the_command_line(tmp_path: Path) -
     """`mcd --help` builds the parser and nothing else of mcd."""
     _, modules = loaded_by(["--help"], tmp_path)
     assert [m for m in modules if m.startswith("mcd.") and not m.startswith("mcd.cli")] == []
+
+
+# what the short commands do without (issue 30: each a few ms of a process's start):
+# dataclasses (the pure core's classes are mcd.config.record's), pathlib and urllib.parse
+# (mcd.cli.inputs, mcd.config.ignition_rules.url_scheme), hashlib (mcd.config.digest), typing
+SLOW = ("dataclasses", "inspect", "ast", "pathlib", "urllib.parse", "hashlib", "typing")
+# examples/new.yaml changes registries.conf: its plan reads it with tomllib, which imports typing
+NEEDED = {"plan": {"typing"}}
+
+
+@pytest.mark.parametrize("name", sorted(PURE))
+def test_a_short_command_does_without_the_slow_imports(name: str, tmp_path: Path) -> None:
+    _, modules = loaded_by(PURE[name], tmp_path)
+    assert [m for m in SLOW if m in modules and m not in NEEDED.get(name, set())] == []
+
+
+def test_a_json_input_does_without_pyyaml(tmp_path: Path) -> None:
+    mc = {"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig"}
+    config = tmp_path / "mc.json"
+    config.write_text(json.dumps({**mc, "metadata": {"name": "a"}, "spec": {}}))
+    for argv in (["validate", str(config)], ["plan", "-o", "json", "-", str(config)]):
+        code, modules = loaded_by(argv, tmp_path)
+        assert code in (0, None, 2)
+        assert "yaml" not in modules

@@ -19,8 +19,13 @@ ROOT = Path(__file__).resolve().parents[2] / "mcd"
 CACHE_DECORATORS = {"cache", "lru_cache", "cached_property"}
 # module-level names allowed to hold a memo: the JSON Schemas shipped with the package, compiled
 # once per spec version (for jsonschema, and for the walker that spares it a clean config):
-# constants of the program, not anything a caller gave
-ALLOWED = {("mcd/config/schema.py", "_compile"), ("mcd/config/schema.py", "_walker")}
+# constants of the program, not anything a caller gave; and the methods of the records
+# (mcd.config.record), compiled once per shape of the classes the program declares
+ALLOWED = {
+    ("mcd/config/schema.py", "_compile"),
+    ("mcd/config/schema.py", "_walker"),
+    ("mcd/config/record.py", "_template"),
+}
 
 
 def _modules() -> list[Path]:
