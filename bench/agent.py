@@ -56,6 +56,7 @@ sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "tests" / "agent")]
 
 from harness import NODE, Agent, make_root  # noqa: E402
 from mcd_sim.apiserver import ApiServer  # noqa: E402
+from mcd_sim.apiserver.audit import read_events  # noqa: E402
 
 from bench.upstream import UPSTREAM_REBOOTLESS_WRITES  # noqa: E402
 from mcd.host.runner import SubprocessRunner  # noqa: E402
@@ -184,7 +185,7 @@ def _stamp(text: str) -> float:
 
 def _requests_per_update(audit: Path, marks: list[tuple[float, float]]) -> list[dict[str, int]]:
     """The agent's requests received between each desiredConfig patch and Done, by verb and resource."""
-    entries = [json.loads(line) for line in audit.read_text().splitlines() if line.strip()]
+    entries = read_events(audit)
     mine = [e for e in entries if e["userAgent"].startswith("machine-config-daemon/")]
     out = []
     for start, end in marks:

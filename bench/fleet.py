@@ -47,6 +47,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 
+from mcd_sim.apiserver.audit import read_events  # noqa: E402
 from mcd_sim.fleet import Fleet, FleetOptions  # noqa: E402
 from mcd_sim.simulate import SimulateError  # noqa: E402
 
@@ -60,8 +61,8 @@ def _stamp(t: float) -> str:
 
 def _audit(path: Path, since: float, until: float) -> list[dict[str, Any]]:
     first, last = _stamp(since), _stamp(until)
-    events = (json.loads(line) for line in path.read_text().splitlines())
-    return [e for e in events if first <= e["requestReceivedTimestamp"] <= last]
+    # read while the API server writes (the idle window): complete lines only
+    return [e for e in read_events(path) if first <= e["requestReceivedTimestamp"] <= last]
 
 
 def _resource(event: dict[str, Any]) -> str:

@@ -37,6 +37,17 @@ CURRENT = "machineconfiguration.openshift.io/currentConfig"
 DESIRED = "machineconfiguration.openshift.io/desiredConfig"
 STATE = "machineconfiguration.openshift.io/state"
 DRAIN_FILE = "/etc/mcd-kube/drained.conf"  # a change to it only drains (see deploy)
+# the worker pool a user applies: its nodes by role, one at a time
+WORKER_POOL = {
+    "apiVersion": "machineconfiguration.openshift.io/v1",
+    "kind": "MachineConfigPool",
+    "metadata": {"name": "worker"},
+    "spec": {
+        "machineConfigSelector": {"matchLabels": {"machineconfiguration.openshift.io/role": "worker"}},
+        "nodeSelector": {"matchLabels": {"node-role.kubernetes.io/worker": ""}},
+        "maxUnavailable": 1,
+    },
+}
 CRDS = (
     "machineconfigs.machineconfiguration.openshift.io",
     "machineconfigpools.machineconfiguration.openshift.io",
@@ -450,17 +461,7 @@ def deploy(
     operator_part(cluster, {"files": [{"path": DRAIN_FILE, "actions": [{"type": "Drain"}]}]})
     for node in nodes:
         add_node(cluster, node, {"node-role.kubernetes.io/worker": ""})
-    pool = {
-        "apiVersion": "machineconfiguration.openshift.io/v1",
-        "kind": "MachineConfigPool",
-        "metadata": {"name": "worker"},
-        "spec": {
-            "machineConfigSelector": {"matchLabels": {"machineconfiguration.openshift.io/role": "worker"}},
-            "nodeSelector": {"matchLabels": {"node-role.kubernetes.io/worker": ""}},
-            "maxUnavailable": 1,
-        },
-    }
-    cluster.kubectl("apply", "-f", "-", stdin=json.dumps(pool))
+    cluster.kubectl("apply", "-f", "-", stdin=json.dumps(WORKER_POOL))
     base = machineconfig("00-worker-base", "/etc/mcd-kube/base.conf", "base")
     cluster.kubectl("apply", "-f", "-", stdin=json.dumps(base))
     kubelet.setup()

@@ -22,6 +22,7 @@ from deployment import (
     DRAIN_FILE,
     MC_API,
     NAMESPACE,
+    WORKER_POOL,
     Processes,
     add_node,
     apply_manifests,
@@ -40,16 +41,6 @@ pytestmark = pytest.mark.allow_commands
 NODE = "host-node"
 NODE_USER = f"system:node:{NODE}"
 UNIT = REPO / "systemd" / "machine-config-daemon.service"
-POOL = {
-    "apiVersion": "machineconfiguration.openshift.io/v1",
-    "kind": "MachineConfigPool",
-    "metadata": {"name": "worker"},
-    "spec": {
-        "machineConfigSelector": {"matchLabels": {"machineconfiguration.openshift.io/role": "worker"}},
-        "nodeSelector": {"matchLabels": {"node-role.kubernetes.io/worker": ""}},
-        "maxUnavailable": 1,
-    },
-}
 
 
 @dataclass
@@ -109,7 +100,7 @@ def host_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostRun]:
         cluster.kubectl("apply", "-f", str(REPO / "manifests" / "host"))  # what the host install adds
         operator_part(cluster, {"files": [{"path": DRAIN_FILE, "actions": [{"type": "Drain"}]}]})
         add_node(cluster, NODE, {"node-role.kubernetes.io/worker": ""})
-        cluster.kubectl("apply", "-f", "-", stdin=json.dumps(POOL))
+        cluster.kubectl("apply", "-f", "-", stdin=json.dumps(WORKER_POOL))
         base = machineconfig("00-worker-base", "/etc/mcd-kube/base.conf", "base")
         cluster.kubectl("apply", "-f", "-", stdin=json.dumps(base))
         controller = cluster.token_kubeconfig("controller", cluster.token(CONTROLLER_SA, NAMESPACE))
