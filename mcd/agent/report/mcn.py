@@ -6,11 +6,11 @@ are queued and written in order by a background thread (the reports queued while
 flight folded into the next write), so an update never waits on them and never fails for them:
 a write the API server refuses for now (unreachable, throttled, 5xx) is retried with backoff, the
 reports after it waiting their turn; a write it refuses for good (no such resource on this
-cluster, forbidden) is logged and its reports dropped, and the next report tries again. Each write is computed from
-the object last read (`mcd.node.machineconfignode.merge`) and carries its resourceVersion, so a
-concurrent writer (the drain controller) costs a re-read, never a lost condition. The status goes
-through the `status` subresource; the spec (node, pool, desired config) is written on creation
-and when an update is known to be compatible.
+cluster, forbidden) is logged and its reports dropped, and the next report tries again. Each
+write is computed from the object last read (`mcd.node.machineconfignode.merge`) and carries its
+resourceVersion, so a concurrent writer (the drain controller) costs a re-read, never a lost
+condition. The status goes through the `status` subresource; the spec (node, pool, desired
+config) is written on creation and when an update is known to be compatible.
 """
 
 from __future__ import annotations
