@@ -142,7 +142,12 @@ class ApiReach:
             if self._outage == kind:
                 self._outage_failures += 1
                 return
-            self._outage, self._outage_since, self._outage_failures = kind, self._clock(), 1
+            now = self._clock()
+            # a watch open until now reached the API until now: the limit runs from here, whether
+            # the stream's end or a request's failure is told first when the server goes away
+            if self._streams > 0 and self._outage is None:
+                self._last_ok = now
+            self._outage, self._outage_since, self._outage_failures = kind, now, 1
         if kind == _UNAUTHORIZED:
             LOG.error(
                 "the API server at %s rejects the agent's credentials (401 Unauthorized): %s; check "

@@ -215,6 +215,15 @@ def test_an_api_outage_is_logged_once_and_its_end_once(caplog: pytest.LogCapture
     assert reach.unreached_for() == 0  # the watch reached the API until it ended
     clock.now += 5
     assert reach.unreached_for() == 5  # the limit runs from the stream's end
+    reach.answered(200, "GET node", "")
+    reach.stream(True)
+    clock.now += 1000
+    # the server goes away: a request's failure may be told before the watch's end
+    reach.answered(0, "PATCH node", "connection refused")
+    reach.stream(False)
+    assert reach.unreached_for() == 0
+    clock.now += 5
+    assert reach.unreached_for() == 5
 
 
 def test_liveness_fails_on_a_sync_past_its_deadline_never_on_an_unreached_api(tmp_path: Path) -> None:
