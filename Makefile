@@ -1,7 +1,7 @@
 # Every target that runs project code depends on `setup`, so a fresh checkout needs nothing else.
 BIN := .venv/bin
 
-.PHONY: setup test lint demo bench bench-compare clean mutate image vagrant-check node-test soak fleet-test scenario-test kube-test kube-demo
+.PHONY: setup test lint demo bench bench-compare clean mutate image vagrant-check node-test soak fleet-test scenario-test kube-test kube-demo drift-property
 
 setup:
 	@bash scripts/setup.sh
@@ -46,6 +46,13 @@ scenario-test: setup
 # PodDisruptionBudget, about 1.5 minutes; .ci/run runs it after make test.
 fleet-test: setup
 	MCD_FLEET_TEST=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/sim/test_fleet_twenty.py
+
+# No hand edit goes unreported (tests/watch/test_no_edit_unreported.py) on the 10,000-file
+# workload instead of `make test`'s 120 files; .ci/run runs it beside the full crash sweep, whose
+# two workers are the CPU load the property must hold under. About 2 minutes alone.
+drift-property: setup
+	MCD_DRIFT_PROPERTY_FILES=10000 MCD_DRIFT_PROPERTY_SEEDS=$${MCD_DRIFT_PROPERTY_SEEDS:-4} \
+		$(BIN)/python -m pytest -q -p no:cacheprovider tests/watch/test_no_edit_unreported.py
 
 lint: setup
 	$(BIN)/ruff check .
