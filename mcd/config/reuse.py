@@ -9,8 +9,9 @@ is still checked on the whole new config.
 
 Items match only when their JSON is the same value with the same types all the way down: `1`,
 `1.0` and `true` are equal in Python but not in a config (the schema refuses `420.0` as a mode).
-The new document's items that match are replaced by the earlier document's (equal) values, so
-two configs alive at once share their decoded JSON too.
+Lists of one length are compared a run of items at a time, by position; the runs that differ,
+item by item, by path or name. The new document's items that match are replaced by the earlier
+document's (equal) values, so two configs alive at once share their decoded JSON too.
 """
 
 from __future__ import annotations
@@ -36,9 +37,9 @@ class Reused:
 
     files: Sequence[File | None]
     units: Sequence[Unit | None]
-    # every file, unit, directory and link declared as in the earlier config, in its order: the
-    # checks across paths (mcd.config.ignition_checks.check_paths) found nothing there, and
-    # would find nothing here
+    # every file at the path of the earlier config's file at its index, and every unit,
+    # directory and link declared as there, in its order: the checks across paths
+    # (mcd.config.ignition_checks.check_paths) found nothing there, and would find nothing here
     same_paths: bool = False
 
     def file(self, index: int) -> File | None:
@@ -80,17 +81,18 @@ def reuse(
     if files_alike:
         new_files[:] = old_files  # shared, as below
         file_hits: list[File | None] = list(config.files)
+        file_paths_alike = True
     else:
-        files = {_key(raw, "path"): (raw, f) for raw, f in zip(old_files, config.files, strict=True)}
-        file_hits = _matches(files, new_files, "path")
+        file_hits, file_paths_alike = _aligned(old_files, config.files, new_files, "path")
     if units_alike:
         new_units[:] = old_units
         unit_hits: list[Unit | None] = list(config.units)
     else:
-        units = {_key(raw, "name"): (raw, u) for raw, u in zip(old_units, config.units, strict=True)}
-        unit_hits = _matches(units, new_units, "name")
+        unit_hits, _ = _aligned(old_units, config.units, new_units, "name")
+    # the checks across paths look at the files' paths, not at their contents: a file changed in
+    # place leaves them as they were (units' paths depend on more than their names: all alike)
     same_paths = (
-        files_alike
+        file_paths_alike
         and units_alike
         and all(same_json(_part(earlier_doc, FILES[0], k), _part(doc, FILES[0], k)) for k in _OTHER_PATHS)
     )
@@ -116,6 +118,45 @@ def _all_alike(earlier: list[Any], items: list[Any]) -> bool:
     if len(earlier) != len(items) or not items or earlier != items:
         return False
     return marshal.dumps(earlier, 2) == marshal.dumps(items, 2)
+
+
+# items compared a run at a time (equality, then one marshal call a side): an update changes a few
+# of thousands of items, and one call per item costs more than the bytes it compares
+_RUN = 64
+
+
+def _aligned(
+    earlier: list[Any], objects: Sequence[Any], items: list[Any], name: str
+) -> tuple[list[Any], bool]:
+    """The earlier object of each item declared alike (or None), and whether every item is named
+    as the earlier item at its index (`name`: "path" or "name").
+
+    Lists of one length are compared a run of `_RUN` items at a time: a run the same down to the
+    types is taken over by position (names are unique in an earlier parse without findings, so
+    the earlier item at the same index is the one of that name); the items of the other runs, and
+    of lists of different lengths, are matched by name (`_matches`)."""
+    if len(earlier) != len(items):
+        return _matches(_known(earlier, objects, name), items, name), False
+    hits: list[Any] = [None] * len(items)
+    left: list[int] = []
+    for start in range(0, len(items), _RUN):
+        end = start + _RUN
+        run, before = items[start:end], earlier[start:end]
+        if run == before and marshal.dumps(run, 2) == marshal.dumps(before, 2):
+            items[start:end] = before  # shared, as in `_matches`
+            hits[start:end] = objects[start:end]
+        else:
+            left.extend(range(start, min(end, len(items))))
+    named_alike = all(_key(earlier[i], name) == _key(items[i], name) for i in left)
+    if left:
+        rest = [items[i] for i in left]
+        for i, hit, raw in zip(left, _matches(_known(earlier, objects, name), rest, name), rest, strict=True):
+            hits[i], items[i] = hit, raw
+    return hits, named_alike
+
+
+def _known(earlier: list[Any], objects: Sequence[Any], name: str) -> dict[object, tuple[Any, Any]]:
+    return {_key(raw, name): (raw, obj) for raw, obj in zip(earlier, objects, strict=True)}
 
 
 def _matches(known: Mapping[object, tuple[Any, Any]], items: list[Any], name: str) -> list[Any]:

@@ -103,6 +103,63 @@ def test_taking_over_gives_the_outcome_of_a_parse_from_scratch(change: Callable[
     assert (warm.partial) == (cold.partial)
 
 
+# a document of several runs of items (mcd.config.reuse compares runs of 64 at once)
+LARGE = 300
+CHANGES_LARGE = {
+    "one file's contents": _set("storage.files.150.contents.source", "data:,changed"),
+    "a float mode in a run otherwise alike": lambda d: (
+        _set("storage.files.10.mode", 420.0)(d),
+        _set("storage.files.200.contents.source", "data:,changed")(d),
+    ),
+    "overwrite as a number, another run changed": lambda d: (
+        _set("storage.files.70.overwrite", 1)(d),
+        _set("storage.files.299.contents.source", "data:,changed")(d),
+    ),
+    "a path declared twice in place of another": lambda d: d["storage"]["files"].__setitem__(
+        130, copy.deepcopy(d["storage"]["files"][5])
+    ),
+    "a file moved below another file": _set("storage.files.250.path", "/etc/app/f3.conf/x"),
+    "a path turned into a unit's": _set("storage.files.64.path", "/etc/systemd/system/a.service"),
+    "a path unsafe": _set("storage.files.190.path", "/etc/app/../../x"),
+    "the files rotated across runs": lambda d: d["storage"]["files"].__setitem__(
+        slice(None), [*d["storage"]["files"][200:], *d["storage"]["files"][:200]]
+    ),
+    "a file removed": lambda d: d["storage"]["files"].pop(100),
+    "keys in another order, a content changed": lambda d: (
+        d["storage"]["files"].__setitem__(65, dict(reversed(list(d["storage"]["files"][65].items())))),
+        _set("storage.files.2.contents.source", "data:,changed")(d),
+    ),
+    "a directory added under a file": lambda d: (
+        d["storage"].__setitem__("directories", [{"path": "/etc/app/f7.conf"}]),
+        _set("storage.files.3.contents.source", "data:,changed")(d),
+    ),
+}
+
+
+@pytest.mark.parametrize("change", CHANGES_LARGE.values(), ids=list(CHANGES_LARGE))
+def test_taking_over_runs_of_items_gives_the_outcome_of_a_parse_from_scratch(
+    change: Callable[[Doc], None],
+) -> None:
+    before = _doc(LARGE)
+    after = copy.deepcopy(before)
+    change(after)
+    _, cold, warm = _parse_like(before, after)
+    assert (warm.config, warm.findings, warm.stage) == (cold.config, cold.findings, cold.stage)
+    assert (warm.partial) == (cold.partial)
+
+
+def test_runs_alike_are_taken_over_and_the_rest_by_name() -> None:
+    before = _doc(LARGE)
+    after = copy.deepcopy(before)
+    _set("storage.files.150.contents.source", "data:,changed")(after)
+    _set("storage.files.10.mode", 420.0)(after)  # equal in Python, not as JSON: parsed again
+    earlier = parse_ignition(copy.deepcopy(before))
+    warm = parse_ignition(after, earlier=(before, earlier))
+    assert earlier.config is not None and warm.findings  # the float mode is refused
+    pairs = zip(after["storage"]["files"], before["storage"]["files"], strict=True)
+    assert [i for i, (new, old) in enumerate(pairs) if new is not old] == [10, 150]
+
+
 def test_unchanged_files_and_units_are_the_earlier_objects() -> None:
     before = _doc()
     after = copy.deepcopy(before)
