@@ -27,6 +27,10 @@ with a GET and parses it on the update's path (the cold path, the agent's fallba
                            "kubeconfig" (--kubeconfig, which also loads the kubeconfig
                            machinery of the kubernetes package: requests, oauthlib, pydantic)
   idle_cpu_percent         its CPU use over an idle window (the watch is open, nothing changes)
+  setup, verbosity         how the agent ran: from a wheel installed in a virtualenv of its own
+                           (default, as the image and the host install run it; --setup dev: the
+                           checkout's `python -m mcd`), at the DaemonSet's log level (warnings;
+                           --verbosity -v is upstream's --v=2)
   writes_per_update        Node PATCHes, MachineConfigNode writes and Events per update, from one
                            desiredConfig patch to the next (what goes out after Done counted),
                            beside upstream's daemon's for the same update (bench/upstream.py)
@@ -58,6 +62,7 @@ from harness import NODE, Agent, make_root  # noqa: E402
 from mcd_sim.apiserver import ApiServer  # noqa: E402
 from mcd_sim.apiserver.audit import read_events  # noqa: E402
 
+from bench.startup import installed_venv, setup_argv  # noqa: E402
 from bench.upstream import UPSTREAM_REBOOTLESS_WRITES  # noqa: E402
 from mcd.host.runner import SubprocessRunner  # noqa: E402
 from mcd.node import annotations as ann  # noqa: E402
@@ -141,9 +146,9 @@ class InClusterAgent(Agent):
     token and CA at their fixed paths (a tmpfs over /run in a mount namespace of its own, so
     the host's /run is untouched) and KUBERNETES_SERVICE_HOST/PORT."""
 
-    def __init__(self, root: Path, sim: ApiServer, log: Path, secrets: Path) -> None:
-        super().__init__(root, Path(), log)
-        self.sim, self.secrets = sim, secrets
+    def __init__(self, root: Path, sim: ApiServer, log: Path, secrets: Path, setup: Setup) -> None:
+        super().__init__(root, Path(), log, verbosity=setup.verbosity)
+        self.sim, self.secrets, self.setup = sim, secrets, setup
 
     def start(self) -> InClusterAgent:
         self.secrets.mkdir(parents=True, exist_ok=True)
@@ -151,11 +156,10 @@ class InClusterAgent(Agent):
         assert self.sim.cert is not None
         (self.secrets / "ca.crt").write_bytes(self.sim.cert.cert_pem)
         url = urllib.parse.urlsplit(self.sim.url)
-        env = dict(os.environ, NODE_NAME=NODE, PYTHONPATH=str(REPO))
+        env = self.setup.env()
         env.update(KUBERNETES_SERVICE_HOST=str(url.hostname), KUBERNETES_SERVICE_PORT=str(url.port))
-        env.pop("NOTIFY_SOCKET", None)
         agent = [
-            sys.executable, "-m", "mcd", "start", "--root-mount", str(self.root),
+            *self.setup.mcd, "start", "--root-mount", str(self.root),
             "--metrics-url", self.metrics_url, "--kubelet-healthz-enabled=false", *self.verbosity,
         ]  # fmt: skip
         files = " ".join(shlex.quote(str(self.secrets / name)) for name in ("token", "ca.crt"))
@@ -170,6 +174,59 @@ class InClusterAgent(Agent):
         return self
 
 
+class KubeconfigAgent(Agent):
+    """`mcd start --kubeconfig`, run as the setup runs it."""
+
+    def __init__(self, root: Path, kubeconfig: Path, log: Path, setup: Setup) -> None:
+        super().__init__(root, kubeconfig, log, verbosity=setup.verbosity)
+        self.setup = setup
+
+    def start(self) -> KubeconfigAgent:
+        argv = [
+            *self.setup.mcd, "start", "--kubeconfig", str(self.kubeconfig), "--root-mount", str(self.root),
+            "--metrics-url", self.metrics_url, "--kubelet-healthz-enabled=false", *self.verbosity,
+        ]  # fmt: skip
+        log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(argv, stdout=log, stderr=log, env=self.setup.env(), cwd=str(REPO))
+        log.close()
+        return self
+
+
+class Setup:
+    """How the agent is run: `installed` (mcd from its wheel in a virtualenv of its own, as the
+    image and the host install have it; bench/startup.py's) or `dev` (`python -m mcd` of the
+    checkout's editable install, whose import hooks load modules the installed mcd does not),
+    at the DaemonSet's log level (none: warnings) unless told."""
+
+    def __init__(self, name: str, verbosity: tuple[str, ...]) -> None:
+        self.name, self.verbosity = name, verbosity
+        _, self.mcd = setup_argv(name, installed_venv(REPO) if name == "installed" else None)
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ, NODE_NAME=NODE)
+        env.pop("NOTIFY_SOCKET", None)
+        if self.name == "dev":
+            env["PYTHONPATH"] = str(REPO)
+        return env
+
+
+def _settled(pid: int, quiet: float, timeout: float) -> None:
+    """Wait until the agent used CPU (it took the config from its watch) and then none for
+    `quiet` seconds (it hands the decoding's memory back after 1 s idle); at most `timeout`."""
+    deadline = time.monotonic() + timeout
+    start = _cpu_seconds(pid)
+    while _cpu_seconds(pid) == start and time.monotonic() < deadline:
+        time.sleep(0.05)
+    last, since = _cpu_seconds(pid), time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.1)
+        now = _cpu_seconds(pid)
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return
+
+
 def _in_cluster_possible() -> bool:
     return os.geteuid() == 0 and shutil.which("unshare") is not None
 
@@ -177,6 +234,13 @@ def _in_cluster_possible() -> bool:
 def _done(sim: ApiServer, name: str) -> bool:
     a = (sim.get("Node", NODE) or {}).get("metadata", {}).get("annotations") or {}
     return a.get(ann.STATE) == "Done" and a.get(ann.CURRENT_CONFIG) == name
+
+
+def _reported(sim: ApiServer) -> bool:
+    """Whether the agent reported its node up to date on its MachineConfigNode (Updated True)."""
+    mcn = sim.get("MachineConfigNode", NODE) or {}
+    conditions = (mcn.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Updated" and c.get("status") == "True" for c in conditions)
 
 
 def _stamp(text: str) -> float:
@@ -248,8 +312,21 @@ def main() -> int:
         action="store_true",
         help="credentials from a kubeconfig (default: in-cluster when root with unshare)",
     )
+    ap.add_argument(
+        "--setup",
+        choices=("installed", "dev"),
+        default="installed",
+        help="the agent from a wheel install (default, as users run it) or the checkout's dev venv",
+    )
+    ap.add_argument(
+        "--verbosity",
+        choices=("", "-v", "-vv"),
+        default="",
+        help="the agent's log level (default none: warnings only, as manifests/04-daemonset.yaml runs it)",
+    )
     args = ap.parse_args()
     in_cluster = not args.kubeconfig and _in_cluster_possible()
+    setup = Setup(args.setup, (args.verbosity,) if args.verbosity else ())
 
     base = _with_mirrors(_workload(args.files, args.units), "rendered-worker-0", 0)
     with tempfile.TemporaryDirectory(prefix="mcd-bench-agent-") as tmp:
@@ -265,11 +342,14 @@ def main() -> int:
             kubeconfig = sim.write_kubeconfig(tmp_path / "kubeconfig")
             with HandshakeResponder(sim):
                 if in_cluster:
-                    agent: Agent = InClusterAgent(root, sim, tmp_path / "agent.log", tmp_path / "sa").start()
+                    agent: Agent = InClusterAgent(root, sim, tmp_path / "agent.log", tmp_path / "sa", setup)
                 else:
-                    agent = Agent(root, kubeconfig, tmp_path / "agent.log").start()
+                    agent = KubeconfigAgent(root, kubeconfig, tmp_path / "agent.log", setup)
+                agent.start()
                 assert agent.proc is not None
-                agent.wait_log("is in config rendered-worker-0: Done", timeout=120)
+                # Done on the config it booted in: its boot path ran (the node's state is already
+                # Done, so the sign is the MachineConfigNode it reports that on)
+                sim.wait_for(lambda: _reported(sim), timeout=120)
                 times: list[float] = []
                 marks: list[tuple[float, float]] = []
                 cpu_start = _cpu_seconds(agent.proc.pid)
@@ -294,8 +374,7 @@ def main() -> int:
                 # one more rendered config that no desiredConfig names: the watch keeps it parsed
                 held = f"rendered-worker-{args.updates + 1}"
                 sim.put(_with_mirrors(base, held, args.updates + 1))
-                agent.wait_log(f"holding MachineConfig {held}", timeout=60)
-                time.sleep(2.0)  # the agent hands the decoding's memory back after 1 s idle
+                _settled(pid, quiet=2.0, timeout=60)
                 rss_held = _rss_mb(pid)
                 agent.stop()
         finally:
@@ -320,6 +399,8 @@ def main() -> int:
         "idle_rss_mb": round(rss, 1),
         "idle_rss_one_held_mb": round(rss_held, 1),
         "credentials": "in-cluster" if in_cluster else "kubeconfig",
+        "setup": setup.name,
+        "verbosity": args.verbosity or "none",
         "idle_cpu_percent": round(100 * (cpu1 - cpu0) / (t1 - t0), 2),
         "writes_per_update": writes,
     }
