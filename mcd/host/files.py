@@ -30,6 +30,11 @@ log = logging.getLogger(__name__)
 APPEND_UNSUPPORTED = "found an append section when writing files. Append is not supported"
 
 
+def _named_owner(f: File) -> bool:
+    """Whether `f`'s owner or group is found by name in the root (ids win over names)."""
+    return bool((f.user.id is None and f.user.name) or (f.group.id is None and f.group.name))
+
+
 class FileWriter:
     """Writes Ignition files under one root; `originals` keeps every original it replaces."""
 
@@ -160,10 +165,13 @@ class FileWriter:
         update records anything, so a config the host cannot take changes nothing at all. Paths in
         `unchanged` (declared as in the config already applied) only get the owner check.
         """
-        owners = self._owners(files, skip)
-        paths = {f.path for f, _, _ in owners}
+        paths = {f.path for f in files if f.path not in skip}
+        if any(f.append for f in files if f.path not in skip):
+            raise HostError(APPEND_UNSUPPORTED)
+        # a file declared as in the applied config passed these checks when it was applied; only
+        # an owner named (not numbered) is looked up again: the root's accounts may have changed
+        owners = self._owners([f for f in files if f.path not in unchanged or _named_owner(f)], skip)
         for f, _, _ in owners:
-            # a path declared as in the applied config passed these checks when it was applied
             if f.path not in unchanged:
                 self._check_target(f.path, paths)
         for u in units:

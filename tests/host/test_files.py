@@ -17,7 +17,7 @@ from killing import assert_converges_after_any_kill
 from recording import RecordingRunner
 from trees import CORE_GROUP, CORE_PASSWD, put
 
-from mcd.config.ignition import Dropin, File, IgnitionConfig, NodeRef, Unit, parse_ignition
+from mcd.config.ignition import Dropin, File, IgnitionConfig, NodeRef, Resource, Unit, parse_ignition
 from mcd.host.accounts import Accounts
 from mcd.host.errors import HostError
 from mcd.host.files import FileWriter
@@ -220,6 +220,25 @@ def test_unknown_owner_writes_nothing_anywhere(tmp_path: Path, bad: File, messag
         w.write_files([ign("/etc/a", "first, valid"), bad, ign("/etc/c", "after")])
     assert str(err.value) == message
     assert snapshot(tmp_path) == before
+
+
+def test_check_looks_again_only_at_named_owners_of_unchanged_files(tmp_path: Path) -> None:
+    """A file declared as in the applied config passed the checks then; only an owner found by
+    name is looked up again (the root's accounts may have lost it since). A changed file gets
+    every check."""
+    base = make_base(tmp_path)
+    put(base, "/etc/dir/inside", "x")  # /etc/dir is a directory: no file may be written there
+    w = writer(base)
+    numbered = ign("/etc/dir", user=NodeRef(id=4242), group=NodeRef(id=4242))
+    gone = ign("/etc/b", user=NodeRef(name="mallory"))
+    w.check([numbered, ign("/etc/c")], (), unchanged={"/etc/dir", "/etc/c"})
+    with pytest.raises(HostError, match="it is a directory"):
+        w.check([numbered], ())
+    with pytest.raises(HostError, match="failed to retrieve UserID for username: mallory"):
+        w.check([gone, numbered], (), unchanged={"/etc/b", "/etc/dir"})
+    appended = ign("/etc/c", append=(Resource("data:,x"),))
+    with pytest.raises(HostError, match="Append is not supported"):
+        w.check([appended], (), unchanged={"/etc/c"})
 
 
 def test_append_refused_before_any_write(tmp_path: Path) -> None:
