@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import posixpath
 import stat
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from functools import partial
 from pathlib import Path
 
@@ -140,13 +140,19 @@ class FileWriter:
             log.info("wrote %s", path)
         return written
 
-    def _owners(self, files: Sequence[File], skip: Collection[str]) -> list[tuple[File, int, int]]:
+    def _owners(
+        self, files: Sequence[File], skip: Collection[str], resolve: Callable[[File], bool] | None = None
+    ) -> list[tuple[File, int, int]]:
+        """(file, uid, gid) of each file not skipped (of those `resolve` asks for), in order; the
+        first file with an append section or an owner not found fails it."""
         owners: list[tuple[File, int, int]] = []
         for f in files:
             if f.path in skip:
                 continue
             if f.append:
                 raise HostError(APPEND_UNSUPPORTED)
+            if resolve is not None and not resolve(f):
+                continue
             uid, gid = self.owner_of(f)
             owners.append((f, uid, gid))
         return owners
@@ -163,14 +169,13 @@ class FileWriter:
         Owners resolvable in the root, no append, every file, unit file and dropin path (and its
         bookkeeping paths) inside the root with no directory or file in the way: run before an
         update records anything, so a config the host cannot take changes nothing at all. Paths in
-        `unchanged` (declared as in the config already applied) only get the owner check.
+        `unchanged` (declared as in the config already applied) only get the owner check, when
+        their owner is named.
         """
         paths = {f.path for f in files if f.path not in skip}
-        if any(f.append for f in files if f.path not in skip):
-            raise HostError(APPEND_UNSUPPORTED)
         # a file declared as in the applied config passed these checks when it was applied; only
         # an owner named (not numbered) is looked up again: the root's accounts may have changed
-        owners = self._owners([f for f in files if f.path not in unchanged or _named_owner(f)], skip)
+        owners = self._owners(files, skip, lambda f: f.path not in unchanged or _named_owner(f))
         for f, _, _ in owners:
             if f.path not in unchanged:
                 self._check_target(f.path, paths)
