@@ -9,10 +9,17 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from mcd.config.findings import InputError
+from mcd.config.ignition import ParseOptions
 from mcd.config.machineconfig import MachineConfig, machineconfig_from_object
 from mcd.node.errors import McdError
 from mcd.planner.plan import Plan
 from mcd.update.perform import ActionError, event_name
+
+# how the agent parses every config it keeps (the one on disk, the desired one, the watch's): no
+# decoded file contents kept, only their size and SHA-256. A config lives as long as the agent,
+# and its thousands of files' bytes are needed only for the few an update writes or a check finds
+# changed (decoded again then); one set of options for all, so each config parses like the other
+AGENT_PARSE = ParseOptions(keep_data_up_to=0)
 
 
 @dataclass(frozen=True)
@@ -72,7 +79,7 @@ def parse_machineconfig(
     config parsed before whose files and units alike are taken over instead of parsed again.
     """
     try:
-        mc = machineconfig_from_object(obj, what, like=like)
+        mc = machineconfig_from_object(obj, what, options=AGENT_PARSE, like=like)
     except InputError as exc:
         raise McdError("; ".join(exc.lines())) from None
     if mc.config is None:

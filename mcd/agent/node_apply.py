@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from mcd import policy
-from mcd.agent.applied import Applied, ApplyError, action_event, service_action
+from mcd.agent.applied import AGENT_PARSE, Applied, ApplyError, action_event, service_action
 from mcd.agent.errors import HostCommandError
 from mcd.config.ignition import IgnitionConfig
 from mcd.config.machineconfig import MachineConfig
@@ -132,7 +132,7 @@ class NodeApplier:
             obj = state.read_current_config(self.root)
         except state.StateError as exc:
             raise McdError(str(exc)) from None
-        mc = None if obj is None else load_mc(obj, state.CURRENT_CONFIG)
+        mc = None if obj is None else load_mc(obj, state.CURRENT_CONFIG, AGENT_PARSE)
         self._disk_cache = None if key is None or mc is None else (key, mc)
         return mc
 

@@ -306,3 +306,40 @@ def test_the_sync_takes_the_kept_config_stages_it_and_reads_nothing(
     assert (".staged", "pendingconfig") in renamed
     assert (root / state.CURRENT_CONFIG.lstrip("/")).read_bytes() == text
     assert api.obj["metadata"]["annotations"][ann.STATE] == "Done"
+
+
+def test_the_configs_the_agent_keeps_hold_no_decoded_contents_and_parse_like_each_other(
+    tmp_path: Path,
+) -> None:
+    """The config on disk and the watch's are parsed with the agent's options (`AGENT_PARSE`): no
+    file's decoded bytes kept (a config lives as long as the agent), its size and SHA-256 are;
+    the watch's config takes the unchanged files over from the one on disk, and an update still
+    writes the changed file's bytes and ends Done."""
+    files = [ign_file(f"/etc/mcd-test/f{i}.conf", f"v{i}\n") for i in range(3)]
+    policy = "/etc/containers/policy.json"  # the default policy reloads crio: rebootless
+    old = mc_object("rendered-worker-0", files=[*files, ign_file(policy, "{}\n")])
+    new = mc_object("rendered-worker-1", files=[*files, ign_file(policy, '{"default": []}\n')])
+    root = make_root(tmp_path, old)
+    api = MemoryApi({ann.CURRENT_CONFIG: "rendered-worker-0", ann.DESIRED_CONFIG: "rendered-worker-1",
+                     ann.STATE: "Done"})  # fmt: skip
+    api.mcs["rendered-worker-0"] = old
+
+    def disk() -> MachineConfig | None:
+        return s.applier.disk_config()
+
+    cache = MachineConfigCache(None, disk, threading.Event())  # type: ignore[arg-type]
+    s = syncer(root, api, ahead=cache.take)
+    text = json.dumps(new, separators=(",", ":")).encode()
+    cache.event("ADDED", json.loads(text), text)
+    before = disk()
+    assert before is not None and before.config is not None
+    assert not any(f.kept for f in before.config.files)
+    assert s.sync(boot=False) is Result.IDLE
+    assert (root / policy.lstrip("/")).read_bytes() == b'{"default": []}\n'
+    assert api.obj["metadata"]["annotations"][ann.STATE] == "Done"
+    after = disk()
+    assert after is not None and after.config is not None and after.name == "rendered-worker-1"
+    assert not any(f.kept for f in after.config.files)
+    taken = [f is g for f, g in zip(after.config.files, before.config.files, strict=True)]
+    assert taken == [True, True, True, False]
+    assert after.config.files[0].data == b"v0\n"  # decoded again when asked
