@@ -322,7 +322,8 @@ def main() -> int:
         "--verbosity",
         choices=("", "-v", "-vv"),
         default="",
-        help="the agent's log level (default none: warnings only, as manifests/04-daemonset.yaml runs it)",
+        help="the agent's log level, given as --verbosity=-v (default none: warnings only, as "
+        "manifests/04-daemonset.yaml runs it)",
     )
     args = ap.parse_args()
     in_cluster = not args.kubeconfig and _in_cluster_possible()
