@@ -123,7 +123,23 @@ def installed_venv(repo: Path) -> Path:
             with tempfile.TemporaryDirectory(prefix="mcd-bench-wheel-") as wheels:
                 _build_venv(repo, venv, Path(wheels))
             done.write_text("")
+        _prune_venvs(venv)
     return venv
+
+
+def _prune_venvs(keep: Path) -> None:
+    """Remove the other sources' cached venvs (each is about 40 MB), unless a bench holds one."""
+    for lock_path in keep.parent.glob("mcd-bench-venv-*.lock"):
+        other = lock_path.with_suffix("")
+        if other == keep:
+            continue
+        with open(lock_path, "w") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # in use
+            shutil.rmtree(other, ignore_errors=True)
+            lock_path.unlink(missing_ok=True)
 
 
 def _build_venv(repo: Path, venv: Path, wheels: Path) -> None:
