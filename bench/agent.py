@@ -174,24 +174,6 @@ class InClusterAgent(Agent):
         return self
 
 
-class KubeconfigAgent(Agent):
-    """`mcd start --kubeconfig`, run as the setup runs it."""
-
-    def __init__(self, root: Path, kubeconfig: Path, log: Path, setup: Setup) -> None:
-        super().__init__(root, kubeconfig, log, verbosity=setup.verbosity)
-        self.setup = setup
-
-    def start(self) -> KubeconfigAgent:
-        argv = [
-            *self.setup.mcd, "start", "--kubeconfig", str(self.kubeconfig), "--root-mount", str(self.root),
-            "--metrics-url", self.metrics_url, "--kubelet-healthz-enabled=false", *self.verbosity,
-        ]  # fmt: skip
-        log = self.log_path.open("ab")
-        self.proc = subprocess.Popen(argv, stdout=log, stderr=log, env=self.setup.env(), cwd=str(REPO))
-        log.close()
-        return self
-
-
 class Setup:
     """How the agent is run: `installed` (mcd from its wheel in a virtualenv of its own, as the
     image and the host install have it; bench/startup.py's) or `dev` (`python -m mcd` of the
@@ -345,7 +327,9 @@ def main() -> int:
                 if in_cluster:
                     agent: Agent = InClusterAgent(root, sim, tmp_path / "agent.log", tmp_path / "sa", setup)
                 else:
-                    agent = KubeconfigAgent(root, kubeconfig, tmp_path / "agent.log", setup)
+                    agent = Agent(
+                        root, kubeconfig, tmp_path / "agent.log", verbosity=setup.verbosity, command=setup.mcd
+                    )
                 agent.start()
                 assert agent.proc is not None
                 # Done on the config it booted in: its boot path ran (the node's state is already

@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +81,11 @@ class Agent:
         kill_at: int | None = None,
         verbosity: tuple[str, ...] = ("-vv",),
         metrics_url: str = "127.0.0.1:0",
+        command: Sequence[str] = (),
     ) -> None:
+        """`command`: how mcd is run (an installed `mcd`, say); by default `python -m mcd` of the
+        checkout (on PYTHONPATH)."""
+        self.command = tuple(command)
         self.root, self.kubeconfig, self.log_path = root, kubeconfig, log
         self.verbosity, self.metrics_url = verbosity, metrics_url
         self.extra = extra
@@ -90,14 +94,14 @@ class Agent:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> Agent:
-        env = dict(os.environ)
-        env.update({"NODE_NAME": NODE, "PYTHONPATH": str(REPO)}, **self.env)
+        env = dict(os.environ, NODE_NAME=NODE, **({} if self.command else {"PYTHONPATH": str(REPO)}))
+        env.update(self.env)
         env.pop("NOTIFY_SOCKET", None)
-        launcher = ["-m", "mcd"]
+        command = self.command or (sys.executable, "-m", "mcd")
         if self.kill_at is not None:
-            launcher = [str(Path(__file__).with_name("crashing_mcd.py")), str(self.kill_at)]
+            command = (sys.executable, str(Path(__file__).with_name("crashing_mcd.py")), str(self.kill_at))
         argv = [
-            sys.executable, *launcher, "start",
+            *command, "start",
             "--kubeconfig", str(self.kubeconfig),
             "--root-mount", str(self.root),
             "--metrics-url", self.metrics_url,
