@@ -142,10 +142,13 @@ class Watchers:
             self._record(state, reason, desired)
 
     def _record(self, state: NodeState, reason: str, desired: str) -> None:
+        # a record for `mcd status` never stops the daemon; a programming error keeps its traceback
         try:
             status.record_state(self.applier.root, state.value, reason, desired)
-        except Exception as exc:  # a record for `mcd status` never stops the daemon
+        except OSError as exc:
             LOG.warning("could not record the node state for mcd status: %s", exc)
+        except Exception:
+            LOG.exception("could not record the node state for mcd status")
 
     def stop(self) -> None:
         self._records.shutdown(wait=True)  # the last state is on disk when the daemon stops
