@@ -193,7 +193,14 @@ class HandshakeDrainer(_Base):
     def _name_budgets(self) -> str:
         """The budgets allowing no disruption now, named on the node (Working, as upstream's
         while its controller retries the evictions; a Degraded node keeps its state and reason)."""
-        named = self.blocked() if self.writer.node().state is NodeState.WORKING else ""
+        if self.writer.node().state is not NodeState.WORKING:
+            return ""
+        try:
+            named = self.blocked()
+        except ApiError as exc:
+            # only a hint for the operator: the drain is asked for already and goes on waiting
+            LOG.debug("cannot name the budgets holding node %s's drain: %s", self.node, exc)
+            return ""
         if named:
             self.writer.set_state(NodeState.WORKING, named)
         return named

@@ -138,3 +138,36 @@ def test_an_uncordon_timeout_fails_with_upstreams_text_in_the_error_and_the_even
     )
     assert str(err.value) == failed
     assert events.warnings == [("FailedToUncordon", failed)]
+
+
+class _PodsUnreadable:
+    """The drain API answering 500 to the pod list."""
+
+    def list_pods_on_node(self, node: str) -> Any:
+        from mcd.kube.errors import ApiError
+
+        raise ApiError(500, "GET pods: 500 Internal Server Error")
+
+    def list_pdbs(self) -> Any:
+        return []
+
+
+def test_budgets_the_api_cannot_list_leave_the_drain_waiting_not_failed() -> None:
+    """Naming the budgets that hold a drain is a hint: an API failure while listing pods neither
+    ends the drain's wait nor fails it before its timeout."""
+    import threading
+
+    from mcd.agent.drain import HandshakeDrainer
+    from mcd.node.annotations import STATE, NodeView
+    from mcd.node.errors import McdError
+
+    writer = _NeverDrained()
+    writer.view = NodeView("worker-0", {STATE: "Working"})
+    events = _Events()
+    drainer = HandshakeDrainer(
+        writer, events, _PodsUnreadable(), threading.Event(),  # type: ignore[arg-type]
+        drain_timeout=0.05, uncordon_timeout=600, name_after=0.0,
+    )  # fmt: skip
+    with pytest.raises(McdError, match=r"failed to drain node: worker-0 after 0\.05 seconds"):
+        drainer.drain("rendered-worker-b")
+    assert [reason for reason, _ in events.warnings] == ["FailedToDrain"]
