@@ -226,8 +226,7 @@ class Checker:
             if cap is None or len(data) <= cap:
                 return data, len(data), ""
         kept: list[bytes] | None = []
-        # a data URL decodes to at most as many bytes as it has, unless it is compressed
-        digest = sha256(len(res.source) if res.compression != "gzip" else None)
+        digest = None  # made once the contents are not kept: a kept file needs none
         size = 0
         try:
             for piece in iter_contents(res, max_size=self.options.max_file_size, owner=owner):
@@ -235,6 +234,9 @@ class Checker:
                 if kept is not None and (keep is None or size <= keep):
                     kept.append(piece)
                 else:
+                    if digest is None:
+                        # a data URL decodes to at most as many bytes as it has, unless compressed
+                        digest = sha256(len(res.source) if res.compression != "gzip" else None)
                     if kept:
                         for earlier in kept:  # the hash of what was kept so far, then no more keeping
                             digest.update(earlier)
@@ -245,6 +247,7 @@ class Checker:
             return empty
         if kept is not None:
             return b"".join(kept), size, ""
+        assert digest is not None  # made when keeping stopped
         return None, size, digest.hexdigest()
 
     def check_source(self, source: str, path: JsonPath, owner: str) -> bool:

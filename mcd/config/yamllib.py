@@ -2,8 +2,10 @@
 
 Importing `yaml` compiles `yaml.reader.Reader.NON_PRINTABLE`, a negated class of every character
 YAML allows, up to U+10FFFF: about 7 ms of every short command that reads or writes YAML (a
-third of PyYAML's import), for a pattern mcd never uses (it reads with libyaml's C parser,
-which has its own check). The same set of characters written as the complement (the few
+third of PyYAML's import), for a pattern most of mcd's reads never use (they go through
+libyaml's C parser, which has its own check; `yaml.safe_load`, for a kubeconfig, a certificate
+bundle or `rpm-ostree --version`, reads with PyYAML's reader and uses it). The same set of
+characters written as the complement (the few
 characters YAML forbids) compiles in under a millisecond; it is put in `re`'s cache under
 PyYAML's pattern first, so PyYAML's `re.compile` finds it compiled (tests/unit/test_yamllib.py
 proves the two classes match the same characters). Where `re` keeps no such cache, PyYAML

@@ -142,3 +142,21 @@ def test_a_json_input_does_without_pyyaml(tmp_path: Path) -> None:
         code, modules = loaded_by(argv, tmp_path)
         assert code in (0, None, 2)
         assert "yaml" not in modules
+
+
+def test_a_compressed_file_kept_in_memory_is_not_hashed(tmp_path: Path) -> None:
+    """`plan` keeps the decoded contents of a gzip-compressed file: no digest is made of them,
+    so hashlib (OpenSSL's libcrypto) is not loaded for it."""
+    import base64
+    import gzip
+
+    source = "data:;base64," + base64.b64encode(gzip.compress(b"hello\n")).decode()
+    files = [{"path": "/etc/gz", "mode": 420, "contents": {"compression": "gzip", "source": source}}]
+    mc = {"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+          "metadata": {"name": "gz"},
+          "spec": {"config": {"ignition": {"version": "3.4.0"}, "storage": {"files": files}}}}  # fmt: skip
+    config = tmp_path / "gz.json"
+    config.write_text(json.dumps(mc))
+    code, modules = loaded_by(["plan", "-o", "json", "-", str(config)], tmp_path)
+    assert code in (0, None)
+    assert "_hashlib" not in modules and "hashlib" not in modules
