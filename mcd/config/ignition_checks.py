@@ -234,8 +234,7 @@ class Checker:
                 if kept is not None and (keep is None or size <= keep):
                     kept.append(piece)
                 else:
-                    if digest is None:
-                        # a data URL decodes to at most as many bytes as it has, unless compressed
+                    if digest is None:  # decoded, a data URL is no longer than it, unless gzipped
                         digest = sha256(len(res.source) if res.compression != "gzip" else None)
                     if kept:
                         for earlier in kept:  # the hash of what was kept so far, then no more keeping
