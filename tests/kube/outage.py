@@ -42,7 +42,7 @@ AGENT = f"agent-{NODE}"
 
 @dataclass
 class Outage:
-    """What the agent said while the API server was away (times in seconds from its stop)."""
+    """What the agent said while the API server was away (times in seconds from its SIGTERM)."""
 
     samples: list[tuple[float, int, int]] = field(default_factory=list)  # (t, /healthz, /readyz)
     outage_seconds: float = 0.0  # how long the server was really down
@@ -126,8 +126,10 @@ def _outage(
     result: Outage,
     say: Callable[[str], None],
 ) -> None:
-    cluster.stop_apiserver()
+    # the outage begins with the SIGTERM: kube-apiserver closes its watches and listener at once,
+    # then drains its requests in flight before it exits, which may take seconds
     began = time.monotonic()
+    cluster.stop_apiserver()
     next_say = 0.0
     try:
         # the outage's length is the thing measured: a poll every `poll` seconds until it is over
