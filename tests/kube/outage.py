@@ -46,6 +46,7 @@ class Outage:
 
     samples: list[tuple[float, int, int]] = field(default_factory=list)  # (t, /healthz, /readyz)
     outage_seconds: float = 0.0  # how long the server was really down
+    stopped_after: float = 0.0  # from the SIGTERM until the server had exited (its graceful drain)
     readyz_failed_after: float | None = None  # the first /readyz that was not 200
     readyz_back_after: float = 0.0  # after the server's start, until /readyz was 200 again
     agent_pid_before: int = 0
@@ -130,10 +131,11 @@ def _outage(
     # then drains its requests in flight before it exits, which may take seconds
     began = time.monotonic()
     cluster.stop_apiserver()
+    result.stopped_after = time.monotonic() - began
     next_say = 0.0
     try:
-        # the outage's length is the thing measured: a poll every `poll` seconds until it is over
-        while (t := time.monotonic() - began) < seconds:
+        # a poll every `poll` seconds for `seconds` once the server has exited
+        while (t := time.monotonic() - began) < result.stopped_after + seconds:
             healthz, readyz = probe(port, "/healthz"), probe(port, "/readyz")
             result.samples.append((round(t, 1), healthz, readyz))
             if readyz != 200 and result.readyz_failed_after is None:
@@ -141,7 +143,7 @@ def _outage(
             if healthz != 200 or t >= next_say:
                 say(f"t={t:6.1f} s  /healthz {healthz}  /readyz {readyz}  agent {_alive(procs)}")
                 next_say = t + 60
-            time.sleep(max(0.0, min(poll, seconds - (time.monotonic() - began))))
+            time.sleep(max(0.0, min(poll, result.stopped_after + seconds - (time.monotonic() - began))))
     finally:
         result.outage_seconds = time.monotonic() - began
         cluster.start_apiserver()
