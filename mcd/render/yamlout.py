@@ -11,6 +11,7 @@ PyYAML's own code. tests/cli/test_yaml_output.py compares the two on random docu
 from __future__ import annotations
 
 from mcd.config.yamllib import ScalarAnalysis, yaml
+from mcd.render.blockyaml import dump_block_text
 from mcd.render.wordscalar import word_analysis
 
 TYPE_CHECKING = False  # not typing's: its import is a few ms of every short command
@@ -44,5 +45,8 @@ class _Dumper(yaml.SafeDumper):
 
 def yaml_text(obj: Any) -> str:
     """`obj` as `yaml.safe_dump(obj, sort_keys=False, default_flow_style=False)` writes it."""
+    direct = dump_block_text(obj)
+    if direct is not None:
+        return direct
     text: str = yaml.dump(obj, Dumper=_Dumper, sort_keys=False, default_flow_style=False)
     return text

@@ -12,6 +12,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mcd.render.blockyaml import dump_block_text
 from mcd.render.yamlout import yaml_text
 
 REPO = Path(__file__).resolve().parents[2]
@@ -56,3 +57,47 @@ def test_a_long_value_folds_where_safe_dump_folds_it_after_a_word_key() -> None:
     """The column after a word counts: a long text folds at the 80th column."""
     for width in range(1, 70, 3):
         assert_same({"k" * width: "ab " * 40, "list": ["x" * width, {"y" * width: "cd ef " * 20}]})
+
+
+# -- the direct writer (mcd.render.blockyaml) takes configs of the common shapes; it must write
+# what safe_dump writes or leave the text to it
+lines = st.lists(
+    st.sampled_from(["[Unit]", "A=b c", "it's", "", " ", "x" * 40, "y z " * 12, ":", "- a", "#"]), max_size=8
+).map("\n".join)
+
+
+items = st.lists(st.one_of(lines, words, st.integers()), max_size=3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(words, items, max_size=4), lines)
+def test_text_with_line_breaks_is_single_quoted_as_safe_dump_does(doc: dict[str, Any], text: str) -> None:
+    doc["contents"] = [{"name": text, "contents": text + "\n"}]
+    direct = dump_block_text(doc)
+    assert direct is None or direct == yaml.safe_dump(doc, sort_keys=False, default_flow_style=False)
+
+
+def test_a_config_of_the_common_shapes_is_written_directly() -> None:
+    """Files with data URLs, units whose text has empty lines, a quote and a line long enough
+    to fold, words the resolver reads as numbers or booleans: no fallback, safe_dump's text."""
+    description = " ".join(["a long description"] * 6)
+    unit = f"[Unit]\nDescription={description}\n\n[Service]\nExecStart=/bin/sh -c 'x'\n"
+    doc = {
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "spec": {
+            "config": {
+                "ignition": {"version": "3.5.0"},
+                "storage": {"files": [{"path": "/etc/a", "mode": 420, "contents": {"source": "data:,a"}}]},
+                "systemd": {"units": [{"name": "a.service", "enabled": True, "contents": unit}]},
+            },
+            "kernelArguments": [],
+            "fips": False,
+            "extensions": None,
+            "labels": {"version": "1.5", "on": "yes", "empty": ""},
+        },
+    }
+    direct = dump_block_text(doc)
+    assert direct is not None
+    assert direct == yaml.safe_dump(doc, sort_keys=False, default_flow_style=False)
+    assert "        contents: '[Unit]\n\n          Description=a long" in direct
+    assert "a long\n          description a long" in direct  # folded past the 80th column

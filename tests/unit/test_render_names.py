@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcd.render import RenderError, goyaml, render_pool, rendered_name
+from mcd.render import RenderError, blockyaml, goyaml, render_pool, rendered_name
 from mcd.render.goyaml import go_yaml
 
 TABLES = Path(__file__).resolve().parents[1] / "fixtures" / "render"
@@ -96,3 +96,67 @@ def test_text_that_is_not_ascii_gets_the_full_class() -> None:
     pattern = goyaml._class_for("é\u2028", goyaml._QUOTED_SPECIAL_ASCII, goyaml._QUOTED_SPECIAL)
     assert pattern.pattern == goyaml._QUOTED_SPECIAL
     assert pattern.findall("é\u2028\x01 a") == ["\u2028", "\x01", " "]
+
+
+# -- the direct writer (blockyaml) against the emitter's way, and against upstream's tables
+
+# pieces: indicators, quotes, breaks, a tab, non-ASCII, words read as other types, long words
+_PIECES = st.sampled_from([*"ab1.0-:#?'\"\\|{}[],&*!%@` \n\t", "é", "yes", "1e3", "x" * 30])
+_TEXT = st.lists(_PIECES, max_size=12).map("".join)
+_KEYS = st.one_of(st.sampled_from(["a", "b", "B", "a10", "a2", "on", "", "1", "k" * 130, "x-y"]), _TEXT)
+_SCALARS = st.one_of(st.booleans(), st.none(), st.integers(-(2**63), 2**63), _TEXT)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(_KEYS, inner, max_size=4)),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=150)
+@given(st.dictionaries(_KEYS, _VALUES, max_size=5))
+def test_the_direct_writer_writes_what_the_emitter_writes_or_leaves_it_to_it(value: dict[str, Any]) -> None:
+    text = blockyaml.go_block_text(value)
+    if text is not None:
+        assert text == goyaml.emitted(value)
+
+
+@pytest.mark.parametrize("case", YAML, ids=[c["case"] for c in YAML])
+def test_the_direct_writer_agrees_with_upstream_where_it_writes(case: dict[str, Any]) -> None:
+    text = blockyaml.go_block_text(case["value"])
+    assert text is None or text == case["yaml"]
+
+
+UNIT = "[Unit]\nDescription=A b\n\n[Service]\n"
+
+
+def test_a_rendered_config_of_the_common_shapes_is_written_directly() -> None:
+    """Files with data URLs, modes and flags, units with multi-line contents and dropins,
+    a long description with spaces, a key yaml.v2 reads as a boolean: no fallback."""
+    spec: dict[str, Any] = {
+        "config": {
+            "ignition": {"version": "3.5.0"},
+            "storage": {
+                "files": [
+                    {"path": "/etc/a", "mode": 420, "overwrite": True, "contents": {"source": "data:,a%20b"}},
+                    {"path": "/etc/b", "mode": 384, "contents": {"source": "data:;base64,eA=="}},
+                ]
+            },
+            "systemd": {
+                "units": [
+                    {"name": "a.service", "enabled": True, "contents": UNIT},
+                    {"name": "b.service", "dropins": [{"name": "10-x.conf", "contents": "[Service]\nX=1"}]},
+                ]
+            },
+        },
+        "kernelArguments": [],
+        "extensions": None,
+        "fips": False,
+        "osImageURL": "quay.io/x@sha256:00",
+        "on": "a few words with spaces",
+    }
+    text = blockyaml.go_block_text(spec)
+    assert text is not None
+    assert text == goyaml.emitted(spec)
+    block = "    - contents: |\n        [Unit]\n        Description=A b\n\n        [Service]\n"
+    assert block in text
+    assert '"on": a few words with spaces\n' in text
