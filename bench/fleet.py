@@ -36,7 +36,6 @@ import io
 import json
 import math
 import os
-import resource
 import shutil
 import statistics
 import sys
@@ -49,6 +48,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 from mcd_sim.apiserver.audit import read_events  # noqa: E402
 from mcd_sim.fleet import Fleet, FleetOptions  # noqa: E402
+from mcd_sim.room import fleet_room  # noqa: E402
 from mcd_sim.simulate import SimulateError  # noqa: E402
 
 OLD, NEW = REPO / "examples" / "old.yaml", REPO / "examples" / "reboot.yaml"
@@ -287,37 +287,6 @@ def measure(nodes: int, workdir: Path, max_unavailable: str, idle: float, pdb: s
     }
 
 
-INOTIFY_INSTANCES = Path("/proc/sys/fs/inotify/max_user_instances")
-
-
-def inotify_room(nodes: int) -> str | None:
-    """Why `nodes` agents cannot all start their drift monitors on this machine (each holds an
-    inotify instance, and a user has max_user_instances: 128 by default), or None."""
-    try:
-        limit = int(INOTIFY_INSTANCES.read_text())
-    except (OSError, ValueError):
-        return None
-    if limit >= nodes + 16:  # the tests and tools running beside the bench hold a few
-        return None
-    return (
-        f"{nodes} agents need {nodes} inotify instances and fs.inotify.max_user_instances is {limit}: "
-        f"raise it first (sysctl -w fs.inotify.max_user_instances={max(1024, 2 * nodes)})"
-    )
-
-
-def open_files_room(nodes: int) -> str | None:
-    """Raise this process's open-file limit to its hard limit (the API server here holds each
-    agent's connections and watches: about 8 descriptors an agent); why that is too few, or None."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard != resource.RLIM_INFINITY and soft < hard:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-        soft = hard
-    need = 256 + 16 * nodes
-    if soft == resource.RLIM_INFINITY or soft >= need:
-        return None
-    return f"{nodes} agents need about {need} open files in this process; its hard limit is {hard}: raise it"
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", "--nodes", type=int, nargs="+", default=[50])
@@ -328,7 +297,7 @@ def main() -> int:
     )
     parser.add_argument("--keep", action="store_true", help="keep each size's directory (audit log, logs)")
     args = parser.parse_args()
-    short = inotify_room(max(args.sizes)) or open_files_room(max(args.sizes))
+    short = fleet_room(max(args.sizes))
     if short:
         print(f"bench/fleet.py: {short}", file=sys.stderr)
         return 2

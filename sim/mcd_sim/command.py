@@ -9,7 +9,8 @@ from typing import Any
 
 from mcd.config.findings import Finding, InputError
 from mcd_sim.fleet import FleetOptions, simulate_fleet
-from mcd_sim.simulate import SimulateOptions, simulate
+from mcd_sim.room import fleet_room
+from mcd_sim.simulate import SimulateError, SimulateOptions, simulate
 
 
 def simulate_command(args: Any) -> int:
@@ -36,6 +37,9 @@ def _fleet(args: Any, workdir: Path | None) -> int:
         raise InputError("--kill-controller-after", [Finding((), message)])
     if args.pool is not None and len(args.pool) < 2:
         raise InputError("--pool", [Finding((), "expected the pool's name and files or directories")])
+    short = fleet_room(args.nodes)
+    if short is not None:
+        raise SimulateError(short)
     options = FleetOptions(
         workdir=workdir,
         old=Path(args.old),
