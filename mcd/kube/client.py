@@ -23,6 +23,7 @@ import importlib
 import json
 import logging
 import os
+import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,9 @@ REQUEST_TIMEOUT = (5.0, 30.0)
 # the pod's ServiceAccount credentials (the kubelet mounts them here)
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 WATCH_MARGIN = 15.0
+# seconds a bearer token taken from the configuration is used before it is asked for again
+# (`_Session.bearer`); the in-cluster loader itself reads a rotated token once a minute
+BEARER_REFRESH_SECONDS = 10.0
 
 # `import kubernetes` imports all of the client (pydantic, requests, oauthlib, websocket ...); the
 # agent needs the configuration, the in-cluster loader and the REST layer, so the packages are
@@ -209,11 +213,8 @@ class KubeClient(Resources):
         headers = {"Accept": "application/json", "User-Agent": api.user_agent}
         if body is not None:
             headers["Content-Type"] = content_type
-        # the bearer token as the configuration gives it now (a rotated service account token
-        # or an exec plugin's is refreshed by its hook), as the package's ApiClient adds it
-        auth = api.configuration.auth_settings().get("BearerToken")
-        if auth and auth.get("value"):
-            headers[auth["key"]] = auth["value"]
+        if (auth := api.bearer()) is not None:
+            headers[auth[0]] = auth[1]
         params = [(k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in (query or {}).items()]
         url = api.host + path + ("?" + urlencode(params, quote_via=quote) if params else "")
         data = None if body is None else json.dumps(body, separators=(",", ":"))
@@ -249,8 +250,10 @@ class KubeClient(Resources):
         if not 200 <= resp.status < 300:
             err = api_error(method, path, resp.status, data, resp.headers.get("Retry-After"))
             reach.answered(resp.status, key, str(err))
-            if writer and resp.status == 401:
-                self._writer_refused()
+            if resp.status == 401:
+                (self._writer if writer else self._api).bearer_refused()
+                if writer:
+                    self._writer_refused()
             raise err
         reach.answered(resp.status, key, "")
         try:
@@ -313,6 +316,8 @@ class KubeClient(Resources):
             if not 200 <= resp.status < 300:
                 err = api_error("GET", path, resp.status, resp.data, resp.headers.get("Retry-After"))
                 self.reach.answered(resp.status, key, str(err))
+                if resp.status == 401:
+                    self._api.bearer_refused()
                 raise err
             self.reach.answered(resp.status, key, "")
             self.reach.stream(True)
@@ -343,11 +348,37 @@ class _Session:
     """One identity: its configuration and the official REST layer's connection pool (which
     carries the configuration's TLS settings: CA, client certificate, server name, proxy)."""
 
-    def __init__(self, configuration: Any, user_agent: str) -> None:
+    def __init__(
+        self, configuration: Any, user_agent: str, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         configuration.retries = False  # see the module docstring
         self.configuration, self.user_agent = configuration, user_agent
         self.host = str(configuration.host)
         self.pool_manager = RESTClientObject(configuration).pool_manager
+        self._clock = clock
+        self._bearer: tuple[str, str] | None = None
+        self._bearer_at: float | None = None  # when the configuration was last asked
+
+    def bearer(self) -> tuple[str, str] | None:
+        """The bearer token's header (name, value) as the configuration gives it (None: none),
+        asked again every BEARER_REFRESH_SECONDS and after a 401.
+
+        Asking runs the configuration's refresh hook (the in-cluster loader's, which re-reads a
+        rotated service account token once a minute; a kubeconfig's exec plugin): on the way it
+        sets the server address again, whose setter scans the whole environment for proxies (a
+        pod has variables for every Service of its namespace), a few hundred microseconds that
+        every request paid.
+        """
+        now = self._clock()
+        if self._bearer_at is None or now - self._bearer_at >= BEARER_REFRESH_SECONDS:
+            auth = self.configuration.auth_settings().get("BearerToken")
+            self._bearer = (auth["key"], auth["value"]) if auth and auth.get("value") else None
+            self._bearer_at = now
+        return self._bearer
+
+    def bearer_refused(self) -> None:
+        """The server answered 401: the next request asks the configuration for the token again."""
+        self._bearer_at = None
 
     def close(self) -> None:
         self.pool_manager.clear()

@@ -140,3 +140,58 @@ def test_the_kubelets_kubeconfig_is_read_without_the_kubeconfig_loader(
         "print(found is not None, 'kubernetes.config.kube_config' in sys.modules)"
     )
     assert out.split() == ["True", "False"]
+
+
+def test_a_rotated_token_is_taken_within_the_refresh_period_and_at_once_after_a_401(tmp_path: Path) -> None:
+    """The client asks the configuration for its bearer token (its refresh hook re-reads a
+    rotated one) every BEARER_REFRESH_SECONDS, not on every request, and again as soon as the
+    server refuses the one it has."""
+    from kubernetes.client.configuration import Configuration
+    from kubernetes.config.incluster_config import InClusterConfigLoader
+
+    from mcd.kube import client as kube_client
+    from mcd.kube.errors import ApiError
+
+    with ApiServer() as sim:
+        sim.add_node(NODE)
+        assert sim.cert is not None
+        token_file = tmp_path / "token"
+        token_file.write_text(sim.token)
+        (tmp_path / "ca.crt").write_bytes(sim.cert.cert_pem)
+        url = urlsplit(sim.url)
+        configuration = Configuration()
+        InClusterConfigLoader(
+            token_filename=str(token_file),
+            cert_filename=str(tmp_path / "ca.crt"),
+            environ={"KUBERNETES_SERVICE_HOST": str(url.hostname), "KUBERNETES_SERVICE_PORT": str(url.port)},
+        ).load_and_set(configuration)
+        asked: list[str] = []
+        ask = configuration.auth_settings
+
+        def counted() -> object:
+            asked.append("asked")
+            return ask()
+
+        configuration.auth_settings = counted
+        now = [1000.0]
+        client = kube_client.KubeClient(configuration)
+        client._api = kube_client._Session(configuration, client.user_agent, clock=lambda: now[0])
+        try:
+            for _ in range(5):
+                client.get_node(NODE)
+            assert len(asked) == 1  # once for five requests
+            now[0] += kube_client.BEARER_REFRESH_SECONDS
+            client.get_node(NODE)
+            assert len(asked) == 2
+            # a token the server refuses, then the good one again: taken at once after the 401
+            configuration.refresh_api_key_hook = None
+            configuration.api_key["BearerToken"] = "bearer refused"
+            now[0] += kube_client.BEARER_REFRESH_SECONDS
+            with pytest.raises(ApiError) as refused:
+                client.get_node(NODE)
+            assert refused.value.status == 401
+            configuration.api_key["BearerToken"] = f"bearer {sim.token}"
+            assert client.get_node(NODE)["metadata"]["name"] == NODE
+            assert len(asked) == 4
+        finally:
+            client.close()
