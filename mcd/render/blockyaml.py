@@ -213,18 +213,15 @@ class _Writer:
                 out.append("- ")
                 out.append(self.scalar(item, indent + 2, indent + 2))
                 out.append("\n")
-            elif isinstance(item, Mapping):
-                if item:
-                    out.append("- ")
+            elif isinstance(item, (Mapping, Sequence)):
+                if not item:
+                    out.append("- {}\n" if isinstance(item, Mapping) else "- []\n")
+                    continue
+                out.append("- ")
+                if isinstance(item, Mapping):  # its first key on the item's line
                     self.mapping(item, indent + 2, True)
                 else:
-                    out.append("- {}\n")
-            elif isinstance(item, Sequence):
-                if item:
-                    out.append("- ")
                     self.sequence(item, indent + 2, True)
-                else:
-                    out.append("- []\n")
             else:
                 raise _Unknown
 
