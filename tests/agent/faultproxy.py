@@ -91,6 +91,7 @@ class FaultProxy:
         self.upstream = upstream
         self.rules: list[Rule] = []
         self.seen: list[Seen] = []
+        self.cut_at = 0
         self.refusing = False  # an outage: every connection is reset at once
         self._lock = threading.Lock()
         self._streams: dict[socket.socket, str] = {}  # open forwarded connections: their targets
@@ -136,9 +137,11 @@ class FaultProxy:
             self.cut_streams()
 
     def cut_streams(self) -> int:
-        """Reset every forwarded connection still open (watches); how many there were."""
+        """Reset every forwarded connection still open (watches); how many there were. `cut_at`:
+        how many requests were seen then (those after it were sent after the cut)."""
         with self._lock:
             streams, self._streams = set(self._streams), {}
+            self.cut_at = len(self.seen)
         for sock in streams:
             _reset(sock)
         return len(streams)
@@ -197,6 +200,10 @@ class FaultProxy:
                     rule.times -= 1
             action = rule.action if rule is not None else "forward"
             self.seen.append(Seen(method, target, action, body))
+            if action == "forward":
+                # open from the moment it is seen: a cut of the streams then resets every
+                # forwarded request seen before it (`cut_at`), none is left half way
+                self._streams[conn] = target
         if self.refusing or action == "reset":
             _reset(conn)
         elif action == "close":
@@ -216,8 +223,6 @@ class FaultProxy:
     def _forward(
         self, conn: socket.socket, method: str, target: str, headers: list[tuple[str, str]], body: bytes
     ) -> None:
-        with self._lock:
-            self._streams[conn] = target
         up = socket.create_connection(self.upstream, timeout=30)
         try:
             up.settimeout(None)

@@ -54,7 +54,7 @@ def test_an_outage_and_cut_watches_during_a_drift_report(wire: Wire) -> None:
     # the repair outlives its watches being cut: once they are open again, cut them
     eventually(lambda: wire.proxy.open_watches() > 0, "the watches open again", agent=agent)
     assert wire.proxy.cut_streams() > 0
-    cut_at = len(wire.proxy.seen)
+    cut_at = wire.proxy.cut_at
     # the syncs that failed in the outage left the node's key backing off (up to 60 s, as
     # upstream's queue): the repair converges, on a loaded machine not within the usual 30 s
     ends_done(wire, agent, "rendered-worker-a", timeout=120.0)
