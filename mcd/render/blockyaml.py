@@ -21,16 +21,15 @@ from collections.abc import Mapping, Sequence
 
 from mcd.config.yamllib import yaml
 from mcd.render.gostyle import go_key_order, requested_style
+from mcd.render.wordscalar import LEADING_INDICATORS, is_word, word_block_plain
 
 _WIDTH = 80  # the emitter folds a plain or quoted scalar at a space past this column
-_WORD = re.compile(r"[\x21-\x7e]+")
 # a single-line text of printable ASCII with inner spaces only
 _SPACED = re.compile(r"[\x21-\x7e][\x20-\x7e]*[\x21-\x7e]")
 # what double quotes hold as it is: no space (no folding), no quote or backslash (no escape)
 _QUOTABLE = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]*")
 _LINES = re.compile(r"[\n\x20-\x7e]+")
 _ALPHA_KEY = re.compile(r"[A-Za-z]+")
-_INDICATORS = "#,[]{}&*!|>'\"%@`"  # PyYAML's leading indicators
 _JSON_TYPES = (dict, list, str, int, bool, type(None))
 
 
@@ -71,7 +70,7 @@ class _GoRules:
 
     def key(self, key: str) -> str:
         style = requested_style(key)
-        if style == "" and _WORD.fullmatch(key) and _word_plain(key):
+        if style == "" and is_word(key) and word_block_plain(key):
             return key
         if style == '"' and _QUOTABLE.fullmatch(key):
             return f'"{key}"'
@@ -80,8 +79,8 @@ class _GoRules:
     def string(self, text: str, column: int, indent: int) -> str:
         style = requested_style(text)
         if style == "":
-            if _WORD.fullmatch(text):
-                if _word_plain(text):
+            if is_word(text):
+                if word_block_plain(text):
                     return text
             elif _fits_plain(text, column):
                 return text
@@ -107,15 +106,15 @@ class _DumpRules:
         return list(keys)
 
     def key(self, key: str) -> str:
-        if _WORD.fullmatch(key):
-            return key if _is_str(key) and _word_plain(key) else _single(key)
+        if is_word(key):
+            return key if _is_str(key) and word_block_plain(key) else _single(key)
         raise _Unknown
 
     def string(self, text: str, column: int, indent: int) -> str:
         if not text:
             return "''"  # the resolver reads an empty plain scalar as null
-        if _WORD.fullmatch(text):
-            return text if _is_str(text) and _word_plain(text) else _single(text)
+        if is_word(text):
+            return text if _is_str(text) and word_block_plain(text) else _single(text)
         if "\n" not in text:
             if _fits_plain(text, column) and _is_str(text):
                 return text
@@ -166,9 +165,9 @@ class _Writer:
     def _key_string(self, key: object) -> str:
         if isinstance(key, str):
             return key
-        if isinstance(self.rules, _GoRules):
-            return str(key)  # upstream's JSON has string keys only; goyaml writes str(key)
-        raise _Unknown
+        if self.rules.exact_types:
+            raise _Unknown  # safe_dump writes another type's key as that type
+        return str(key)  # upstream's JSON has string keys only; goyaml writes str(key)
 
     def _key(self, key: str) -> str:
         if not key or len(key) > self.rules.max_key:
@@ -239,14 +238,6 @@ class _Writer:
         return str(value)
 
 
-def _word_plain(word: str) -> bool:
-    """Whether PyYAML's analysis lets a word of printable ASCII be plain in a block (as
-    `wordscalar` reads it: no indicator first, no final `:`, no document marker)."""
-    return not (
-        word[0] in _INDICATORS or word.startswith(("---", "...")) or word[-1] == ":" or word in ("-", "?")
-    )
-
-
 def _fits_plain(text: str, column: int) -> bool:
     """Whether a single line with inner spaces is plain in a block and ends by the folding
     column: no indicator first, no `: ` or ` #`, no final `:`, no document marker."""
@@ -254,7 +245,7 @@ def _fits_plain(text: str, column: int) -> bool:
         column + len(text) <= _WIDTH
         and _SPACED.fullmatch(text) is not None
         and not (
-            text[0] in _INDICATORS
+            text[0] in LEADING_INDICATORS
             or text[:2] in ("- ", "? ", ": ")
             or ": " in text
             or " #" in text

@@ -1,7 +1,7 @@
 """The style yaml.v2 asks for each string, and its order of mapping keys. Pure: no I/O.
 
 Both of upstream's YAML writers here (`goyaml`, PyYAML's emitter driven event by event, and
-`goblock`, the common shapes written directly) take these rules from this one place.
+`blockyaml`, the common shapes written directly) take these rules from this one place.
 """
 
 from __future__ import annotations

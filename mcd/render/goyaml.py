@@ -9,7 +9,8 @@ event handling (indentation, block sequences, empty lists) is kept; what differs
 here: the style yaml.v2 asks for (its own reading of plain words: YAML 1.1 booleans, Go's
 number and date syntax), which characters it counts as printable, and its four scalar writers,
 which fold long lines at other places than PyYAML's. Checked against yaml.v2 itself on random
-text (tests/fixtures/render/ keeps a table of its outputs).
+text (tests/fixtures/render/ keeps a table of its outputs). A config of the common shapes is
+written directly in that layout (`mcd.render.blockyaml`); the emitter writes any other.
 """
 
 from __future__ import annotations

@@ -3,9 +3,10 @@ text exactly, faster. Pure: the text is returned.
 
 PyYAML's emitter looks at every character of every scalar in Python, twice (to choose a style,
 then to write it): a rendered config of 2,000 files of 1 KiB took seconds. Most of a config's
-text is single words of printable ASCII (data URLs, paths, names); for those the emitter's
-answer is known at once, and only those take the short way here. Everything else goes through
-PyYAML's own code. tests/cli/test_yaml_output.py compares the two on random documents.
+text is single words of printable ASCII (data URLs, paths, names) and unit texts of printable
+lines: a config made only of such values is written directly in the emitter's block layout
+(`mcd.render.blockyaml`); otherwise the emitter writes it, with a word's style known at once.
+tests/cli/test_yaml_output.py compares both ways with safe_dump on random documents.
 """
 
 from __future__ import annotations
