@@ -131,6 +131,8 @@ def test_the_schema_walker_agrees_with_jsonschema_on_every_table_config(ign: Doc
 
 
 def test_the_tables_hold_configs_to_compare() -> None:
+    if not CASES_DIR.is_dir():  # as every case-table test: .ci/run warns that they skip
+        pytest.skip(f"case tables {CASES_DIR} not present")
     assert len(TABLE_DOCS) >= 20
 
 
